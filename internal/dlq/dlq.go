@@ -1,0 +1,197 @@
+// Package dlq holds Redrive's domain types: dead-letter records, their lifecycle
+// states and failure history, and the decoded form of a record read from a DLQ topic.
+//
+// It is a leaf package: it must never import Kafka, Postgres, HTTP or any other
+// infrastructure. Everything else in Redrive depends on it; it depends on nothing.
+package dlq
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// State is a record's lifecycle state, named as in the OJS specs.
+//
+//	new failure ──▶ retryable ──(scheduler)──▶ available ──(ack)──▶ completed
+//	      │             ▲                          │
+//	      │             └──────(fails again)───────┤
+//	      ▼                                        ▼
+//	  discarded ◀─────────(exhausted/non-retryable)┘
+//	      │
+//	      └──(manual retry / replay rule)──▶ available
+type State string
+
+const (
+	// StateRetryable waits for automatic redelivery at NextRetryAt.
+	StateRetryable State = "retryable"
+	// StateAvailable was redelivered to its source topic; the outcome is pending.
+	StateAvailable State = "available"
+	// StateCompleted was confirmed processed by the consumer after a redelivery.
+	StateCompleted State = "completed"
+	// StateDiscarded is terminal; Exhaustion says why and how long it is kept.
+	StateDiscarded State = "discarded"
+)
+
+// States lists every State, in lifecycle order.
+var States = []State{StateRetryable, StateAvailable, StateCompleted, StateDiscarded}
+
+// Valid reports whether s is one of the known states.
+func (s State) Valid() bool {
+	for _, known := range States {
+		if s == known {
+			return true
+		}
+	}
+	return false
+}
+
+// Exhaustion says why a discarded record stays: as a dead letter (the DLQ proper,
+// kept per dead-letter retention) or as a discard (kept per retention.discarded).
+type Exhaustion string
+
+const (
+	ExhaustionDeadLetter Exhaustion = "dead_letter"
+	ExhaustionDiscard    Exhaustion = "discard"
+)
+
+// Valid reports whether e is a known exhaustion action.
+func (e Exhaustion) Valid() bool { return e == ExhaustionDeadLetter || e == ExhaustionDiscard }
+
+// Code is the handler's verdict on a failure (OJS retry spec §7).
+type Code string
+
+const (
+	// CodeRetry asks for a retry per the policy. It is the default.
+	CodeRetry Code = "RETRY"
+	// CodeDiscard gives up without retrying; the record is kept as a discard.
+	CodeDiscard Code = "DISCARD"
+	// CodeDeadLetter gives up without retrying; the record is kept as a dead letter.
+	CodeDeadLetter Code = "DEAD_LETTER"
+	// CodeFail gives up without retrying; the policy's on_exhaustion decides how it is kept.
+	CodeFail Code = "FAIL"
+)
+
+// Valid reports whether c is a known handler code.
+func (c Code) Valid() bool {
+	switch c {
+	case CodeRetry, CodeDiscard, CodeDeadLetter, CodeFail:
+		return true
+	}
+	return false
+}
+
+// Format names the decoder that understood a DLQ record.
+type Format string
+
+const (
+	FormatRedrive     Format = "redrive"
+	FormatSpring      Format = "spring"
+	FormatConnect     Format = "connect"
+	FormatStreams     Format = "streams"
+	FormatShareGroup  Format = "share_group"
+	FormatWatermill   Format = "watermill"
+	FormatJSON        Format = "json"
+	FormatUnparseable Format = "unparseable"
+)
+
+// ErrorTypeUnparseable is the error type given to records no decoder understands.
+const ErrorTypeUnparseable = "redrive.unparseable"
+
+// Header is one Kafka record header. Values are raw bytes: they may be binary.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Source is where a failed record was originally consumed from. Fields the DLQ
+// record did not carry are zero, except Partition and Offset, which are -1.
+type Source struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Group     string
+}
+
+// Coord is a record's position in a DLQ topic; it identifies a DLQ record and
+// makes ingest idempotent.
+type Coord struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// ErrorEntry is one failed attempt in a record's history.
+type ErrorEntry struct {
+	Attempt    int             `json:"attempt"`
+	Type       string          `json:"type"`
+	Message    string          `json:"message"`
+	Code       Code            `json:"code"`
+	Backtrace  []string        `json:"backtrace,omitempty"`
+	Details    json.RawMessage `json:"details,omitempty"`
+	OccurredAt time.Time       `json:"occurred_at"`
+}
+
+// MaxErrorHistory is how many of the most recent errors a record keeps (RET-15
+// asks for at least 10).
+const MaxErrorHistory = 20
+
+// Failure is one record read from a DLQ topic, decoded: the original record and
+// the context of its failure. It is what ingest turns into (or joins with) a Record.
+type Failure struct {
+	// DLQ is where this failure was read from.
+	DLQ Coord
+	// Format names the decoder that read it.
+	Format Format
+	// Source is where the original record was consumed from.
+	Source Source
+	// Type is the job/event type, if known.
+	Type string
+	// Key and Value are the original record's, byte for byte. A nil Key is a null key.
+	Key   []byte
+	Value []byte
+	// Headers are the original record's headers, without the envelope's own.
+	Headers []Header
+	// Error describes the failure; Error.Attempt is the attempt that failed.
+	Error ErrorEntry
+	// Retry is a record-level OJS RetryPolicy override (raw JSON), if any.
+	Retry json.RawMessage
+	// RecordID and Attempt are set on a repeat failure of a record Redrive
+	// redelivered: it joins the existing record instead of creating one.
+	RecordID string
+	Attempt  int
+}
+
+// Record is a dead-letter record as Redrive stores and serves it.
+type Record struct {
+	ID          string
+	Queue       string // the source topic
+	Type        string
+	State       State
+	Exhaustion  Exhaustion // empty unless State is StateDiscarded
+	Attempt     int
+	MaxAttempts int
+	Source      Source
+	DLQ         Coord
+	Format      Format
+	Key         []byte
+	Value       []byte
+	Headers     []Header
+	Errors      []ErrorEntry // oldest first
+	Retry       json.RawMessage
+	Meta        json.RawMessage
+	CreatedAt   time.Time
+	EnqueuedAt  *time.Time
+	NextRetryAt *time.Time
+	DiscardedAt *time.Time
+	CompletedAt *time.Time
+	UpdatedAt   time.Time
+}
+
+// LastError returns the most recent error, or the zero entry when there is none.
+func (r *Record) LastError() ErrorEntry {
+	if len(r.Errors) == 0 {
+		return ErrorEntry{}
+	}
+	return r.Errors[len(r.Errors)-1]
+}

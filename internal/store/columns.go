@@ -1,0 +1,170 @@
+package store
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// recordColumns are redrive_record's columns in the order rows are written and read.
+var recordColumns = []string{
+	"id", "queue", "type", "state", "exhaustion", "attempt", "max_attempts",
+	"source_partition", "source_offset", "source_timestamp", "source_group",
+	"dlq_topic", "dlq_partition", "dlq_offset", "format",
+	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
+	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
+}
+
+var insertColumns = strings.Join(recordColumns, ", ")
+
+// readColumns are the columns a Record is read from: payload and error_type are
+// derived from value and errors, kept only for search.
+var readColumns = strings.Join(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
+	return c == "payload" || c == "error_type"
+}), ", ")
+
+// Encoding names how a byte string is shown as text.
+const (
+	EncodingUTF8   = "utf8"
+	EncodingBase64 = "base64"
+)
+
+// EncodeBytes returns b as text and the encoding used: UTF-8 when b is valid
+// UTF-8 without NUL bytes (which Postgres text and JSON strings cannot hold), else base64.
+func EncodeBytes(b []byte) (string, string) {
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		return string(b), EncodingUTF8
+	}
+	return base64.StdEncoding.EncodeToString(b), EncodingBase64
+}
+
+// DecodeBytes reverses EncodeBytes.
+func DecodeBytes(s, encoding string) ([]byte, error) {
+	switch encoding {
+	case EncodingUTF8, "":
+		return []byte(s), nil
+	case EncodingBase64:
+		return base64.StdEncoding.DecodeString(s)
+	}
+	return nil, fmt.Errorf("unknown encoding %q", encoding)
+}
+
+// storedHeader is a header as kept in the headers column; it is also the API shape.
+type storedHeader struct {
+	Key      string `json:"key"`
+	Value    string `json:"value"`
+	Encoding string `json:"encoding"`
+}
+
+func encodeHeaders(hs []dlq.Header) ([]byte, error) {
+	out := make([]storedHeader, len(hs))
+	for i, h := range hs {
+		v, enc := EncodeBytes(h.Value)
+		out[i] = storedHeader{Key: clean(h.Key), Value: v, Encoding: enc}
+	}
+	return json.Marshal(out)
+}
+
+func decodeHeaders(b []byte) ([]dlq.Header, error) {
+	var in []storedHeader
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("decode headers: %w", err)
+	}
+	out := make([]dlq.Header, len(in))
+	for i, h := range in {
+		v, err := DecodeBytes(h.Value, h.Encoding)
+		if err != nil {
+			return nil, fmt.Errorf("decode header %q: %w", h.Key, err)
+		}
+		out[i] = dlq.Header{Key: h.Key, Value: v}
+	}
+	return out, nil
+}
+
+// nulEscape is how JSON spells a NUL character, which jsonb rejects.
+var nulEscape = []byte(`\u0000`)
+
+// payloadOf returns the value as jsonb input when it is JSON that Postgres
+// accepts, else nil (the value is still stored byte for byte).
+func payloadOf(value []byte) []byte {
+	if len(value) == 0 || !json.Valid(value) || bytes.Contains(value, nulEscape) {
+		return nil
+	}
+	return value
+}
+
+// encodeErrors marshals an error history, keeping the newest dlq.MaxErrorHistory.
+func encodeErrors(errs []dlq.ErrorEntry) ([]byte, error) {
+	if len(errs) > dlq.MaxErrorHistory {
+		errs = errs[len(errs)-dlq.MaxErrorHistory:]
+	}
+	cleaned := make([]dlq.ErrorEntry, len(errs))
+	for i, e := range errs {
+		e.Type, e.Message = clean(e.Type), clean(e.Message)
+		for j := range e.Backtrace {
+			e.Backtrace[j] = clean(e.Backtrace[j])
+		}
+		if len(e.Details) > 0 && (!json.Valid(e.Details) || bytes.Contains(e.Details, nulEscape)) {
+			e.Details = nil
+		}
+		cleaned[i] = e
+	}
+	return json.Marshal(cleaned)
+}
+
+// clean makes s storable in Postgres text: valid UTF-8, no NUL bytes.
+func clean(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+func nullIfEmpty(s dlq.Exhaustion) *string {
+	if s == "" {
+		return nil
+	}
+	v := string(s)
+	return &v
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func jsonOr(b []byte, fallback string) []byte {
+	if len(b) == 0 {
+		return []byte(fallback)
+	}
+	return b
+}
+
+// rowValues encodes r as the values of one row, in recordColumns order.
+func rowValues(r *dlq.Record) ([]any, error) {
+	headers, err := encodeHeaders(r.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("encode headers: %w", err)
+	}
+	errs, err := encodeErrors(r.Errors)
+	if err != nil {
+		return nil, fmt.Errorf("encode errors: %w", err)
+	}
+	errorType := clean(r.LastError().Type)
+	return []any{
+		r.ID, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
+		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, string(r.Format),
+		r.Key, r.Value, headers, payloadOf(r.Value), errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
+		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
+	}, nil
+}

@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func setup(t *testing.T) *store.Store {
+	t.Helper()
+	t.Parallel()
+	return store.New(pgtest.New(t))
+}
+
+func newRecord(offset int64, queue string) dlq.Record {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	next := now.Add(time.Second)
+	return dlq.Record{
+		ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, Type: "order.created",
+		State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 3,
+		Source: dlq.Source{Topic: queue, Partition: 2, Offset: 40 + offset, Timestamp: now, Group: "billing"},
+		DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 0, Offset: offset},
+		Format: dlq.FormatRedrive,
+		Key:    []byte(fmt.Sprintf("k%d", offset)), Value: []byte(`{"id":1}`),
+		Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "bin", Value: []byte{0, 0xff}}},
+		Errors:  []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now}},
+		CreatedAt: now, UpdatedAt: now, NextRetryAt: &next,
+	}
+}
+
+func TestInsertRecordsIsIdempotentOnDLQCoordinates(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	first := []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")}
+	n, err := s.InsertRecords(ctx, first)
+	if err != nil || n != 2 {
+		t.Fatalf("first insert: n=%d err=%v", n, err)
+	}
+	// The same DLQ coordinates again (fresh ids, as a re-consumed batch would
+	// get), mixed with one new record: only the new one is stored.
+	again := []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), newRecord(3, "orders")}
+	n, err = s.InsertRecords(ctx, again)
+	if err != nil || n != 1 {
+		t.Fatalf("second insert: n=%d err=%v, want 1 inserted", n, err)
+	}
+	total, err := s.Count(ctx, &store.Filter{})
+	if err != nil || total != 3 {
+		t.Fatalf("count = %d, %v; want 3", total, err)
+	}
+}
+
+func TestGetRoundTripsRecord(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	want := newRecord(7, "orders")
+	if _, err := s.InsertRecords(ctx, []dlq.Record{want}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, want.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Queue != "orders" || got.Source.Partition != 2 || got.Source.Offset != 47 || got.Source.Group != "billing" ||
+		!got.Source.Timestamp.Equal(want.Source.Timestamp) || got.DLQ != want.DLQ || string(got.Key) != "k7" ||
+		string(got.Value) != `{"id":1}` || got.State != dlq.StateRetryable || !got.NextRetryAt.Equal(*want.NextRetryAt) {
+		t.Fatalf("round trip mismatch:\n got %+v\nwant %+v", got, want)
+	}
+	if len(got.Headers) != 2 || string(got.Headers[1].Value) != "\x00\xff" {
+		t.Fatalf("binary header not preserved: %+v", got.Headers)
+	}
+	if len(got.Errors) != 1 || got.Errors[0].Message != "bad\uFFFDbyte" {
+		t.Fatalf("errors = %+v; want NUL replaced", got.Errors)
+	}
+	if _, err := s.Get(ctx, uuid.Must(uuid.NewV7()).String()); err != store.ErrNotFound {
+		t.Fatalf("missing record: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestListFiltersAndPaginates(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	var recs []dlq.Record
+	for i := range 5 {
+		queue := "orders"
+		if i%2 == 1 {
+			queue = "payments"
+		}
+		recs = append(recs, newRecord(int64(i), queue))
+	}
+	if _, err := s.InsertRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.List(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 3 || len(page.Records) != 2 || !page.HasMore || page.Records[0].ID != recs[4].ID {
+		t.Fatalf("page 1 = total %d, %d records, more %v", page.Total, len(page.Records), page.HasMore)
+	}
+	page, err = s.List(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 2, BeforeID: page.Records[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 1 || page.HasMore || page.Records[0].ID != recs[0].ID {
+		t.Fatalf("page 2 = %d records, more %v", len(page.Records), page.HasMore)
+	}
+}
