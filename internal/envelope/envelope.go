@@ -1,0 +1,207 @@
+// Package envelope is Redrive's wire format: it encodes the native failure
+// envelope (DESIGN.md §2.1) and decodes every DLQ record format Redrive
+// understands (§2.2) into a dlq.Failure.
+//
+// Decoding never fails, never panics and never drops: a record no decoder
+// understands comes back as dlq.FormatUnparseable with its raw key, value and
+// headers. Everything Decode returns is storable as-is (valid UTF-8 without
+// NUL, bounded lengths, plausible timestamps, JSON objects that JSONB
+// accepts), so a hostile or corrupt DLQ record can never block ingest.
+//
+// The package must never talk to Kafka or Postgres: it only converts records.
+package envelope
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// Native envelope header names (DESIGN.md §2.1).
+const (
+	HeaderPrefix          = "redrive."
+	HeaderSourceTopic     = "redrive.source.topic"
+	HeaderSourcePartition = "redrive.source.partition"
+	HeaderSourceOffset    = "redrive.source.offset"
+	HeaderSourceTimestamp = "redrive.source.timestamp"
+	HeaderSourceGroup     = "redrive.source.group"
+	HeaderErrorType       = "redrive.error.type"
+	HeaderErrorMessage    = "redrive.error.message"
+	HeaderErrorCode       = "redrive.error.code"
+	HeaderErrorBacktrace  = "redrive.error.backtrace"
+	HeaderErrorDetails    = "redrive.error.details"
+	HeaderFailedAt        = "redrive.failed_at"
+	HeaderType            = "redrive.type"
+	HeaderRetry           = "redrive.retry"
+	HeaderID              = "redrive.id"
+	HeaderAttempt         = "redrive.attempt"
+	HeaderRedeliveredAt   = "redrive.redelivered_at"
+)
+
+// ErrorTypeUnknown is the error type of a failure whose format carries none
+// (Watermill, most JSON wrappers, a native envelope without redrive.error.type).
+const ErrorTypeUnknown = "unknown"
+
+// UnparseableMessage is the error message of a record no decoder understands.
+const UnparseableMessage = "no decoder understood this DLQ record; it is kept raw"
+
+// Keys Decode adds to Error.Details when it had to repair a value.
+const (
+	// DetailRawCode holds a redrive.error.code that was not a known code; the
+	// failure is decoded with dlq.CodeRetry.
+	DetailRawCode = "raw_code"
+	// DetailRawDetails holds a redrive.error.details that was not a JSON object.
+	DetailRawDetails = "raw_details"
+)
+
+// decoders are tried in order; the first that recognises the record wins. The
+// native envelope comes first because Redrive's own client writes it; the
+// JSON wrappers come last because they look at the value, which is arbitrary.
+var decoders = []struct {
+	format dlq.Format
+	decode func(h headers, rec *kgo.Record, f *dlq.Failure) bool
+}{
+	{dlq.FormatRedrive, decodeNative},
+	{dlq.FormatSpring, decodeSpring},
+	{dlq.FormatConnect, decodeConnect},
+	{dlq.FormatStreams, decodeStreams},
+	{dlq.FormatShareGroup, decodeShareGroup},
+	{dlq.FormatWatermill, decodeWatermill},
+	{dlq.FormatJSON, decodeJSON},
+}
+
+// Decode reads a DLQ record in any supported format. It never fails: a record
+// no decoder understands is returned as dlq.FormatUnparseable, with error type
+// dlq.ErrorTypeUnparseable, an empty Source.Topic (ingest files it under the
+// DLQ topic itself) and all its headers.
+//
+// For every recognised format:
+//   - Key and Value are the original record's byte for byte (a nil key stays
+//     nil), except for JSON-wrapped envelopes, whose Value is the wrapped
+//     original payload.
+//   - Headers are the record's headers without the envelope's own: the
+//     format's headers and every redrive.* header, so that a redelivery gets
+//     back exactly the original headers.
+//   - Source.Partition and Source.Offset are -1 when unknown or invalid; an
+//     invalid timestamp is left zero.
+//   - Error.Code is dlq.CodeRetry unless a native envelope says otherwise; an
+//     unknown code decodes as RETRY with the raw value in Details[DetailRawCode].
+//   - Error.Type is ErrorTypeUnknown when the format carries none.
+//   - Error.OccurredAt is the failure time when the format carries one, else
+//     the DLQ record's timestamp (Spring and Streams set that to the original
+//     record's timestamp).
+//   - Type (the job/event type) is redrive.type, else a "type" or "ce_type"
+//     header, else what a JSON wrapper says.
+//
+// RecordID and Attempt come from redrive.id and redrive.attempt in any format
+// (a record Redrive redelivered may be dead-lettered by any tool), and only
+// when redrive.id is a valid UUID. Error.Attempt is redrive.attempt (the
+// delivery that failed) when present, else 1: the first failed consumption.
+func Decode(rec *kgo.Record) dlq.Failure {
+	h := indexHeaders(rec.Headers)
+	f := dlq.Failure{
+		DLQ:    dlq.Coord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
+		Source: dlq.Source{Partition: -1, Offset: -1},
+		Key:    rec.Key,
+		Value:  rec.Value,
+		Error: dlq.ErrorEntry{
+			Attempt:    1,
+			Type:       ErrorTypeUnknown,
+			Code:       dlq.CodeRetry,
+			OccurredAt: orZero(rec.Timestamp),
+		},
+	}
+	decodeRedelivery(h, &f)
+	f.Type = recordType(h)
+
+	for _, d := range decoders {
+		if d.decode(h, rec, &f) {
+			f.Format = d.format
+			return f
+		}
+	}
+
+	f.Format = dlq.FormatUnparseable
+	f.Source = dlq.Source{Partition: -1, Offset: -1}
+	f.Error.Type = dlq.ErrorTypeUnparseable
+	f.Error.Message = UnparseableMessage
+	f.Headers = copyHeaders(rec.Headers, func(string) bool { return false })
+	return f
+}
+
+// headers indexes a record's headers by key; the last value of a repeated key
+// wins, as with Java's Headers.lastHeader.
+type headers map[string][]byte
+
+func indexHeaders(hs []kgo.RecordHeader) headers {
+	h := make(headers, len(hs))
+	for _, kv := range hs {
+		h[kv.Key] = kv.Value
+	}
+	return h
+}
+
+func (h headers) has(key string) bool { _, ok := h[key]; return ok }
+
+// text returns a header as clean, capped text ("" when absent).
+func (h headers) text(key string) string { return cleanText(h[key], maxTextBytes) }
+
+// name returns a header as a clean identifier ("" when absent).
+func (h headers) name(key string) string { return cleanName(h[key]) }
+
+// copyHeaders returns the headers not dropped by drop, in order. Header values
+// alias the record's.
+func copyHeaders(hs []kgo.RecordHeader, drop func(key string) bool) []dlq.Header {
+	var out []dlq.Header
+	for _, kv := range hs {
+		if !drop(kv.Key) {
+			out = append(out, dlq.Header{Key: kv.Key, Value: kv.Value})
+		}
+	}
+	return out
+}
+
+// withoutPrefixes drops redrive.* headers and headers with any of prefixes.
+func withoutPrefixes(prefixes ...string) func(string) bool {
+	return func(key string) bool {
+		if strings.HasPrefix(key, HeaderPrefix) {
+			return true
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// decodeRedelivery reads redrive.id and redrive.attempt, present when the
+// failed record was one Redrive redelivered.
+func decodeRedelivery(h headers, f *dlq.Failure) {
+	id, err := uuid.ParseBytes(trimSpace(h[HeaderID]))
+	if err != nil || len(h[HeaderID]) > 64 {
+		return
+	}
+	f.RecordID = id.String()
+	if n, ok := parseInt(h[HeaderAttempt], 32); ok && n >= 1 {
+		f.Attempt = int(n)
+		f.Error.Attempt = int(n)
+	}
+}
+
+func trimSpace(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }
+
+// recordType is the job/event type: redrive.type, else a "type" or "ce_type"
+// (CloudEvents Kafka binding) header.
+func recordType(h headers) string {
+	for _, key := range []string{HeaderType, "type", "ce_type"} {
+		if t := h.name(key); t != "" {
+			return t
+		}
+	}
+	return ""
+}

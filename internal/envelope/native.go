@@ -1,0 +1,76 @@
+package envelope
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// decodeNative reads the native envelope (DESIGN.md §2.1). A record is native
+// when it carries a non-empty redrive.source.topic: without it there is nowhere
+// to redeliver to, so other decoders get their turn and, failing them, the
+// record is unparseable with all its headers kept. Invalid partition, offset
+// or timestamp values leave that field unknown; the record stays native.
+func decodeNative(h headers, rec *kgo.Record, f *dlq.Failure) bool {
+	topic := h.name(HeaderSourceTopic)
+	if topic == "" {
+		return false
+	}
+	f.Source = dlq.Source{
+		Topic:     topic,
+		Partition: textPartition(h[HeaderSourcePartition]),
+		Offset:    textOffset(h[HeaderSourceOffset]),
+		Group:     h.name(HeaderSourceGroup),
+	}
+	if t, ok := parseTime(string(h[HeaderSourceTimestamp])); ok {
+		f.Source.Timestamp = t
+	}
+
+	e := &f.Error
+	if t := h.name(HeaderErrorType); t != "" {
+		e.Type = t
+	}
+	e.Message = h.text(HeaderErrorMessage)
+	e.Backtrace = splitLines(h.text(HeaderErrorBacktrace))
+	if raw, ok := h[HeaderErrorDetails]; ok && len(strings.TrimSpace(string(raw))) > 0 {
+		if obj, ok := jsonObject(raw); ok {
+			e.Details = obj
+		} else {
+			e.Details = rawText(DetailRawDetails, raw)
+		}
+	}
+	if raw, ok := h[HeaderErrorCode]; ok {
+		code, valid := parseCode(raw)
+		e.Code = code
+		if !valid {
+			e.Details = addDetail(e.Details, DetailRawCode, cleanText(raw, maxNameBytes))
+		}
+	}
+	if t, ok := parseTime(string(h[HeaderFailedAt])); ok {
+		e.OccurredAt = t
+	}
+	if raw, ok := h[HeaderRetry]; ok {
+		if obj, ok := jsonObject(raw); ok {
+			f.Retry = obj
+		}
+	}
+	f.Headers = copyHeaders(rec.Headers, withoutPrefixes())
+	return true
+}
+
+// parseCode reads a handler code, case-insensitively ("dead_letter" is
+// DEAD_LETTER). An empty value is the default RETRY; anything else unknown is
+// RETRY too, reported as invalid.
+func parseCode(raw []byte) (dlq.Code, bool) {
+	s := strings.ToUpper(strings.TrimSpace(string(raw)))
+	if s == "" {
+		return dlq.CodeRetry, true
+	}
+	c := dlq.Code(s)
+	if !c.Valid() {
+		return dlq.CodeRetry, false
+	}
+	return c, true
+}
