@@ -119,7 +119,7 @@ func TestDecodeFormats(t *testing.T) {
 				Source:   dlq.Source{Topic: "orders", Partition: 0, Offset: 9},
 				Value:    []byte("v"),
 				RecordID: testID, Attempt: 3,
-				Error:    dlq.ErrorEntry{Attempt: 3, Type: "x.y", Code: dlq.CodeDeadLetter, OccurredAt: dlqTime},
+				Error: dlq.ErrorEntry{Attempt: 3, Type: "x.y", Code: dlq.CodeDeadLetter, OccurredAt: dlqTime},
 			},
 		},
 		{
@@ -262,10 +262,10 @@ func TestDecodeFormats(t *testing.T) {
 				"__streams.errors.offset", "99",
 			),
 			want: dlq.Failure{
-				Format:  dlq.FormatStreams,
-				Source:  dlq.Source{Topic: "clicks", Partition: 4, Offset: 99, Timestamp: dlqTime},
-				Type:    "com.example.click",
-				Key:     []byte("user-1"), Value: []byte("click"),
+				Format: dlq.FormatStreams,
+				Source: dlq.Source{Topic: "clicks", Partition: 4, Offset: 99, Timestamp: dlqTime},
+				Type:   "com.example.click",
+				Key:    []byte("user-1"), Value: []byte("click"),
 				Headers: headerList("ce_type", "com.example.click"),
 				Error: dlq.ErrorEntry{
 					Attempt: 1, Type: "org.apache.kafka.common.errors.SerializationException", Code: dlq.CodeRetry,
@@ -341,9 +341,9 @@ func TestDecodeFormats(t *testing.T) {
 				"reason_poisoned", "card declined",
 			),
 			want: dlq.Failure{
-				Format:  dlq.FormatWatermill,
-				Source:  dlq.Source{Topic: "payments", Partition: -1, Offset: -1},
-				Key:     []byte("k"), Value: []byte(`{"amount":10}`),
+				Format: dlq.FormatWatermill,
+				Source: dlq.Source{Topic: "payments", Partition: -1, Offset: -1},
+				Key:    []byte("k"), Value: []byte(`{"amount":10}`),
 				Headers: headerList("_watermill_message_uuid", "5d3e1b9a-1111-4c2d-9f00-0123456789ab"),
 				Error: dlq.ErrorEntry{
 					Attempt: 1, Type: ErrorTypeUnknown, Code: dlq.CodeRetry, Message: "card declined",

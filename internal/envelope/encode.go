@@ -62,7 +62,8 @@ type FailureInfo struct {
 // headers stay bounded through any number of hops — except redrive.id and
 // redrive.attempt, which pass through (the last value of each) so that the
 // failure of a record Redrive redelivered joins its existing DLQ record.
-// The envelope record's timestamp is FailedAt.
+// The envelope record's timestamp is left zero for the producing client to
+// stamp: franz-go counts its RecordDeliveryTimeout from a record's timestamp.
 func Encode(src *kgo.Record, f FailureInfo) *kgo.Record {
 	failedAt := f.FailedAt
 	if failedAt.IsZero() {
@@ -132,11 +133,10 @@ func Encode(src *kgo.Record, f FailureInfo) *kgo.Record {
 	}
 
 	return &kgo.Record{
-		Topic:     f.DLQTopic,
-		Key:       src.Key,
-		Value:     src.Value,
-		Headers:   hs,
-		Timestamp: failedAt,
+		Topic:   f.DLQTopic,
+		Key:     src.Key,
+		Value:   src.Value,
+		Headers: hs,
 	}
 }
 

@@ -23,7 +23,7 @@ func sourceRecord(hs []kgo.RecordHeader) *kgo.Record {
 // asRead turns a produced envelope into the record a DLQ consumer reads.
 func asRead(env *kgo.Record) *kgo.Record {
 	r := *env
-	r.Partition, r.Offset = 1, 500
+	r.Partition, r.Offset, r.Timestamp = 1, 500, dlqTime
 	return &r
 }
 
@@ -46,8 +46,8 @@ func TestEncodeHeaders(t *testing.T) {
 	if env.Topic != "dead_letter_queue" || &env.Key[0] != &src.Key[0] || &env.Value[0] != &src.Value[0] {
 		t.Fatalf("envelope topic %q, key and value must be the source's", env.Topic)
 	}
-	if !env.Timestamp.Equal(failedAt) {
-		t.Errorf("Timestamp = %v, want %v", env.Timestamp, failedAt)
+	if !env.Timestamp.IsZero() {
+		t.Errorf("Timestamp = %v, want zero for the producer to stamp", env.Timestamp)
 	}
 	want := hdr(
 		"traceparent", "00-a",
@@ -131,8 +131,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 				DLQTopic: "dead_letter_queue", Group: "billing", Type: "order.created",
 				ErrorType: "payment.card_declined", Message: "card declined: insufficient funds",
 				Code: dlq.CodeDeadLetter, Backtrace: []string{"a", "b"},
-				Details: json.RawMessage(`{"decline_code":"insufficient_funds","amount":1299}`),
-				Retry:   json.RawMessage(`{"max_attempts":10}`),
+				Details:  json.RawMessage(`{"decline_code":"insufficient_funds","amount":1299}`),
+				Retry:    json.RawMessage(`{"max_attempts":10}`),
 				FailedAt: time.Date(2026, 2, 13, 10, 5, 0, 0, time.UTC),
 			},
 		},

@@ -1,0 +1,60 @@
+package redrive
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultDLQTopic is the DLQ topic Redrive reads by default.
+const DefaultDLQTopic = "dead_letter_queue"
+
+// Opt configures a DeadLetterer.
+type Opt interface{ apply(*cfg) }
+
+type opt func(*cfg)
+
+func (o opt) apply(c *cfg) { o(c) }
+
+type cfg struct {
+	dlqTopic   string
+	group      string
+	groupSet   bool
+	retries    int
+	backoff    time.Duration
+	logger     *slog.Logger
+	recordType func(*kgo.Record) string
+	now        func() time.Time
+}
+
+// DLQTopic sets the topic failed records are produced to, overriding the
+// default DefaultDLQTopic ("dead_letter_queue").
+func DLQTopic(topic string) Opt { return opt(func(c *cfg) { c.dlqTopic = topic }) }
+
+// Group sets the consumer group written as redrive.source.group, overriding
+// the default: the client's kgo.ConsumerGroup, if any.
+func Group(group string) Opt {
+	return opt(func(c *cfg) { c.group, c.groupSet = group, true })
+}
+
+// InlineRetries makes Wrap call the handler up to n more times, sleeping
+// backoff before each, before it dead-letters a record. Only retryable
+// failures (CodeRetry, the default) are retried inline; DISCARD, DEAD_LETTER
+// and FAIL are dead-lettered at once. Inline retries hold up the partition, so
+// keep n and backoff small (say 2 and 100ms): Redrive's own retries are for
+// long waits. The default is no inline retries.
+func InlineRetries(n int, backoff time.Duration) Opt {
+	return opt(func(c *cfg) { c.retries, c.backoff = n, backoff })
+}
+
+// Logger sets the logger; the default discards everything. A dead-lettered
+// record is logged at Warn, a failed publish at Error, an inline retry at Debug.
+func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
+
+// RecordType sets a function that names a record's job or event type
+// (redrive.type), which policies can match. Without it, Redrive falls back to
+// the record's "type" or "ce_type" header when it ingests the failure.
+func RecordType(fn func(*kgo.Record) string) Opt {
+	return opt(func(c *cfg) { c.recordType = fn })
+}

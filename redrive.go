@@ -1,0 +1,217 @@
+// Package redrive is the client library of Redrive, a Kafka-native
+// dead-letter processor. It wraps a franz-go record handler: when the handler
+// fails a record, the record goes to the DLQ topic with its failure context
+// instead of blocking its partition or being dropped, and Redrive retries,
+// stores and replays it from there.
+//
+// The guarantee is no loss: a wrapped handler returns nil only once the
+// record is done — handled, or written to the DLQ and acknowledged by the
+// broker — so the caller may commit its offset. When the DLQ write fails, the
+// wrapped handler returns an error and the caller must not commit: the record
+// is consumed again after a restart (backpressure, never loss).
+//
+// A typical consumer loop with manual commits:
+//
+//	dl, err := redrive.New(cl) // cl consumes with kgo.DisableAutoCommit()
+//	handle := dl.Wrap(myHandler)
+//	for {
+//		fetches := cl.PollFetches(ctx)
+//		done, err := dl.Process(ctx, fetches, myHandler) // or call handle per record
+//		if cerr := cl.CommitRecords(ctx, done...); cerr != nil { ... }
+//		if err != nil {
+//			return err // DLQ unreachable: stop; a restart resumes at the first record not done
+//		}
+//	}
+//
+// Handlers classify failures with typed errors (Retry, Discard, DeadLetter,
+// Fail, or an *Error) that carry a dot-namespaced error type and a Code.
+//
+// The package never commits offsets itself and never drops a record.
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+)
+
+// Handler processes one record. A nil error means the record is done.
+type Handler func(ctx context.Context, r *kgo.Record) error
+
+// DeadLetterer sends the records a handler fails to the DLQ topic. It is safe
+// for concurrent use, e.g. by one goroutine per partition.
+type DeadLetterer struct {
+	cl  *kgo.Client
+	cfg cfg
+	log *slog.Logger
+}
+
+// New returns a DeadLetterer that produces failed records with client, which
+// may be the consuming client itself. client must not be transactional: the
+// DLQ write has to be acknowledged on its own, before the offset commit.
+//
+// Produce settings are client's: a publish waits for the broker's ack, for
+// ctx, or for the client's kgo.RecordDeliveryTimeout / kgo.RecordRetries to
+// give up, whichever comes first. Consider bounding them so that a DLQ outage
+// surfaces as an error rather than a stalled consumer.
+func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
+	if client == nil {
+		return nil, errors.New("redrive: New: nil client")
+	}
+	c := cfg{dlqTopic: DefaultDLQTopic, now: time.Now}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if !c.groupSet {
+		c.group, _ = client.OptValue(kgo.ConsumerGroup).(string)
+	}
+	switch {
+	case c.dlqTopic == "":
+		return nil, errors.New("redrive: New: empty DLQ topic")
+	case c.retries < 0:
+		return nil, fmt.Errorf("redrive: New: InlineRetries: negative count %d", c.retries)
+	case c.backoff < 0:
+		return nil, fmt.Errorf("redrive: New: InlineRetries: negative backoff %v", c.backoff)
+	}
+	if txn, _ := client.OptValue(kgo.TransactionalID).(string); txn != "" {
+		return nil, fmt.Errorf("redrive: New: client is transactional (%q); give New a non-transactional client", txn)
+	}
+	log := c.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &DeadLetterer{cl: client, cfg: c, log: log.With("component", "redrive")}, nil
+}
+
+// Wrap returns a handler that runs h and dead-letters the records it fails.
+//
+// The returned handler returns nil when the record is done: h succeeded
+// (possibly after inline retries), or h failed and the record is now in the
+// DLQ topic, acknowledged by the broker. A panic in h is a failure too, of
+// type ErrorTypePanic with the panic's stack as backtrace. The returned
+// handler returns a *PublishError when the record could not be dead-lettered:
+// the record is not done and its offset must not be committed.
+//
+// Wrap has the middleware shape func(Handler) Handler.
+func (d *DeadLetterer) Wrap(h Handler) Handler {
+	return func(ctx context.Context, r *kgo.Record) error {
+		err := d.run(ctx, h, r)
+		if err == nil {
+			return nil
+		}
+		return d.Publish(ctx, r, err)
+	}
+}
+
+// run calls h, retrying inline as configured, and returns the last error.
+func (d *DeadLetterer) run(ctx context.Context, h Handler, r *kgo.Record) error {
+	for try := 0; ; try++ {
+		err := call(ctx, h, r)
+		if err == nil {
+			return nil
+		}
+		if try >= d.cfg.retries || classify(err).code != CodeRetry || ctx.Err() != nil {
+			return err
+		}
+		d.log.Debug("handler failed; retrying inline",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+			"try", try+1, "of", d.cfg.retries+1, "err", err)
+		if !sleep(ctx, d.cfg.backoff) {
+			return err
+		}
+	}
+}
+
+// call runs h, turning a panic into an error.
+func call(ctx context.Context, h Handler, r *kgo.Record) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicError{value: p, stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, r)
+}
+
+// sleep waits for d or ctx, reporting whether it waited the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Publish dead-letters r, which failed with cause: it produces the native
+// failure envelope (r's key, value and headers, plus the failure context) to
+// the DLQ topic and waits for the broker's ack. It returns nil once the record
+// is safely in the DLQ, and a *PublishError otherwise. Wrap calls it; call it
+// directly to dead-letter from a loop of your own.
+//
+// The failure's type, code, details and backtrace come from cause (see Error);
+// a cause without a type is named after its Go type (*net.OpError is
+// "net.OpError", errors.New is ErrorTypeGeneric). If r was redelivered by
+// Redrive (it carries redrive.id and redrive.attempt), those headers go back
+// with it so the failure joins its existing record.
+func (d *DeadLetterer) Publish(ctx context.Context, r *kgo.Record, cause error) error {
+	f := classify(cause)
+	info := envelope.FailureInfo{
+		DLQTopic:  d.cfg.dlqTopic,
+		Group:     d.cfg.group,
+		ErrorType: f.typ,
+		Message:   f.message,
+		Code:      dlq.Code(f.code),
+		Backtrace: f.backtrace,
+		Details:   f.details,
+		FailedAt:  d.cfg.now(),
+	}
+	if d.cfg.recordType != nil {
+		info.Type = d.cfg.recordType(r)
+	}
+	env := envelope.Encode(r, info)
+	out, err := d.cl.ProduceSync(ctx, env).First()
+	if err != nil {
+		d.log.Error("dead-letter publish failed; record not done",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+			"dlq_topic", d.cfg.dlqTopic, "error_type", f.typ, "err", err)
+		return &PublishError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, HandlerErr: cause, Err: err}
+	}
+	d.log.Warn("record dead-lettered",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+		"error_type", f.typ, "code", string(f.code), "message", f.message,
+		"dlq_topic", out.Topic, "dlq_partition", out.Partition, "dlq_offset", out.Offset)
+	return nil
+}
+
+// Process runs h, wrapped (see Wrap), on the records of fetches in order and
+// returns the records that are done, ready for kgo.Client.CommitRecords. It
+// stops at the first record it cannot dead-letter and returns that
+// *PublishError: the returned records then stop before it in its partition,
+// and the caller should commit them and stop consuming, so that a restart
+// resumes at the record that is not done. Fetch errors are not inspected.
+func (d *DeadLetterer) Process(ctx context.Context, fetches kgo.Fetches, h Handler) ([]*kgo.Record, error) {
+	handle := d.Wrap(h)
+	var done []*kgo.Record
+	iter := fetches.RecordIter()
+	for !iter.Done() {
+		r := iter.Next()
+		if err := handle(ctx, r); err != nil {
+			return done, err
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
