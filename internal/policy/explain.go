@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// explainRows caps the delay schedule table; a policy with more retries gets a
+// summary line instead of pages of identical capped rows.
+const explainRows = 25
+
+// explainMaxSteps bounds the work spent summing a schedule: a coefficient barely
+// above 1 can take millions of steps to reach max_interval.
+const explainMaxSteps = 100_000
+
+// Explain writes the effective policy t for humans, as `redrive policy explain`
+// prints it: where it came from, every field, and the delay schedule (attempt n
+// fails → delay before attempt n+1 without jitter → cumulative time since the
+// first failure) for every retry up to max_attempts, capped at 25 rows.
+func Explain(t Topic, w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	r := t.Retry
+
+	row("topic", orNone(t.Name, "(any)"))
+	if t.Type != "" {
+		row("type", t.Type)
+	}
+	if t.DeclaredIn != "" {
+		row("declared in", fmt.Sprintf("%s (topics entry %q; read-only over the API)", t.DeclaredIn, t.Pattern))
+	} else {
+		row("declared in", "(no topics entry; editable over the API)")
+	}
+	row("merged", joinLayers(t.Layers))
+	row("state", t.State)
+	if t.MaxAge > 0 {
+		row("max_age", FormatDuration(t.MaxAge)+" (failures older than this are not retried)")
+	} else {
+		row("max_age", "none (PT0S)")
+	}
+	row("retry.max_attempts", fmt.Sprintf("%d (executions, the original consumption included)", r.MaxAttempts))
+	row("retry.backoff_strategy", r.BackoffStrategy)
+	row("retry.initial_interval", FormatDuration(r.InitialInterval))
+	coef := strconv.FormatFloat(r.BackoffCoefficient, 'f', -1, 64)
+	if r.BackoffStrategy == StrategyLinear || r.BackoffStrategy == StrategyNone {
+		coef += " (ignored by this strategy)"
+	}
+	row("retry.backoff_coefficient", coef)
+	row("retry.max_interval", FormatDuration(r.MaxInterval))
+	if r.Jitter {
+		row("retry.jitter", "true (each delay × uniform [0.5, 1.5), capped at max_interval)")
+	} else {
+		row("retry.jitter", "false")
+	}
+	row("retry.non_retryable_errors", orNone(strings.Join(r.NonRetryableErrors, ", "), "none"))
+	row("retry.on_exhaustion", r.OnExhaustion)
+	row("dead_letter.retention", fmt.Sprintf("max_age %s, max_count %d",
+		FormatDuration(t.DeadLetter.Retention.MaxAge), t.DeadLetter.Retention.MaxCount))
+	row("retention", fmt.Sprintf("discarded %s, completed %s",
+		FormatDuration(t.Retention.Discarded), FormatDuration(t.Retention.Completed)))
+	row("pruning_policy", t.PruningPolicy)
+	rate := "unlimited"
+	if t.Redelivery.RateLimit > 0 {
+		rate = strconv.FormatFloat(t.Redelivery.RateLimit, 'f', -1, 64) + " records/s"
+	}
+	row("redelivery", fmt.Sprintf("rate_limit %s, target_topic %s, keep_partition %t",
+		rate, orNone(t.Redelivery.TargetTopic, "(source topic)"), t.Redelivery.KeepPartition))
+	if len(t.ReplayRules) == 0 {
+		row("replay_rules", "none")
+	}
+	for _, rr := range t.ReplayRules {
+		state := "enabled"
+		if !rr.Enabled {
+			state = "disabled"
+		}
+		filter, _ := json.Marshal(rr.Filter)
+		row("replay_rules."+rr.Name, fmt.Sprintf("%s, delay %s, max_replays %d, filter %s",
+			state, FormatDuration(rr.Delay), rr.MaxReplays, filter))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("explain policy: %w", err)
+	}
+	if err := explainSchedule(t, w); err != nil {
+		return fmt.Errorf("explain policy: %w", err)
+	}
+	return nil
+}
+
+func explainSchedule(t Topic, w io.Writer) error {
+	r := t.Retry
+	retries := max(r.MaxAttempts-1, 0)
+	fmt.Fprintf(w, "\nretry schedule (%s, before jitter):\n", r.BackoffStrategy)
+	if retries == 0 {
+		_, err := fmt.Fprintf(w, "  no retries: a failure is final and kept as %s\n", r.OnExhaustion)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  attempt fails\tnext attempt\tdelay\tcumulative\t")
+	var (
+		total   time.Duration
+		prev    time.Duration = -1
+		n       int
+		pastAge bool
+	)
+	for n = 1; n <= retries && n <= explainMaxSteps; n++ {
+		d := r.BaseDelay(n)
+		if d == prev && n > explainRows {
+			break // constant from here on (capped, or a constant strategy): sum the rest at once
+		}
+		prev = d
+		total = satAdd(total, d)
+		if n <= explainRows {
+			note := ""
+			if d == r.MaxInterval && r.BackoffStrategy != StrategyNone {
+				note = "capped at max_interval"
+			}
+			if t.MaxAge > 0 && total > t.MaxAge && !pastAge {
+				pastAge = true
+				note = strings.TrimPrefix(note+"; ", "; ") + "past max_age: from here failures are not retried"
+			}
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", n, n+1, FormatDuration(d), FormatDuration(total), note)
+		}
+	}
+	approx := ""
+	if n <= retries { // stopped early: the remaining retries are each >= prev
+		rest := retries - n + 1
+		total = satAdd(total, satMul(prev, rest))
+		if n > explainMaxSteps {
+			approx = "at least "
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if retries > explainRows {
+		fmt.Fprintf(w, "  … %d more retries not shown (the last delay is %s)\n", retries-explainRows, FormatDuration(r.BaseDelay(retries)))
+	}
+	_, err := fmt.Fprintf(w, "  attempt %d fails: exhausted, kept as %s; %s%s from the first failure to exhaustion without jitter\n",
+		r.MaxAttempts, r.OnExhaustion, approx, FormatDuration(total))
+	return err
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func satAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(d time.Duration, n int) time.Duration {
+	if d > 0 && int64(n) > int64(math.MaxInt64)/int64(d) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}

@@ -1,0 +1,203 @@
+package policy
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+// Range checks for decoded policies (OJS retry spec §11, RET-16/RET-20). Types and
+// duration syntax are checked by the decoder; these are the rules on values.
+
+// Validate checks an effective policy against OJS retry spec §11. The error is an
+// Errors naming each bad field, e.g. "retry.max_attempts: must be >= 0, got -1".
+func (r Retry) Validate() error {
+	l := &errorList{}
+	l.checkRetry(r, "retry")
+	return l.err()
+}
+
+// checkRetry checks every field of an effective policy, cross-field rules included.
+func (l *errorList) checkRetry(r Retry, p string) {
+	l.checkMaxAttempts(r.MaxAttempts, child(p, "max_attempts"))
+	l.checkPositive(r.InitialInterval, child(p, "initial_interval"))
+	l.checkCoefficient(r.BackoffCoefficient, child(p, "backoff_coefficient"))
+	if r.MaxInterval < r.InitialInterval {
+		l.addf(child(p, "max_interval"), "must be >= initial_interval (%s), got %s",
+			FormatDuration(r.InitialInterval), FormatDuration(r.MaxInterval))
+	}
+	l.checkErrorPatterns(r.NonRetryableErrors, child(p, "non_retryable_errors"))
+	if !r.OnExhaustion.Valid() {
+		l.addf(child(p, "on_exhaustion"), "must be one of discard, dead_letter, got %q", r.OnExhaustion)
+	}
+	if !r.BackoffStrategy.Valid() {
+		l.addf(child(p, "backoff_strategy"), "must be one of exponential, polynomial, linear, none, got %q", r.BackoffStrategy)
+	}
+}
+
+// checkRetrySpec checks the fields a partial policy sets. max_interval against
+// initial_interval is checked here only when both are set in the same place; the
+// merged result is checked again wherever policies are layered.
+func (l *errorList) checkRetrySpec(s *RetrySpec, p string) {
+	if s == nil {
+		return
+	}
+	if s.MaxAttempts != nil {
+		l.checkMaxAttempts(*s.MaxAttempts, child(p, "max_attempts"))
+	}
+	if s.InitialInterval != nil {
+		l.checkPositive(s.InitialInterval.Std(), child(p, "initial_interval"))
+	}
+	if s.BackoffCoefficient != nil {
+		l.checkCoefficient(*s.BackoffCoefficient, child(p, "backoff_coefficient"))
+	}
+	if s.MaxInterval != nil {
+		l.checkPositive(s.MaxInterval.Std(), child(p, "max_interval"))
+		if s.InitialInterval != nil && *s.MaxInterval < *s.InitialInterval {
+			l.addf(child(p, "max_interval"), "must be >= initial_interval (%s), got %s", s.InitialInterval, s.MaxInterval)
+		}
+	}
+	l.checkErrorPatterns(s.NonRetryableErrors, child(p, "non_retryable_errors"))
+	if s.OnExhaustion != nil && !s.OnExhaustion.Valid() {
+		l.addf(child(p, "on_exhaustion"), "must be one of discard, dead_letter, got %q", *s.OnExhaustion)
+	}
+	if s.BackoffStrategy != nil && !s.BackoffStrategy.Valid() {
+		l.addf(child(p, "backoff_strategy"), "must be one of exponential, polynomial, linear, none, got %q", *s.BackoffStrategy)
+	}
+}
+
+func (l *errorList) checkMaxAttempts(v int, p string) {
+	if v < 0 {
+		l.addf(p, "must be >= 0, got %d", v)
+	}
+}
+
+func (l *errorList) checkPositive(d time.Duration, p string) {
+	if d <= 0 {
+		l.addf(p, "must be greater than zero, got %s", FormatDuration(d))
+	}
+}
+
+func (l *errorList) checkCoefficient(c float64, p string) {
+	if !(c >= 1) || math.IsInf(c, 0) { // RET-03; the negation also catches NaN
+		l.addf(p, "must be >= 1.0, got %v", c)
+	}
+}
+
+func (l *errorList) checkErrorPatterns(patterns []string, p string) {
+	for i, e := range patterns {
+		switch {
+		case e == "":
+			l.addf(index(p, i), "must not be empty")
+		case strings.Contains(e, "*") && (!strings.HasSuffix(e, ".*") || strings.Count(e, "*") > 1 || len(e) < 3):
+			l.addf(index(p, i), `%q: a wildcard is only allowed at the end, as "prefix.*"`, e)
+		}
+	}
+}
+
+// level says where in a file a TopicSpec sits, which decides whether it may have types.
+type level int
+
+const (
+	levelDefault  level = iota // the _default entry
+	levelTopic                 // a topics entry
+	levelType                  // a type override inside a topics entry
+	levelOverride              // a topic configured through the API
+)
+
+// checkTopicSpec checks the fields a partial topic policy sets.
+func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
+	if s == nil {
+		return
+	}
+	l.checkRetrySpec(s.Retry, child(p, "retry"))
+	if dl := s.DeadLetter; dl != nil && dl.Retention != nil {
+		rp := child(child(p, "dead_letter"), "retention")
+		if dl.Retention.MaxAge != nil && *dl.Retention.MaxAge <= 0 {
+			l.addf(child(rp, "max_age"), "must be greater than zero: dead letters are never kept without a bound")
+		}
+		if dl.Retention.MaxCount != nil && *dl.Retention.MaxCount < 1 {
+			l.addf(child(rp, "max_count"), "must be >= 1, got %d", *dl.Retention.MaxCount)
+		}
+	}
+	if r := s.Retention; r != nil {
+		if r.Discarded != nil {
+			l.checkPositive(r.Discarded.Std(), child(child(p, "retention"), "discarded"))
+		}
+		if r.Completed != nil {
+			l.checkPositive(r.Completed.Std(), child(child(p, "retention"), "completed"))
+		}
+	}
+	if s.PruningPolicy != nil && !s.PruningPolicy.Valid() {
+		l.addf(child(p, "pruning_policy"), "must be one of delete, archive, got %q", *s.PruningPolicy)
+	}
+	if s.State != nil && !s.State.Valid() {
+		l.addf(child(p, "state"), "must be one of active, paused, draining, got %q", *s.State)
+	}
+	if r := s.Redelivery; r != nil {
+		rp := child(p, "redelivery")
+		if r.RateLimit != nil && !(*r.RateLimit >= 0) {
+			l.addf(child(rp, "rate_limit"), "must be >= 0 records per second (0 means unlimited), got %v", *r.RateLimit)
+		}
+		if r.TargetTopic != nil && *r.TargetTopic != "" {
+			if msg := topicNameProblem(*r.TargetTopic, false); msg != "" {
+				l.addf(child(rp, "target_topic"), "%q %s", *r.TargetTopic, msg)
+			}
+		}
+	}
+	l.checkReplayRuleSpecs(s.ReplayRules, child(p, "replay_rules"))
+	if s.Types != nil && lvl != levelTopic {
+		l.addf(child(p, "types"), "per-type overrides are only allowed in a topics entry")
+		return
+	}
+	for name, ts := range s.Types {
+		tp := child(child(p, "types"), name)
+		switch {
+		case name == "":
+			l.addf(tp, "a type name must not be empty")
+		case strings.Contains(name, "*"):
+			l.addf(tp, "type names are matched exactly; wildcards are not supported")
+		}
+		l.checkTopicSpec(ts, tp, levelType)
+	}
+}
+
+func (l *errorList) checkReplayRuleSpecs(rules []ReplayRuleSpec, p string) {
+	seen := map[string]bool{}
+	for i, r := range rules {
+		rp := index(p, i)
+		switch {
+		case r.Name == "":
+			l.addf(child(rp, "name"), "required: every replay rule needs a name")
+		case seen[r.Name]:
+			l.addf(child(rp, "name"), "duplicate replay rule name %q", r.Name)
+		}
+		seen[r.Name] = true
+		if r.MaxReplays != nil && *r.MaxReplays < 1 {
+			l.addf(child(rp, "max_replays"), "must be >= 1, got %d (set enabled: false to turn a rule off)", *r.MaxReplays)
+		}
+	}
+}
+
+// topicNameProblem says what is wrong with a Kafka topic name (or, with glob, a
+// topic pattern using '*'), or returns "".
+func topicNameProblem(name string, glob bool) string {
+	switch {
+	case name == "":
+		return "must not be empty"
+	case len(name) > 249:
+		return "is longer than Kafka's limit of 249 characters"
+	case name == "." || name == "..":
+		return "is not a legal Kafka topic name"
+	}
+	for _, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || (glob && c == '*')
+		if !ok {
+			if glob {
+				return "may only contain letters, digits, '.', '_', '-' and the wildcard '*'"
+			}
+			return "may only contain letters, digits, '.', '_' and '-'"
+		}
+	}
+	return ""
+}
