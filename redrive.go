@@ -10,18 +10,23 @@
 // wrapped handler returns an error and the caller must not commit: the record
 // is consumed again after a restart (backpressure, never loss).
 //
-// A typical consumer loop with manual commits:
+// A typical consumer loop with manual commits (kgo.DisableAutoCommit):
 //
-//	dl, err := redrive.New(cl) // cl consumes with kgo.DisableAutoCommit()
+//	dl, err := redrive.New(cl)
 //	handle := dl.Wrap(myHandler)
 //	for {
 //		fetches := cl.PollFetches(ctx)
-//		done, err := dl.Process(ctx, fetches, myHandler) // or call handle per record
-//		if cerr := cl.CommitRecords(ctx, done...); cerr != nil { ... }
-//		if err != nil {
-//			return err // DLQ unreachable: stop; a restart resumes at the first record not done
+//		for _, r := range fetches.Records() {
+//			if err := handle(ctx, r); err != nil {
+//				return err // not done: do not commit; a restart resumes here
+//			}
+//			if err := cl.CommitRecords(ctx, r); err != nil {
+//				return err
+//			}
 //		}
 //	}
+//
+// DeadLetterer.Process does the inner loop for a whole poll.
 //
 // Handlers classify failures with typed errors (Retry, Discard, DeadLetter,
 // Fail, or an *Error) that carry a dot-namespaced error type and a Code.
