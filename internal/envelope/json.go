@@ -47,7 +47,8 @@ const maxJSONDetailValue = 8 << 10
 // an original topic (original_topic, originalTopic, or queue_name next to an
 // original_job) and either a wrapped payload or an error. Value becomes the
 // wrapped payload: a JSON string's text, null's nil, any other JSON value's
-// raw bytes; without a payload field Value stays the whole wrapper.
+// raw bytes; without a payload field Value stays the whole wrapper. A string
+// original_key (or originalKey) replaces the record's key.
 //
 // Error.Type comes from error_type and friends (ErrorTypeUnknown without);
 // Error.OccurredAt from failed_at and friends. Every other field of the
