@@ -206,7 +206,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, p string) {
 		e := reflect.New(t.Elem())
 		before := len(d.errs)
 		d.value(n, e.Elem(), p)
-		if len(d.errs) == before { // leave a bad field unset, so range checks skip it
+		// Leave a bad scalar unset, so that range checks skip it rather than report
+		// a zero value; a section with a bad field inside is kept for its other fields.
+		if len(d.errs) == before || t.Elem().Kind() == reflect.Struct {
 			v.Set(e)
 		}
 	case t.Kind() == reflect.Struct:

@@ -211,18 +211,23 @@ type Decision struct {
 // consumption is attempt 1) with the handler's code and error type. u is a
 // uniform sample in [0, 1) used for jitter.
 //
-// Precedence (spec §7.2): DISCARD gives up as a discard and DEAD_LETTER as a dead
-// letter, whatever the policy says; FAIL gives up as a discard, also regardless of
-// on_exhaustion (§7.2 item 4: "semantically identical to DISCARD"). RETRY, an
-// empty code or an unknown one apply the policy: a non-retryable error type or
-// attempt >= max_attempts gives up per on_exhaustion; otherwise the record is
-// retried after Delay(attempt, u).
+// Precedence (spec §7.2): the handler's code beats the policy. DISCARD gives up
+// as a discard and DEAD_LETTER as a dead letter, whatever max_attempts and
+// on_exhaustion say. FAIL gives up too, regardless of max_attempts, and is kept
+// per on_exhaustion: that is Redrive's documented contract for dlq.CodeFail (a
+// recognised permanent failure is treated like a non-retryable error, §6.3),
+// where the spec's §7.2 item 4 would always discard it. RETRY, an empty code or
+// an unknown one apply the policy: a non-retryable error type, or attempt >=
+// max_attempts, gives up per on_exhaustion; otherwise the record is retried
+// after Delay(attempt, u).
 func (r Retry) Decide(attempt int, errType string, code dlq.Code, u float64) Decision {
 	switch code {
-	case dlq.CodeDiscard, dlq.CodeFail:
+	case dlq.CodeDiscard:
 		return Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}
 	case dlq.CodeDeadLetter:
 		return Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}
+	case dlq.CodeFail:
+		return Decision{State: dlq.StateDiscarded, Exhaustion: r.OnExhaustion, Reason: ReasonHandlerCode}
 	}
 	if r.NonRetryable(errType) {
 		return Decision{State: dlq.StateDiscarded, Exhaustion: r.OnExhaustion, Reason: ReasonNonRetryable}

@@ -251,7 +251,10 @@ func TestDecideHandlerCodes(t *testing.T) {
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},
 		{"DEAD_LETTER despite on_exhaustion discard", disc, 1, "x", dlq.CodeDeadLetter,
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}},
-		{"FAIL is a discard regardless of on_exhaustion", dl, 1, "x", dlq.CodeFail,
+		// FAIL: never retried, kept per on_exhaustion (Redrive's dlq.CodeFail contract).
+		{"FAIL with on_exhaustion dead_letter", dl, 1, "x", dlq.CodeFail,
+			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}},
+		{"FAIL with on_exhaustion discard", disc, 1, "x", dlq.CodeFail,
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},
 		{"DISCARD on the last attempt", dl, 5, "x", dlq.CodeDiscard,
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},

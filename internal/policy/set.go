@@ -83,9 +83,10 @@ func LoadDir(dir string) (*Set, error) {
 // returned as a plain wrapped error.
 //
 // A topic, the _default entry and a top-level replay rule name may each be
-// declared in one file only. Besides checking each field, LoadFiles merges every
-// layer combination that Resolve can produce and checks the merged results, so
-// that Resolve never returns an invalid policy.
+// declared in one file only. Once every file is valid on its own, LoadFiles also
+// merges every layer combination that Resolve can produce and checks the merged
+// results (max_interval >= initial_interval, replay rules complete), so that
+// Resolve never returns an invalid policy.
 func LoadFiles(paths ...string) (*Set, error) {
 	s := &Set{exact: map[string]*entry{}}
 	l := &errorList{}
@@ -145,7 +146,11 @@ func LoadFiles(paths ...string) (*Set, error) {
 		}
 	}
 	slices.SortFunc(s.globs, func(a, b *entry) int { return compareSpecificity(a.key, b.key) })
-	s.checkMerged(l)
+	if len(l.errs) == 0 {
+		// Merged results are checked once every file is valid on its own: merging
+		// half-decoded entries would only repeat their problems.
+		s.checkMerged(l)
+	}
 	if err := l.err(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -246,7 +247,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			rules[k].from, rules[k].path = ly, path
 		}
 	}
-	if l != nil && t.Retry.MaxInterval < t.Retry.InitialInterval && retryFrom != nil {
+	// A layer that sets both intervals wrongly was already reported on its own.
+	if l != nil && t.Retry.MaxInterval < t.Retry.InitialInterval && retryFrom != nil &&
+		(retryFrom.spec.Retry.InitialInterval == nil || retryFrom.spec.Retry.MaxInterval == nil) {
 		field := "max_interval"
 		if retryFrom.spec.Retry.MaxInterval == nil {
 			field = "initial_interval"
@@ -256,16 +259,14 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			"merged policy has max_interval %s < initial_interval %s; max_interval must be >= initial_interval (merged: %s)",
 			FormatDuration(t.Retry.MaxInterval), FormatDuration(t.Retry.InitialInterval), joinLayers(t.Layers))})
 	}
-	t.ReplayRules = make([]ReplayRule, 0, len(rules))
+	t.ReplayRules = nil
 	for _, a := range rules {
 		r, missing := ruleOf(a.spec)
 		if len(missing) > 0 {
 			if l != nil && a.from != nil {
-				for _, f := range missing {
-					p := child(a.path, f)
-					l.add(&FieldError{File: a.from.file, Path: p, Line: a.from.lines[a.path], Msg: fmt.Sprintf(
-						"required: replay rule %q must set %s here or in an inherited rule of the same name", a.spec.Name, f)})
-				}
+				l.add(&FieldError{File: a.from.file, Path: a.path, Line: a.from.lines[a.path], Msg: fmt.Sprintf(
+					"replay rule %q is incomplete: %s required, here or in an inherited rule of the same name",
+					a.spec.Name, strings.Join(missing, ", "))})
 			}
 			continue
 		}
