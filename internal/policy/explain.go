@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,20 @@ const explainMaxSteps = 100_000
 // fails → delay before attempt n+1 without jitter → cumulative time since the
 // first failure) for every retry up to max_attempts, capped at 25 rows.
 func Explain(t Topic, w io.Writer) error {
+	var buf bytes.Buffer
+	if err := explain(t, &buf); err != nil {
+		return fmt.Errorf("explain policy: %w", err)
+	}
+	// tabwriter pads the last cell of short rows; drop the trailing blanks.
+	for line := range strings.Lines(buf.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return fmt.Errorf("explain policy: %w", err)
+		}
+	}
+	return nil
+}
+
+func explain(t Topic, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	r := t.Retry
@@ -47,7 +62,8 @@ func Explain(t Topic, w io.Writer) error {
 	row("retry.max_attempts", fmt.Sprintf("%d (executions, the original consumption included)", r.MaxAttempts))
 	row("retry.backoff_strategy", r.BackoffStrategy)
 	row("retry.initial_interval", FormatDuration(r.InitialInterval))
-	coef := strconv.FormatFloat(r.BackoffCoefficient, 'f', -1, 64)
+	coefJSON, _ := jsonFloat(r.BackoffCoefficient).MarshalJSON()
+	coef := string(coefJSON)
 	if r.BackoffStrategy == StrategyLinear || r.BackoffStrategy == StrategyNone {
 		coef += " (ignored by this strategy)"
 	}
@@ -84,12 +100,9 @@ func Explain(t Topic, w io.Writer) error {
 			state, FormatDuration(rr.Delay), rr.MaxReplays, filter))
 	}
 	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("explain policy: %w", err)
+		return err
 	}
-	if err := explainSchedule(t, w); err != nil {
-		return fmt.Errorf("explain policy: %w", err)
-	}
-	return nil
+	return explainSchedule(t, w)
 }
 
 func explainSchedule(t Topic, w io.Writer) error {
@@ -101,7 +114,7 @@ func explainSchedule(t Topic, w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  attempt fails\tnext attempt\tdelay\tcumulative\t")
+	fmt.Fprintln(tw, "  attempt fails\tnext attempt\tdelay\tcumulative\tnote")
 	var (
 		total   time.Duration
 		prev    time.Duration = -1
@@ -122,9 +135,9 @@ func explainSchedule(t Topic, w io.Writer) error {
 			}
 			if t.MaxAge > 0 && total > t.MaxAge && !pastAge {
 				pastAge = true
-				note = strings.TrimPrefix(note+"; ", "; ") + "past max_age: from here failures are not retried"
+				note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("past max_age: if attempt %d fails, it is not retried", n+1)
 			}
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", n, n+1, FormatDuration(d), FormatDuration(total), note)
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", n, n+1, FormatDuration(d), formatSpan(total), note)
 		}
 	}
 	approx := ""
@@ -142,8 +155,20 @@ func explainSchedule(t Topic, w io.Writer) error {
 		fmt.Fprintf(w, "  … %d more retries not shown (the last delay is %s)\n", retries-explainRows, FormatDuration(r.BaseDelay(retries)))
 	}
 	_, err := fmt.Fprintf(w, "  attempt %d fails: exhausted, kept as %s; %s%s from the first failure to exhaustion without jitter\n",
-		r.MaxAttempts, r.OnExhaustion, approx, FormatDuration(total))
+		r.MaxAttempts, r.OnExhaustion, approx, formatSpan(total))
 	return err
+}
+
+// formatSpan writes a long span of time in ISO 8601 with days split out
+// (P1DT1H rather than PT25H), which reads better for cumulative times.
+func formatSpan(d time.Duration) string {
+	switch {
+	case d == math.MaxInt64:
+		return "over 292 years"
+	case d < day || d%day == 0:
+		return FormatDuration(d)
+	}
+	return fmt.Sprintf("P%dD%s", d/day, FormatDuration(d % day)[1:])
 }
 
 func orNone(s, none string) string {
