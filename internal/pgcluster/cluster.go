@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrNoBinaries is returned when no PostgreSQL server binaries can be found.
@@ -129,9 +130,9 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 	return c.waitReady(ctx)
 }
 
-// waitReady waits until the server accepts connections on its socket.
+// waitReady waits until the server answers queries: it accepts connections
+// on its socket before it has finished starting up.
 func (c *Cluster) waitReady(ctx context.Context) error {
-	sock := filepath.Join(c.dir, ".s.PGSQL.5432")
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -142,8 +143,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if conn, err := net.Dial("unix", sock); err == nil {
-			_ = conn.Close()
+		if conn, err := pgx.Connect(ctx, c.URL("postgres")); err == nil {
+			_ = conn.Close(ctx)
 			return nil
 		}
 	}

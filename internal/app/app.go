@@ -1,0 +1,170 @@
+// Package app wires the processor together — Postgres, ingest, the HTTP API —
+// from a config.Config. `redrive serve`, `redrive dev` and end-to-end tests all
+// run the same App.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/httpapi"
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Options configure an App beyond config.Config.
+type Options struct {
+	Config config.Config
+	Logger *slog.Logger
+	// ExtraKafkaOpts are appended to the Kafka client options (tests shorten fetch waits).
+	ExtraKafkaOpts []kgo.Opt
+	// Policy resolves retry policies. Default: the OJS default policy.
+	Policy func(topic, typ string) policy.Retry
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// App is a running processor.
+type App struct {
+	opts     Options
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	ingester *ingest.Ingester
+	server   *http.Server
+	listener net.Listener
+	metrics  *metrics.Metrics
+}
+
+// New connects to Postgres, checks (or applies) migrations, creates the ingest
+// consumer and binds the HTTP listener. Run starts the work.
+func New(ctx context.Context, opts Options) (*App, error) {
+	cfg := opts.Config
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("REDRIVE_DATABASE_URL is required")
+	}
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	a := &App{opts: opts, log: log, pool: pool, metrics: metrics.New()}
+	if err := a.init(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) init(ctx context.Context) error {
+	cfg := a.opts.Config
+	if err := checkSchema(ctx, a.pool, cfg.MigrateOnStart, a.log); err != nil {
+		return err
+	}
+	kopts, err := cfg.KafkaOpts()
+	if err != nil {
+		return err
+	}
+	st := store.New(a.pool)
+	a.ingester, err = ingest.New(ingest.Config{
+		Brokers:    cfg.KafkaBrokers,
+		Topics:     cfg.DLQTopics,
+		Group:      cfg.Group,
+		Policy:     a.opts.Policy,
+		ClientOpts: append(kopts, a.opts.ExtraKafkaOpts...),
+		Now:        a.opts.Now,
+		Logger:     a.log,
+		Metrics:    a.metrics,
+	}, st)
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(httpapi.Config{
+		Store:    st,
+		Registry: a.metrics.Registry,
+		Logger:   a.log,
+		Ready: []httpapi.Check{
+			{Name: "postgres", Check: st.Ping},
+			{Name: "kafka", Check: a.ingester.Client().Ping},
+			{Name: "ingest", Check: func(context.Context) error { return a.ingester.Ready() }},
+		},
+	})
+	a.listener, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	a.server = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+// checkSchema applies pending migrations when asked to, and otherwise refuses
+// to start on a schema that is not up to date.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool, log *slog.Logger) error {
+	m, err := store.NewMigrator(pool, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if migrate {
+		n, err := m.Up(ctx)
+		if err != nil {
+			return err
+		}
+		log.Info("schema migrated", "component", "app", "applied", n)
+		return nil
+	}
+	pending, err := m.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("check schema version: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is not up to date: run `redrive migrate up` or set REDRIVE_MIGRATE_ON_START=true")
+	}
+	return nil
+}
+
+// Addr is the HTTP API's address (useful with ":0").
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Metrics exposes the App's metrics.
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// Run serves until ctx is done, then shuts down gracefully within the
+// configured grace period. It returns the first component failure.
+func (a *App) Run(ctx context.Context) error {
+	defer a.pool.Close()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.ingester.Run(gctx) })
+	g.Go(func() error {
+		a.log.Info("http api listening", "component", "app", "addr", a.Addr())
+		if err := a.server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		grace := a.opts.Config.ShutdownGrace
+		if grace <= 0 {
+			grace = 15 * time.Second
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		return a.server.Shutdown(sctx)
+	})
+	return g.Wait()
+}

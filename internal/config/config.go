@@ -1,0 +1,186 @@
+// Package config is Redrive's configuration: one table of settings, each read
+// from a REDRIVE_* environment variable and overridable by a command-line flag.
+// The same table documents the settings (README) and checks deploy files.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Config is the processor's configuration.
+type Config struct {
+	KafkaBrokers   []string
+	DLQTopics      []string
+	Group          string
+	DatabaseURL    string
+	HTTPAddr       string
+	PoliciesDir    string
+	APIKeysFile    string
+	MigrateOnStart bool
+	LogLevel       string
+	LogFormat      string
+	ShutdownGrace  time.Duration
+	Kafka          KafkaSecurity
+}
+
+// KafkaSecurity holds the Kafka TLS and SASL settings.
+type KafkaSecurity struct {
+	TLS           bool
+	TLSCAFile     string
+	TLSCertFile   string
+	TLSKeyFile    string
+	TLSServerName string
+	SASLMechanism string // "", PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLUser      string
+	SASLPassword  string
+}
+
+// Setting is one configuration entry: its environment variable, flag, default
+// and how it is applied.
+type Setting struct {
+	Env     string
+	Flag    string
+	Default string
+	Help    string
+	set     func(c *Config, v string) error
+}
+
+// EnvPrefix prefixes every environment variable.
+const EnvPrefix = "REDRIVE_"
+
+// Settings is the full table, in documentation order.
+var Settings = []Setting{
+	{"REDRIVE_KAFKA_BROKERS", "kafka-brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated.", setList(func(c *Config) *[]string { return &c.KafkaBrokers })},
+	{"REDRIVE_DLQ_TOPICS", "dlq-topics", "dead_letter_queue", "DLQ topics to consume, comma-separated.", setList(func(c *Config) *[]string { return &c.DLQTopics })},
+	{"REDRIVE_GROUP", "group", "redrive", "Consumer group of the processor.", setString(func(c *Config) *string { return &c.Group })},
+	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
+	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
+	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
+	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
+	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
+	{"REDRIVE_LOG_LEVEL", "log-level", "info", "Log level: debug, info, warn, error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
+	{"REDRIVE_LOG_FORMAT", "log-format", "text", "Log format: text or json.", setEnum(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
+	{"REDRIVE_SHUTDOWN_GRACE", "shutdown-grace", "15s", "How long to wait for in-flight work at shutdown.", setDuration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+	{"REDRIVE_KAFKA_TLS", "kafka-tls", "false", "Connect to Kafka over TLS.", setBool(func(c *Config) *bool { return &c.Kafka.TLS })},
+	{"REDRIVE_KAFKA_TLS_CA_FILE", "kafka-tls-ca-file", "", "PEM CA bundle for Kafka TLS (default: system roots).", setString(func(c *Config) *string { return &c.Kafka.TLSCAFile })},
+	{"REDRIVE_KAFKA_TLS_CERT_FILE", "kafka-tls-cert-file", "", "PEM client certificate for Kafka mTLS.", setString(func(c *Config) *string { return &c.Kafka.TLSCertFile })},
+	{"REDRIVE_KAFKA_TLS_KEY_FILE", "kafka-tls-key-file", "", "PEM client key for Kafka mTLS.", setString(func(c *Config) *string { return &c.Kafka.TLSKeyFile })},
+	{"REDRIVE_KAFKA_TLS_SERVER_NAME", "kafka-tls-server-name", "", "Expected server name in Kafka broker certificates.", setString(func(c *Config) *string { return &c.Kafka.TLSServerName })},
+	{"REDRIVE_KAFKA_SASL_MECHANISM", "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none).", setEnum(func(c *Config) *string { return &c.Kafka.SASLMechanism }, "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")},
+	{"REDRIVE_KAFKA_SASL_USERNAME", "kafka-sasl-username", "", "SASL user name.", setString(func(c *Config) *string { return &c.Kafka.SASLUser })},
+	{"REDRIVE_KAFKA_SASL_PASSWORD", "kafka-sasl-password", "", "SASL password.", setString(func(c *Config) *string { return &c.Kafka.SASLPassword })},
+}
+
+// Lookup finds an environment variable; os.LookupEnv in production.
+type Lookup func(string) (string, bool)
+
+// Load builds the configuration: defaults, then environment variables, then
+// any flags set on fs (registered with RegisterFlags) after parsing.
+func Load(lookup Lookup, fs *pflag.FlagSet) (Config, error) {
+	var c Config
+	var errs []error
+	for _, s := range Settings {
+		v := s.Default
+		source := "default"
+		if env, ok := lookup(s.Env); ok {
+			v, source = env, s.Env
+		}
+		if fs != nil {
+			if f := fs.Lookup(s.Flag); f != nil && f.Changed {
+				v, source = f.Value.String(), "--"+s.Flag
+			}
+		}
+		if err := s.set(&c, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", source, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+// RegisterFlags adds a flag for every setting; their values are read by Load.
+func RegisterFlags(fs *pflag.FlagSet) {
+	for _, s := range Settings {
+		fs.String(s.Flag, s.Default, s.Help+" (env "+s.Env+")")
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if len(c.KafkaBrokers) == 0 {
+		errs = append(errs, errors.New("REDRIVE_KAFKA_BROKERS: at least one broker is required"))
+	}
+	if len(c.DLQTopics) == 0 {
+		errs = append(errs, errors.New("REDRIVE_DLQ_TOPICS: at least one topic is required"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("REDRIVE_GROUP: must not be empty"))
+	}
+	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
+		errs = append(errs, errors.New("REDRIVE_KAFKA_TLS_CERT_FILE and REDRIVE_KAFKA_TLS_KEY_FILE: set both or neither"))
+	}
+	if c.Kafka.SASLMechanism != "" && c.Kafka.SASLUser == "" {
+		errs = append(errs, errors.New("REDRIVE_KAFKA_SASL_USERNAME: required when a SASL mechanism is set"))
+	}
+	return errors.Join(errs...)
+}
+
+func setString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil }
+}
+
+func setList(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+		*field(c) = out
+		return nil
+	}
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a boolean (want true or false)", v)
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func setDuration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q is not a duration (want e.g. 15s, 2m)", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func setEnum(field func(*Config) *string, allowed ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		for _, a := range allowed {
+			if strings.EqualFold(v, a) {
+				*field(c) = a
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+}

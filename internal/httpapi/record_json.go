@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// jsonTime is a timestamp shown as RFC 3339 in UTC with milliseconds.
+type jsonTime time.Time
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (t jsonTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format(timeLayout) + `"`), nil
+}
+
+func optTime(t *time.Time) *jsonTime {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	jt := jsonTime(*t)
+	return &jt
+}
+
+type sourceJSON struct {
+	Topic     string    `json:"topic"`
+	Partition *int32    `json:"partition"`
+	Offset    *int64    `json:"offset"`
+	Timestamp *jsonTime `json:"timestamp"`
+	Group     string    `json:"group"`
+}
+
+type coordJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+type headerJSON struct {
+	Key      string `json:"key"`
+	Value    string `json:"value"`
+	Encoding string `json:"encoding"`
+}
+
+type errorJSON struct {
+	Attempt    int             `json:"attempt"`
+	Type       string          `json:"type"`
+	Message    string          `json:"message"`
+	Code       dlq.Code        `json:"code"`
+	Backtrace  []string        `json:"backtrace"`
+	Details    json.RawMessage `json:"details"`
+	OccurredAt jsonTime        `json:"occurred_at"`
+}
+
+// recordJSON is a dead-letter record in the API's JSON shape (DESIGN.md §6).
+type recordJSON struct {
+	ID            string          `json:"id"`
+	Queue         string          `json:"queue"`
+	Type          string          `json:"type"`
+	State         dlq.State       `json:"state"`
+	Exhaustion    *dlq.Exhaustion `json:"exhaustion"`
+	Attempt       int             `json:"attempt"`
+	MaxAttempts   int             `json:"max_attempts"`
+	ErrorType     string          `json:"error_type"`
+	Source        sourceJSON      `json:"source"`
+	DLQ           coordJSON       `json:"dlq"`
+	Format        dlq.Format      `json:"format"`
+	Key           *string         `json:"key"`
+	KeyEncoding   *string         `json:"key_encoding"`
+	Value         *string         `json:"value"`
+	ValueEncoding *string         `json:"value_encoding"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Headers       []headerJSON    `json:"headers"`
+	Errors        []errorJSON     `json:"errors"`
+	Retry         json.RawMessage `json:"retry"`
+	Meta          json.RawMessage `json:"meta"`
+	CreatedAt     jsonTime        `json:"created_at"`
+	EnqueuedAt    *jsonTime       `json:"enqueued_at"`
+	NextRetryAt   *jsonTime       `json:"next_retry_at"`
+	DiscardedAt   *jsonTime       `json:"discarded_at"`
+	CompletedAt   *jsonTime       `json:"completed_at"`
+	UpdatedAt     jsonTime        `json:"updated_at"`
+}
+
+// encodeBytes shows b as text with its encoding; a nil b (a null key or a
+// tombstone value) is null.
+func encodeBytes(b []byte) (*string, *string) {
+	if b == nil {
+		return nil, nil
+	}
+	s, enc := store.EncodeBytes(b)
+	return &s, &enc
+}
+
+func toRecordJSON(r *dlq.Record) recordJSON {
+	out := recordJSON{
+		ID: r.ID, Queue: r.Queue, Type: r.Type, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		ErrorType: r.LastError().Type,
+		Source:    sourceJSON{Topic: r.Source.Topic, Group: r.Source.Group, Timestamp: optTime(&r.Source.Timestamp)},
+		DLQ:       coordJSON{Topic: r.DLQ.Topic, Partition: r.DLQ.Partition, Offset: r.DLQ.Offset},
+		Format:    r.Format,
+		Headers:   make([]headerJSON, len(r.Headers)),
+		Errors:    make([]errorJSON, len(r.Errors)),
+		Retry:     r.Retry, Meta: r.Meta,
+		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt),
+		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
+		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),
+	}
+	if r.Exhaustion != "" {
+		out.Exhaustion = &r.Exhaustion
+	}
+	if r.Source.Partition >= 0 {
+		out.Source.Partition = &r.Source.Partition
+	}
+	if r.Source.Offset >= 0 {
+		out.Source.Offset = &r.Source.Offset
+	}
+	out.Key, out.KeyEncoding = encodeBytes(r.Key)
+	out.Value, out.ValueEncoding = encodeBytes(r.Value)
+	if len(r.Value) > 0 && json.Valid(r.Value) {
+		out.Payload = r.Value
+	}
+	for i, h := range r.Headers {
+		v, enc := store.EncodeBytes(h.Value)
+		out.Headers[i] = headerJSON{Key: h.Key, Value: v, Encoding: enc}
+	}
+	for i, e := range r.Errors {
+		out.Errors[i] = errorJSON{Attempt: e.Attempt, Type: e.Type, Message: e.Message, Code: e.Code,
+			Backtrace: e.Backtrace, Details: e.Details, OccurredAt: jsonTime(e.OccurredAt)}
+		if out.Errors[i].Backtrace == nil {
+			out.Errors[i].Backtrace = []string{}
+		}
+		if len(out.Errors[i].Details) == 0 {
+			out.Errors[i].Details = json.RawMessage("{}")
+		}
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package ingest
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/policy"
+)
+
+// Config configures an Ingester. Zero fields take the defaults noted.
+type Config struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// Topics are the DLQ topics to consume. Default: ["dead_letter_queue"].
+	Topics []string
+	// Group is the consumer group. Default: "redrive".
+	Group string
+	// BatchSize is the most records persisted in one batch. Default: 5000.
+	BatchSize int
+	// Policy returns the retry policy for a source topic and record type.
+	// Default: the OJS default policy for everything.
+	Policy func(topic, typ string) policy.Retry
+	// RetryBackoff bounds the wait between attempts to persist a batch while
+	// Postgres is unreachable. Default: 100ms growing to 5s.
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// ClientOpts are extra franz-go options (TLS, SASL, tuning).
+	ClientOpts []kgo.Opt
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// Rand returns a uniform sample in [0, 1) for jitter. Default: math/rand/v2.
+	Rand func() float64
+	// Logger logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Metrics receives ingest metrics. Default: a private, unexported set.
+	Metrics *metrics.Metrics
+}
+
+// DefaultTopic is the DLQ topic consumed when none is configured.
+const DefaultTopic = "dead_letter_queue"
+
+func (c Config) withDefaults() Config {
+	if len(c.Topics) == 0 {
+		c.Topics = []string{DefaultTopic}
+	}
+	if c.Group == "" {
+		c.Group = "redrive"
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 5000
+	}
+	if c.Policy == nil {
+		def := policy.Default()
+		c.Policy = func(string, string) policy.Retry { return def }
+	}
+	if c.RetryBackoffMin == 0 {
+		c.RetryBackoffMin = 100 * time.Millisecond
+	}
+	if c.RetryBackoffMax == 0 {
+		c.RetryBackoffMax = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = randFloat
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("ingest: Brokers is required")
+	}
+	if c.BatchSize < 1 {
+		return errors.New("ingest: BatchSize must be >= 1")
+	}
+	if c.RetryBackoffMin > c.RetryBackoffMax {
+		return errors.New("ingest: RetryBackoffMin must not exceed RetryBackoffMax")
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const dlqTopic = "dead_letter_queue"
+
+type bundle struct {
+	brokers []string
+	pool    *pgxpool.Pool
+	store   *store.Store
+	cl      *kgo.Client
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	t.Parallel()
+	brokers := kafkatest.New(t, dlqTopic)
+	pool := pgtest.New(t)
+	return &bundle{brokers: brokers, pool: pool, store: store.New(pool), cl: kafkatest.Client(t, brokers)}
+}
+
+// start runs an ingester until the test ends (or until the returned stop is called).
+func start(t *testing.T, b *bundle, st *store.Store, group string) (stop func()) {
+	t.Helper()
+	in, err := ingest.New(ingest.Config{
+		Brokers: b.brokers, Group: group, BatchSize: 100,
+		ClientOpts:      kafkatest.ClientOpts(b.brokers),
+		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
+	}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ingest Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitForCount(t *testing.T, st *store.Store, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var n int64
+	for time.Now().Before(deadline) {
+		var err error
+		if n, err = st.Count(context.Background(), &store.Filter{}); err == nil && n >= want {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n != want {
+		t.Fatalf("stored %d records, want %d", n, want)
+	}
+}
+
+func garbage(i int) *kgo.Record {
+	return &kgo.Record{
+		Topic:   dlqTopic,
+		Key:     []byte{0xff, byte(i)},
+		Value:   []byte(fmt.Sprintf("\x00\x01not an envelope %d \xc3\x28", i)),
+		Headers: []kgo.RecordHeader{{Key: "weird", Value: []byte{0, 1, 2}}, {Key: "kafka_dlt-original-partition", Value: []byte{1}}},
+	}
+}
+
+func TestGarbageIsStoredAsUnparseable(t *testing.T) {
+	b := setup(t)
+	start(t, b, b.store, "g1")
+	kafkatest.Produce(t, b.cl, garbage(1), &kgo.Record{Topic: dlqTopic}) // and an empty record
+	waitForCount(t, b.store, 2)
+
+	page, err := b.store.List(context.Background(), &store.ListParams{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range page.Records {
+		if r.Format != dlq.FormatUnparseable || r.LastError().Type != dlq.ErrorTypeUnparseable || r.Queue != dlqTopic {
+			t.Errorf("record %s: format %q, error type %q, queue %q", r.ID, r.Format, r.LastError().Type, r.Queue)
+		}
+	}
+	got := page.Records[1] // oldest last: the garbage record
+	if string(got.Value) != string(garbage(1).Value) || string(got.Key) != "\xff\x01" || len(got.Headers) != 2 {
+		t.Errorf("raw bytes not preserved: key %q value %q headers %v", got.Key, got.Value, got.Headers)
+	}
+}
+
+func TestSameBatchConsumedTwiceStoresNoDuplicates(t *testing.T) {
+	b := setup(t)
+	var recs []*kgo.Record
+	for i := range 50 {
+		recs = append(recs, garbage(i))
+	}
+	kafkatest.Produce(t, b.cl, recs...)
+
+	stop := start(t, b, b.store, "first")
+	waitForCount(t, b.store, 50)
+	stop()
+	// A second group consumes the same records from the start: exactly what
+	// happens when a crash comes between the insert and the offset commit.
+	start(t, b, b.store, "second")
+	kafkatest.Produce(t, b.cl, garbage(99)) // a marker: once it is stored, the replay is done
+	waitForCount(t, b.store, 51)
+}
+
+func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
+	b := setup(t)
+	cluster, url := pgtest.NewCluster(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	start(t, b, st, "outage")
+
+	produce := func(from, to int) {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, garbage(i))
+		}
+		kafkatest.Produce(t, b.cl, recs...)
+	}
+	produce(0, 200)
+	waitForCount(t, st, 200)
+
+	if err := cluster.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	produce(200, 500) // consumed while Postgres is down: must wait, not be dropped or committed
+	time.Sleep(500 * time.Millisecond)
+	if err := cluster.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	produce(500, 600)
+	waitForCount(t, st, 600)
+
+	var distinct int
+	if err := pool.QueryRow(context.Background(),
+		"SELECT count(DISTINCT (dlq_partition, dlq_offset)) FROM redrive_record").Scan(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if distinct != 600 {
+		t.Fatalf("distinct DLQ coordinates = %d, want 600", distinct)
+	}
+}
