@@ -28,14 +28,40 @@ var durationType = reflect.TypeFor[Duration]()
 // decoder decodes a yaml.Node tree into spec structs, collecting every problem.
 type decoder struct {
 	*errorList
+	budget int // nodes left to visit; aliases and merge keys can multiply a small document
 }
 
+// maxNodes bounds the work one document may cause once aliases and merge keys
+// are expanded: real policy files have hundreds of nodes, an alias bomb billions.
+const maxNodes = 100_000
+
 func newDecoder(file string) *decoder {
-	return &decoder{&errorList{file: file, lines: map[string]int{}}}
+	return &decoder{errorList: &errorList{file: file, lines: map[string]int{}}, budget: maxNodes}
+}
+
+// spend takes n nodes from the budget and reports whether decoding may go on.
+func (d *decoder) spend(n int) bool {
+	if d.budget < 0 {
+		return false
+	}
+	d.budget -= n
+	if d.budget < 0 {
+		d.add(&FieldError{File: d.file, Msg: fmt.Sprintf(
+			"document too large once aliases and merge keys are expanded (over %d nodes)", maxNodes)})
+		return false
+	}
+	return true
 }
 
 // parseYAML parses one YAML document. An empty document yields a nil node.
-func parseYAML(data []byte) (*yaml.Node, error) {
+func parseYAML(data []byte) (n *yaml.Node, err error) {
+	// Policies are reloaded by a running processor: a parser panic on a strange
+	// file must come back as an error, not take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = nil, fmt.Errorf("cannot parse: %v", r)
+		}
+	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -176,6 +202,9 @@ func index(p string, i int) string { return fmt.Sprintf("%s[%d]", p, i) }
 
 // value decodes n into v, which must be settable.
 func (d *decoder) value(n *yaml.Node, v reflect.Value, p string) {
+	if !d.spend(1) {
+		return
+	}
 	n = resolve(n)
 	if n != nil && n.Line > 0 {
 		if _, ok := d.lines[p]; !ok {
@@ -341,6 +370,9 @@ func (d *decoder) pairs(n *yaml.Node, p string) []keyValue {
 	var out, merged []keyValue
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !d.spend(1) {
+			return nil
+		}
 		k, val := resolve(n.Content[i]), n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 			merged = append(merged, d.mergeSources(val, p)...)
@@ -374,6 +406,9 @@ func (d *decoder) mergeSources(val *yaml.Node, p string) []keyValue {
 	case yaml.SequenceNode:
 		var out []keyValue
 		for _, c := range val.Content {
+			if !d.spend(1) {
+				return nil
+			}
 			out = append(out, d.mergeSources(c, p)...)
 		}
 		return out

@@ -88,16 +88,32 @@ func LoadDir(dir string) (*Set, error) {
 // results (max_interval >= initial_interval, replay rules complete), so that
 // Resolve never returns an invalid policy.
 func LoadFiles(paths ...string) (*Set, error) {
-	s := &Set{exact: map[string]*entry{}}
-	l := &errorList{}
-	topicFile := map[string]string{}
-	ruleFile := map[string]string{}
+	var sources []source
 	for _, path := range slices.Sorted(slices.Values(paths)) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("load policies: %w", err)
 		}
-		f, lines, errs := parseFile(path, data)
+		sources = append(sources, source{path, data})
+	}
+	return load(sources)
+}
+
+// source is one policy file's name and content.
+type source struct {
+	name string
+	data []byte
+}
+
+// load builds a Set from file contents, in the given order.
+func load(sources []source) (*Set, error) {
+	s := &Set{exact: map[string]*entry{}}
+	l := &errorList{}
+	topicFile := map[string]string{}
+	ruleFile := map[string]string{}
+	for _, src := range sources {
+		path := src.name
+		f, lines, errs := parseFile(path, src.data)
 		for _, e := range errs {
 			l.add(e)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -79,6 +80,7 @@ var badFiles = map[string][]string{
 	"rule_filter":                   {`replay_rules[0].filter: must be a mapping, got string "ConnectionError"`},
 	"rules_not_list":                {"_default.replay_rules: must be a list, got a mapping"},
 	"bad_merge_key":                 {"_default.retry: a merge key (<<) must refer to a mapping"},
+	"alias_bomb":                    {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
 	"many": {
 		"_default.retry.max_attempts: must be >= 0, got -1",
 		`_default.retry.jitter: must be a boolean (true or false), got string "maybe"`,
@@ -546,4 +548,33 @@ func TestGlobMatching(t *testing.T) {
 	if !slices.Equal(keys, want) {
 		t.Errorf("specificity order = %q, want %q", keys, want)
 	}
+}
+
+// FuzzLoad: any file content loads or fails with ErrInvalid, never panics, and
+// whatever loads resolves to valid policies.
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.y*ml")
+	for _, name := range files {
+		b, _ := os.ReadFile(name)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := load([]source{{"fuzz.yaml", data}})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error is not ErrInvalid: %v", err)
+			}
+			return
+		}
+		for topic := range set.Topics() {
+			for _, typ := range []string{"", "x"} {
+				if err := set.Resolve(topic, typ).Retry.Validate(); err != nil {
+					t.Fatalf("Resolve(%q, %q) is invalid: %v", topic, typ, err)
+				}
+			}
+		}
+		if err := set.Resolve("some.topic", "").Retry.Validate(); err != nil {
+			t.Fatalf("Resolve(some.topic) is invalid: %v", err)
+		}
+	})
 }
