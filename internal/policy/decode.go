@@ -77,10 +77,10 @@ func parseYAML(data []byte) (n *yaml.Node, err error) {
 		}
 		return nil, fmt.Errorf("line %d: only one YAML document per file is supported", extra.Line)
 	}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		return doc.Content[0], nil
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || isNull(doc.Content[0]) {
+		return nil, nil // "---" alone, or a document that is only null: an empty file
 	}
-	return &doc, nil
+	return doc.Content[0], nil
 }
 
 // parseJSON turns one JSON value into a yaml.Node tree. It rejects duplicate keys
@@ -247,9 +247,22 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, p string) {
 			d.addf(p, "must be a mapping, got %s", describeNode(n))
 			return
 		}
-		m := reflect.New(t)
-		if err := n.Decode(m.Interface()); err != nil {
+		// Through JSON and back, so that a filter read from YAML holds the same
+		// types as one read from JSON (timestamps become strings, numbers float64)
+		// and anything JSON cannot carry (.nan, non-string keys) is refused here
+		// rather than when the policy is served.
+		var raw any
+		if err := n.Decode(&raw); err != nil {
 			d.addf(p, "%v", err)
+			return
+		}
+		js, err := json.Marshal(raw)
+		m := reflect.New(t)
+		if err == nil {
+			err = json.Unmarshal(js, m.Interface())
+		}
+		if err != nil {
+			d.addf(p, "must be a mapping of JSON values: %v", strings.TrimPrefix(err.Error(), "json: "))
 			return
 		}
 		v.Set(m.Elem())

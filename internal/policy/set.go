@@ -89,7 +89,7 @@ func LoadDir(dir string) (*Set, error) {
 // Resolve never returns an invalid policy.
 func LoadFiles(paths ...string) (*Set, error) {
 	var sources []source
-	for _, path := range slices.Sorted(slices.Values(paths)) {
+	for _, path := range slices.Compact(slices.Sorted(slices.Values(paths))) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("load policies: %w", err)

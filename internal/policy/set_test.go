@@ -79,6 +79,8 @@ var badFiles = map[string][]string{
 	"rule_max_replays":              {"replay_rules[0].max_replays: must be >= 1, got 0"},
 	"rule_filter":                   {`replay_rules[0].filter: must be a mapping, got string "ConnectionError"`},
 	"rules_not_list":                {"_default.replay_rules: must be a list, got a mapping"},
+	"filter_nan":                    {"replay_rules[0].filter: must be a mapping of JSON values: unsupported value: NaN"},
+	"filter_keys":                   {"replay_rules[0].filter: must be a mapping of JSON values: unsupported type: map[interface {}]interface {}"},
 	"bad_merge_key":                 {"_default.retry: a merge key (<<) must refer to a mapping"},
 	"alias_bomb":                    {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
 	"many": {
@@ -309,6 +311,37 @@ func TestLoadDirErrors(t *testing.T) {
 	_, err = LoadFiles("testdata/no-such-file.yaml")
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// Files that hold no document, or only a null one, declare nothing.
+func TestEmptyDocuments(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{"", "\n\n", "# only a comment\n", "---\n", "---\n...\n", "~\n", "null\n", "{}\n"} {
+		set, err := load([]source{{"x.yaml", []byte(doc)}})
+		if err != nil || len(set.Topics()) != 0 {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+}
+
+// A filter read from YAML holds JSON types, like one read from JSON.
+func TestReplayFilterIsJSON(t *testing.T) {
+	t.Parallel()
+	set, err := load([]source{{"x.yaml", []byte(`replay_rules:
+  - {name: r, filter: {since: 2026-02-12T00:00:00Z, min_attempt: 3, tags: [a, b], nested: {ok: true}}, delay: PT1H, max_replays: 1}
+`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := set.Resolve("t", "").ReplayRules[0].Filter
+	want := map[string]any{"since": "2026-02-12T00:00:00Z", "min_attempt": 3.0, "tags": []any{"a", "b"}, "nested": map[string]any{"ok": true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("filter = %#v", got)
+	}
+	fromJSON := mustTopicSpec(t, `{"replay_rules":[{"name":"r","filter":{"since":"2026-02-12T00:00:00Z","min_attempt":3,"tags":["a","b"],"nested":{"ok":true}}}]}`)
+	if !reflect.DeepEqual(fromJSON.ReplayRules[0].Filter, want) {
+		t.Errorf("JSON filter = %#v", fromJSON.ReplayRules[0].Filter)
 	}
 }
 
