@@ -85,7 +85,8 @@ func (l *errorList) add(e *FieldError) {
 	l.errs = append(l.errs, e)
 }
 
-// err returns the collected errors sorted by file and line, or nil.
+// err returns the collected errors sorted by file and line (then path and message,
+// so that the order never depends on map iteration), or nil.
 func (l *errorList) err() error {
 	if len(l.errs) == 0 {
 		return nil
@@ -95,7 +96,7 @@ func (l *errorList) err() error {
 
 func sortErrors(es Errors) Errors {
 	slices.SortStableFunc(es, func(a, b *FieldError) int {
-		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Msg, b.Msg))
 	})
 	return es
 }

@@ -117,10 +117,10 @@ func load(sources []source) (*Set, error) {
 		for _, e := range errs {
 			l.add(e)
 		}
+		s.files = append(s.files, path)
 		if f == nil {
 			continue
 		}
-		s.files = append(s.files, path)
 		if f.Default != nil {
 			if s.def != nil {
 				l.add(&FieldError{File: path, Path: "_default", Line: lines["_default"], Msg: fmt.Sprintf(
@@ -174,7 +174,7 @@ func load(sources []source) (*Set, error) {
 }
 
 // parseFile decodes and checks one policy file on its own. f is nil when the
-// file is empty or not a YAML mapping.
+// file holds no document or is not YAML at all.
 func parseFile(path string, data []byte) (f *fileSpec, lines map[string]int, errs Errors) {
 	n, err := parseYAML(data)
 	if err != nil {
