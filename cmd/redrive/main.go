@@ -31,7 +31,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), devCmd(), migrateCmd())
+	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), benchCmd())
 	return root
 }
 

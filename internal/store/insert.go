@@ -36,29 +36,49 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (int, e
 	if len(records) == 0 {
 		return 0, nil
 	}
-	rows := make([][]any, len(records))
-	for i := range records {
-		vals, err := rowValues(&records[i])
-		if err != nil {
-			return 0, fmt.Errorf("encode record %s: %w", records[i].ID, err)
-		}
-		rows[i] = vals
-	}
-	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, pgx.CopyFromRows(rows))
+	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
+	// already ingesting the rows sent before, so encoding overlaps the COPY.
+	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, &recordSource{records: records, i: -1})
 	if err == nil {
 		return int(n), nil
 	}
 	if !isUniqueViolation(err) {
 		return 0, fmt.Errorf("copy records: %w", err)
 	}
-	return s.insertSkippingDuplicates(ctx, rows)
+	return s.insertSkippingDuplicates(ctx, records)
 }
 
-func (s *Store) insertSkippingDuplicates(ctx context.Context, rows [][]any) (int, error) {
+// recordSource feeds records to COPY, encoding each as it is sent.
+type recordSource struct {
+	records []dlq.Record
+	i       int
+	err     error
+}
+
+func (rs *recordSource) Next() bool {
+	rs.i++
+	return rs.err == nil && rs.i < len(rs.records)
+}
+
+func (rs *recordSource) Values() ([]any, error) {
+	vals, err := rowValues(&rs.records[rs.i])
+	if err != nil {
+		rs.err = fmt.Errorf("encode record %s: %w", rs.records[rs.i].ID, err)
+	}
+	return vals, rs.err
+}
+
+func (rs *recordSource) Err() error { return rs.err }
+
+func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Record) (int, error) {
 	inserted := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		for _, vals := range rows {
+		for i := range records {
+			vals, err := rowValues(&records[i])
+			if err != nil {
+				return fmt.Errorf("encode record %s: %w", records[i].ID, err)
+			}
 			batch.Queue(insertIgnoringDuplicates, vals...).Exec(func(tag pgconn.CommandTag) error {
 				inserted += int(tag.RowsAffected())
 				return nil

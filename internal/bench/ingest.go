@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/store"
+)
+
+const benchTopic = "dead_letter_queue"
+
+// IngestResult holds the ingest figures of one run.
+type IngestResult struct {
+	Records     int
+	Ingest      time.Duration // DLQ topic → committed rows and offsets, steady state
+	IngestCount int           // records that time covers (the first batch is excluded)
+	RawCopy     time.Duration // one raw binary COPY of the same rows into the same table
+}
+
+// Ingest measures end-to-end ingest throughput (DLQ topic → committed rows)
+// and a raw COPY of the same rows into the same table, and prints both.
+func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
+	cfg = cfg.withDefaults()
+	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, benchTopic))
+	if err != nil {
+		return nil, fmt.Errorf("start kfake: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+
+	fmt.Fprintf(cfg.Out, "ingest: %d records, %d-byte values, native envelope\n", cfg.Records, cfg.ValueSize)
+	if err := produceFailures(ctx, brokers, cfg.Records, cfg.ValueSize); err != nil {
+		return nil, err
+	}
+	res := &IngestResult{Records: cfg.Records}
+	if res.Ingest, res.IngestCount, err = timeIngest(ctx, pool, brokers, cfg.Records); err != nil {
+		return nil, err
+	}
+	if res.RawCopy, err = timeRawCopy(ctx, pool); err != nil {
+		return nil, err
+	}
+	e2e, raw := rate(res.IngestCount, res.Ingest), rate(res.Records, res.RawCopy)
+	fmt.Fprintf(cfg.Out, "  end-to-end ingest   %9.0f records/s  (%d records in %v)\n", e2e, res.IngestCount, res.Ingest.Round(time.Millisecond))
+	fmt.Fprintf(cfg.Out, "  raw COPY baseline   %9.0f records/s  (%d records in %v)\n", raw, res.Records, res.RawCopy.Round(time.Millisecond))
+	fmt.Fprintf(cfg.Out, "  ratio               %9.2f           (target >= 0.75)\n", e2e/raw)
+	return res, nil
+}
+
+// produceFailures fills the DLQ topic with native envelopes of distinct values
+// (equal values would compress to nothing and flatter the figures).
+func produceFailures(ctx context.Context, brokers []string, n, size int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pad := make([]byte, size)
+	var firstErr error
+	for i := range n {
+		_, _ = rand.Read(pad[:size/2])
+		value := fmt.Appendf(nil, `{"order_id":%d,"pad":"%s"}`, i, hex.EncodeToString(pad[:size/2]))
+		value = value[:min(len(value), size)]
+		if len(value) < size {
+			value = append(value, bytes.Repeat([]byte(" "), size-len(value))...)
+		}
+		src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i), Value: value,
+			Timestamp: time.Now(), Headers: []kgo.RecordHeader{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
+		rec := envelope.Encode(src, envelope.FailureInfo{
+			DLQTopic: benchTopic, Group: "billing", Type: "order.created",
+			ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused",
+			Backtrace: []string{"main.handle()", "\t/app/handler.go:42"},
+		})
+		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	return firstErr
+}
+
+// timeIngest runs an ingester until every record is committed. The clock starts
+// at the first committed batch, so the consumer group join is not counted.
+func timeIngest(ctx context.Context, pool *pgxpool.Pool, brokers []string, n int) (time.Duration, int, error) {
+	m := metrics.New()
+	in, err := ingest.New(ingest.Config{Brokers: brokers, Group: "bench", Logger: quiet, Metrics: m,
+		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}, store.New(pool))
+	if err != nil {
+		return 0, 0, err
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ictx) }()
+	defer func() { cancel(); <-done }()
+
+	stored := m.IngestRecords.WithLabelValues(benchTopic, string(dlq.FormatRedrive))
+	var start time.Time
+	var first int
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		got := int(counterValue(stored))
+		if got > 0 && start.IsZero() {
+			start, first = time.Now(), got
+		}
+		if got >= n {
+			return time.Since(start), n - first, nil
+		}
+		select {
+		case err := <-done:
+			return 0, 0, fmt.Errorf("ingest stopped: %v", err)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return 0, 0, fmt.Errorf("ingest did not finish within 10 minutes")
+}
+
+// timeRawCopy copies the stored rows out, truncates the table, and times one
+// binary COPY of exactly those rows back in: the database's ceiling.
+func timeRawCopy(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	var buf bytes.Buffer
+	if _, err := conn.Conn().PgConn().CopyTo(ctx, &buf, "COPY redrive_record TO STDOUT (FORMAT binary)"); err != nil {
+		return 0, fmt.Errorf("copy rows out: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if _, err := conn.Conn().PgConn().CopyFrom(ctx, &buf, "COPY redrive_record FROM STDIN (FORMAT binary)"); err != nil {
+		return 0, fmt.Errorf("raw copy: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
