@@ -26,8 +26,9 @@ const (
 	// CodeDeadLetter gives up without retrying; Redrive keeps the record as a
 	// dead letter for operators to inspect, fix and replay.
 	CodeDeadLetter Code = "DEAD_LETTER"
-	// CodeFail gives up without retrying: a recognised permanent failure. The
-	// policy's on_exhaustion decides how the record is kept.
+	// CodeFail gives up without retrying: a recognised permanent failure.
+	// Redrive discards it like CodeDiscard (OJS retry spec §7.2) but records
+	// the distinct code.
 	CodeFail Code = "FAIL"
 )
 

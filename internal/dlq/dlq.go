@@ -67,7 +67,8 @@ const (
 	CodeDiscard Code = "DISCARD"
 	// CodeDeadLetter gives up without retrying; the record is kept as a dead letter.
 	CodeDeadLetter Code = "DEAD_LETTER"
-	// CodeFail gives up without retrying; the policy's on_exhaustion decides how it is kept.
+	// CodeFail is a recognised permanent failure: discarded like CodeDiscard
+	// (OJS retry spec §7.2), but recorded with its own code.
 	CodeFail Code = "FAIL"
 )
 

@@ -213,21 +213,18 @@ type Decision struct {
 //
 // Precedence (spec §7.2): the handler's code beats the policy. DISCARD gives up
 // as a discard and DEAD_LETTER as a dead letter, whatever max_attempts and
-// on_exhaustion say. FAIL gives up too, regardless of max_attempts, and is kept
-// per on_exhaustion: that is Redrive's documented contract for dlq.CodeFail (a
-// recognised permanent failure is treated like a non-retryable error, §6.3),
-// where the spec's §7.2 item 4 would always discard it. RETRY, an empty code or
+// on_exhaustion say; FAIL, a recognised permanent failure, is discarded like
+// DISCARD (§7.1, §7.2 item 4) but keeps its own code in the error history, so
+// metrics and events can tell the two apart. RETRY, an empty code or
 // an unknown one apply the policy: a non-retryable error type, or attempt >=
 // max_attempts, gives up per on_exhaustion; otherwise the record is retried
 // after Delay(attempt, u).
 func (r Retry) Decide(attempt int, errType string, code dlq.Code, u float64) Decision {
 	switch code {
-	case dlq.CodeDiscard:
+	case dlq.CodeDiscard, dlq.CodeFail:
 		return Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}
 	case dlq.CodeDeadLetter:
 		return Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}
-	case dlq.CodeFail:
-		return Decision{State: dlq.StateDiscarded, Exhaustion: r.OnExhaustion, Reason: ReasonHandlerCode}
 	}
 	if r.NonRetryable(errType) {
 		return Decision{State: dlq.StateDiscarded, Exhaustion: r.OnExhaustion, Reason: ReasonNonRetryable}

@@ -251,9 +251,9 @@ func TestDecideHandlerCodes(t *testing.T) {
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},
 		{"DEAD_LETTER despite on_exhaustion discard", disc, 1, "x", dlq.CodeDeadLetter,
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}},
-		// FAIL: never retried, kept per on_exhaustion (Redrive's dlq.CodeFail contract).
-		{"FAIL with on_exhaustion dead_letter", dl, 1, "x", dlq.CodeFail,
-			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Reason: ReasonHandlerCode}},
+		// FAIL (§7.2 item 4): discarded regardless of max_attempts and on_exhaustion.
+		{"FAIL despite on_exhaustion dead_letter", dl, 1, "x", dlq.CodeFail,
+			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},
 		{"FAIL with on_exhaustion discard", disc, 1, "x", dlq.CodeFail,
 			Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard, Reason: ReasonHandlerCode}},
 		{"DISCARD on the last attempt", dl, 5, "x", dlq.CodeDiscard,

@@ -31,8 +31,8 @@ func newRecord(offset int64, queue string) dlq.Record {
 		DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 0, Offset: offset},
 		Format: dlq.FormatRedrive,
 		Key:    []byte(fmt.Sprintf("k%d", offset)), Value: []byte(`{"id":1}`),
-		Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "bin", Value: []byte{0, 0xff}}},
-		Errors:  []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now}},
+		Headers:   []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "bin", Value: []byte{0, 0xff}}},
+		Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now}},
 		CreatedAt: now, UpdatedAt: now, NextRetryAt: &next,
 	}
 }
