@@ -187,6 +187,25 @@ type Record struct {
 	DiscardedAt *time.Time
 	CompletedAt *time.Time
 	UpdatedAt   time.Time
+	// RedeliveredAt is when the record was last produced to its topic.
+	RedeliveredAt *time.Time
+	// Redelivery holds an operator's changes for the next redelivery, if any.
+	Redelivery *Redelivery
+	// ArchivedAt is when the record was copied to the archive topic.
+	ArchivedAt *time.Time
+}
+
+// Redelivery is an operator's change to a record's next redelivery. The
+// record's own key, value and headers stay as they were received.
+type Redelivery struct {
+	// Topic replaces the target topic; empty keeps the policy's.
+	Topic string
+	// Headers are set on the redelivered record, replacing original headers
+	// with the same key.
+	Headers []Header
+	// Value replaces the value when ValueSet.
+	Value    []byte
+	ValueSet bool
 }
 
 // LastError returns the most recent error, or the zero entry when there is none.

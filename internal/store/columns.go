@@ -25,10 +25,11 @@ var recordColumns = []string{
 var insertColumns = strings.Join(recordColumns, ", ")
 
 // readColumns are the columns a Record is read from: payload and error_type are
-// derived from value and errors, kept only for search.
-var readColumns = strings.Join(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
+// derived from value and errors, kept only for search; the redelivery columns
+// are set after insert.
+var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
 	return c == "payload" || c == "error_type"
-}), ", ")
+}), "redelivered_at", "redelivery", "archived_at"), ", ")
 
 // Encoding names how a byte string is shown as text.
 const (
@@ -167,4 +168,54 @@ func rowValues(r *dlq.Record) ([]any, error) {
 		r.Key, r.Value, headers, payloadOf(r.Value), errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
 	}, nil
+}
+
+// storedRedelivery is dlq.Redelivery as kept in the redelivery column.
+type storedRedelivery struct {
+	Topic         string         `json:"topic,omitempty"`
+	Headers       []storedHeader `json:"headers,omitempty"`
+	Value         *string        `json:"value,omitempty"`
+	ValueEncoding string         `json:"value_encoding,omitempty"`
+}
+
+func encodeRedelivery(r *dlq.Redelivery) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	out := storedRedelivery{Topic: r.Topic}
+	for _, h := range r.Headers {
+		v, enc := EncodeBytes(h.Value)
+		out.Headers = append(out.Headers, storedHeader{Key: clean(h.Key), Value: v, Encoding: enc})
+	}
+	if r.ValueSet {
+		v, enc := EncodeBytes(r.Value)
+		out.Value, out.ValueEncoding = &v, enc
+	}
+	return json.Marshal(out)
+}
+
+func decodeRedelivery(b []byte) (*dlq.Redelivery, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var in storedRedelivery
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("decode redelivery: %w", err)
+	}
+	out := &dlq.Redelivery{Topic: in.Topic}
+	for _, h := range in.Headers {
+		v, err := DecodeBytes(h.Value, h.Encoding)
+		if err != nil {
+			return nil, fmt.Errorf("decode redelivery header %q: %w", h.Key, err)
+		}
+		out.Headers = append(out.Headers, dlq.Header{Key: h.Key, Value: v})
+	}
+	if in.Value != nil {
+		v, err := DecodeBytes(*in.Value, in.ValueEncoding)
+		if err != nil {
+			return nil, fmt.Errorf("decode redelivery value: %w", err)
+		}
+		out.Value, out.ValueSet = v, true
+	}
+	return out, nil
 }

@@ -140,11 +140,11 @@ func (s *Store) Count(ctx context.Context, f *Filter) (int64, error) {
 
 func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 	var (
-		r             dlq.Record
-		state, format string
-		exhaustion    *string
-		sourceTS      *time.Time
-		headers, errs []byte
+		r                      dlq.Record
+		state, format          string
+		exhaustion             *string
+		sourceTS               *time.Time
+		headers, errs, redeliv []byte
 	)
 	err := row.Scan(
 		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
@@ -152,6 +152,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &format,
 		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
 		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
+		&r.RedeliveredAt, &redeliv, &r.ArchivedAt,
 	)
 	if err != nil {
 		return r, err
@@ -167,6 +168,9 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		r.Source.Timestamp = *sourceTS
 	}
 	if r.Headers, err = decodeHeaders(headers); err != nil {
+		return r, err
+	}
+	if r.Redelivery, err = decodeRedelivery(redeliv); err != nil {
 		return r, err
 	}
 	if err := json.Unmarshal(errs, &r.Errors); err != nil {
