@@ -244,7 +244,7 @@ func loadK8s(t *testing.T) k8sManifests {
 }
 
 // one decodes the only object of kind (and name, if given) into v.
-func (m k8sManifests) one(t *testing.T, kind, name string, v any) k8sObject {
+func (m k8sManifests) one(t *testing.T, kind, name string, v any) {
 	t.Helper()
 	var found []k8sObject
 	for _, o := range m.objects {
@@ -258,7 +258,6 @@ func (m k8sManifests) one(t *testing.T, kind, name string, v any) k8sObject {
 	if err := found[0].node.Decode(v); err != nil {
 		t.Fatalf("%s: %v", found[0].where, err)
 	}
-	return found[0]
 }
 
 func (m k8sManifests) deployment(t *testing.T) k8sDeployment {
@@ -478,7 +477,7 @@ func TestKustomization(t *testing.T) {
 		t.Log("kubectl not found; skipping `kubectl kustomize`")
 		return
 	}
-	out, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot(t), k8sDir)).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), kubectl, "kustomize", filepath.Join(repoRoot(t), k8sDir)).CombinedOutput()
 	if err != nil {
 		t.Errorf("kubectl kustomize %s: %v\n%s", k8sDir, err, out)
 	}
@@ -495,7 +494,7 @@ func TestKustomization(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kust), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command(kubectl, "kustomize", overlay).CombinedOutput()
+	out, err = exec.CommandContext(t.Context(), kubectl, "kustomize", overlay).CombinedOutput()
 	if err != nil {
 		t.Errorf("kubectl kustomize with the servicemonitor component: %v\n%s", err, out)
 	} else if !bytes.Contains(out, []byte("kind: ServiceMonitor")) {
