@@ -161,6 +161,9 @@ type Failure struct {
 	// redelivered: it joins the existing record instead of creating one.
 	RecordID string
 	Attempt  int
+	// Completed marks not a failure but the consumer's acknowledgement that
+	// delivery Attempt of record RecordID succeeded.
+	Completed bool
 }
 
 // Record is a dead-letter record as Redrive stores and serves it.

@@ -39,7 +39,15 @@ const (
 	HeaderID              = "redrive.id"
 	HeaderAttempt         = "redrive.attempt"
 	HeaderRedeliveredAt   = "redrive.redelivered_at"
+	// HeaderAck marks a completion acknowledgement (value AckCompleted) that
+	// the client library sends to the DLQ topic when a redelivered record succeeds.
+	HeaderAck = "redrive.ack"
+	// HeaderErrors carries a record's error history (JSON) on archive copies.
+	HeaderErrors = "redrive.errors"
 )
+
+// AckCompleted is the value of HeaderAck on a completion acknowledgement.
+const AckCompleted = "completed"
 
 // ErrorTypeUnknown is the error type of a failure whose format carries none
 // (Watermill, most JSON wrappers, a native envelope without redrive.error.type).
@@ -116,6 +124,11 @@ func Decode(rec *kgo.Record) dlq.Failure {
 	}
 	decodeRedelivery(h, &f)
 	f.Type = recordType(h)
+	if f.RecordID != "" && string(h[HeaderAck]) == AckCompleted {
+		f.Completed, f.Format = true, dlq.FormatRedrive
+		f.Headers = copyHeaders(rec.Headers, withoutPrefixes())
+		return f
+	}
 
 	for _, d := range decoders {
 		if d.decode(h, rec, &f) {

@@ -1,0 +1,111 @@
+package envelope
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// Redelivery builds the record Redrive produces to a record's topic (DESIGN.md
+// §2.3): the original key, the original value or the operator's edit, the
+// original headers (an operator's header overrides replace same-key ones), and
+// redrive.id, redrive.attempt, redrive.redelivered_at so that a repeat failure
+// joins its record and consumers can dedupe. Partition -1 leaves the choice to
+// the producer's partitioner.
+func Redelivery(r *dlq.Record, topic string, partition int32, attempt int, at time.Time) *kgo.Record {
+	value := r.Value
+	var override []dlq.Header
+	if rd := r.Redelivery; rd != nil {
+		if rd.ValueSet {
+			value = rd.Value
+		}
+		override = rd.Headers
+	}
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+len(override)+3)
+	for _, h := range r.Headers {
+		if !hasKey(override, h.Key) {
+			hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+	}
+	for _, h := range override {
+		hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderID, Value: []byte(r.ID)},
+		kgo.RecordHeader{Key: HeaderAttempt, Value: strconv.AppendInt(nil, int64(attempt), 10)},
+		kgo.RecordHeader{Key: HeaderRedeliveredAt, Value: at.UTC().AppendFormat(nil, TimeLayout)},
+	)
+	rec := &kgo.Record{Topic: topic, Key: r.Key, Value: value, Headers: hs, Partition: partition}
+	return rec
+}
+
+func hasKey(hs []dlq.Header, key string) bool {
+	for _, h := range hs {
+		if h.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Archive builds the copy of a record kept on an archive topic: the original
+// key, value and headers, plus its Redrive context and whole error history
+// (redrive.errors, JSON), so the archive alone tells the record's story.
+func Archive(r *dlq.Record, topic string) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+16)
+	for _, h := range r.Headers {
+		hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	add := func(key, value string) {
+		if value != "" {
+			hs = append(hs, kgo.RecordHeader{Key: key, Value: []byte(value)})
+		}
+	}
+	add(HeaderID, r.ID)
+	add(HeaderAttempt, strconv.Itoa(r.Attempt))
+	add(HeaderSourceTopic, r.Source.Topic)
+	if r.Source.Partition >= 0 {
+		add(HeaderSourcePartition, strconv.FormatInt(int64(r.Source.Partition), 10))
+	}
+	if r.Source.Offset >= 0 {
+		add(HeaderSourceOffset, strconv.FormatInt(r.Source.Offset, 10))
+	}
+	if !r.Source.Timestamp.IsZero() {
+		add(HeaderSourceTimestamp, r.Source.Timestamp.UTC().Format(TimeLayout))
+	}
+	add(HeaderSourceGroup, r.Source.Group)
+	add(HeaderType, r.Type)
+	last := r.LastError()
+	add(HeaderErrorType, last.Type)
+	add(HeaderErrorMessage, cleanText([]byte(last.Message), MaxMessageBytes))
+	add(HeaderErrorCode, string(last.Code))
+	add("redrive.queue", r.Queue)
+	add("redrive.state", string(r.State))
+	add("redrive.exhaustion", string(r.Exhaustion))
+	add("redrive.format", string(r.Format))
+	add("redrive.dlq.topic", r.DLQ.Topic)
+	add("redrive.dlq.partition", strconv.FormatInt(int64(r.DLQ.Partition), 10))
+	add("redrive.dlq.offset", strconv.FormatInt(r.DLQ.Offset, 10))
+	if errs, err := json.Marshal(r.Errors); err == nil {
+		add(HeaderErrors, string(errs))
+	}
+	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
+}
+
+// Ack builds the completion acknowledgement of delivery `attempt` of record id:
+// an empty record on the DLQ topic that ingest turns into state completed.
+func Ack(dlqTopic, id string, attempt int, group string) *kgo.Record {
+	hs := []kgo.RecordHeader{
+		{Key: HeaderAck, Value: []byte(AckCompleted)},
+		{Key: HeaderID, Value: []byte(id)},
+		{Key: HeaderAttempt, Value: strconv.AppendInt(nil, int64(attempt), 10)},
+	}
+	if group != "" {
+		hs = append(hs, kgo.RecordHeader{Key: HeaderSourceGroup, Value: []byte(group)})
+	}
+	return &kgo.Record{Topic: dlqTopic, Key: []byte(id), Headers: hs}
+}

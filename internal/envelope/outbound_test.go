@@ -1,0 +1,101 @@
+package envelope
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+func testRecord() *dlq.Record {
+	return &dlq.Record{
+		ID: "01936f0e-1111-7000-8000-000000000001", Queue: "orders", Type: "order.created",
+		State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter, Attempt: 3,
+		Source: dlq.Source{Topic: "orders", Partition: 2, Offset: 41, Group: "billing"},
+		DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 1, Offset: 9},
+		Key:    []byte("k"), Value: []byte(`{"id":1}`),
+		Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "tenant", Value: []byte("a")}},
+		Errors: []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "m1"}, {Attempt: 3, Type: "db.down", Message: "m3", Code: dlq.CodeRetry}},
+	}
+}
+
+func header(rec *kgo.Record, key string) (string, int) {
+	var v string
+	n := 0
+	for _, h := range rec.Headers {
+		if h.Key == key {
+			v, n = string(h.Value), n+1
+		}
+	}
+	return v, n
+}
+
+func TestRedeliveryCarriesOriginalAndRedriveHeaders(t *testing.T) {
+	r := testRecord()
+	at := time.Date(2026, 2, 13, 10, 0, 0, 0, time.UTC)
+	rec := Redelivery(r, "orders", -1, 4, at)
+	if string(rec.Key) != "k" || string(rec.Value) != `{"id":1}` || rec.Topic != "orders" {
+		t.Fatalf("record = %+v", rec)
+	}
+	for key, want := range map[string]string{"traceparent": "00-abc", "tenant": "a", HeaderID: r.ID, HeaderAttempt: "4",
+		HeaderRedeliveredAt: "2026-02-13T10:00:00.000Z"} {
+		if got, n := header(rec, key); got != want || n != 1 {
+			t.Errorf("header %s = %q (×%d), want %q once", key, got, n, want)
+		}
+	}
+	// The redelivered record, failing again, decodes back to its record and attempt.
+	failed := Encode(rec, FailureInfo{DLQTopic: "dead_letter_queue", ErrorType: "db.down"})
+	failed.Topic = "dead_letter_queue"
+	f := Decode(failed)
+	if f.RecordID != r.ID || f.Attempt != 4 || f.Error.Attempt != 4 || len(f.Headers) != 2 {
+		t.Fatalf("repeat failure decodes as %+v", f)
+	}
+}
+
+func TestRedeliveryAppliesOperatorEdits(t *testing.T) {
+	r := testRecord()
+	r.Redelivery = &dlq.Redelivery{Topic: "orders-fixed", Headers: []dlq.Header{{Key: "tenant", Value: []byte("b")}},
+		Value: []byte(`{"id":2}`), ValueSet: true}
+	rec := Redelivery(r, "orders-fixed", 2, 1, time.Now())
+	if string(rec.Value) != `{"id":2}` || rec.Partition != 2 {
+		t.Fatalf("edited value/partition not applied: %+v", rec)
+	}
+	if got, n := header(rec, "tenant"); got != "b" || n != 1 {
+		t.Fatalf("tenant header = %q ×%d, want the override once", got, n)
+	}
+	if string(r.Value) != `{"id":1}` {
+		t.Fatal("the original value must stay untouched")
+	}
+}
+
+func TestArchiveCarriesHistory(t *testing.T) {
+	r := testRecord()
+	rec := Archive(r, "dead_letter_queue.archive")
+	hist, _ := header(rec, HeaderErrors)
+	var errs []dlq.ErrorEntry
+	if err := json.Unmarshal([]byte(hist), &errs); err != nil || len(errs) != 2 || errs[1].Message != "m3" {
+		t.Fatalf("history header = %q (%v)", hist, err)
+	}
+	for key, want := range map[string]string{HeaderID: r.ID, HeaderSourceTopic: "orders", HeaderSourceOffset: "41",
+		"redrive.exhaustion": "dead_letter", HeaderErrorType: "db.down", "traceparent": "00-abc"} {
+		if got, _ := header(rec, key); got != want {
+			t.Errorf("header %s = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestAckDecodesAsCompletion(t *testing.T) {
+	rec := Ack("dead_letter_queue", "01936f0e-1111-7000-8000-000000000001", 2, "billing")
+	f := Decode(rec)
+	if !f.Completed || f.RecordID != "01936f0e-1111-7000-8000-000000000001" || f.Attempt != 2 {
+		t.Fatalf("ack decodes as %+v", f)
+	}
+	// Without a valid id it is not an ack (and is kept as unparseable).
+	bad := Ack("dead_letter_queue", "nope", 2, "")
+	if f := Decode(bad); f.Completed || f.Format != dlq.FormatUnparseable {
+		t.Fatalf("ack without a valid id decodes as %+v", f)
+	}
+}
