@@ -1,0 +1,131 @@
+// Package events publishes Redrive's lifecycle events (OJS dead-letter spec
+// §11.1, queue-config spec §10.1) in the OJS event envelope: fanned out in
+// process to Server-Sent Events subscribers and produced to a Kafka events topic.
+//
+// Events are notifications, never the source of truth: they are published after
+// the database commit that caused them, asynchronously, and a slow subscriber, a
+// full buffer or a broker outage loses events (counted in metrics) instead of
+// slowing or failing the work that emits them. Publish never blocks.
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type is an event type.
+type Type string
+
+// Event types. dead_letter.* are the OJS dead-letter spec's, queue.* the
+// queue-config spec's.
+const (
+	// DeadLetterAdded: a record was stored (one event per new record). Subject:
+	// record id. Emitted by ingest.
+	DeadLetterAdded Type = "dead_letter.added"
+	// DeadLetterRetried: an operator retried a record. Subject: record id.
+	// Emitted by the HTTP API (single and bulk retry).
+	DeadLetterRetried Type = "dead_letter.retried"
+	// DeadLetterReplayed: a replay rule replayed a record. Subject: record id.
+	DeadLetterReplayed Type = "dead_letter.replayed"
+	// DeadLetterPruned: the pruner removed records of a queue. Subject: queue;
+	// data holds the count.
+	DeadLetterPruned Type = "dead_letter.pruned"
+	// DeadLetterDeleted: an operator deleted a record. Subject: record id.
+	// Emitted by the HTTP API (single delete and purge).
+	DeadLetterDeleted Type = "dead_letter.deleted"
+	// QueuePaused, QueueResumed, QueueConfigUpdated: a topic's state or policy
+	// changed through the API. Subject: queue.
+	QueuePaused        Type = "queue.paused"
+	QueueResumed       Type = "queue.resumed"
+	QueueConfigUpdated Type = "queue.config_updated"
+)
+
+// Types lists every event type Redrive emits.
+var Types = []Type{
+	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
+	QueuePaused, QueueResumed, QueueConfigUpdated,
+}
+
+// Valid reports whether t is a known event type.
+func (t Type) Valid() bool {
+	for _, k := range Types {
+		if t == k {
+			return true
+		}
+	}
+	return false
+}
+
+// SpecVersion is the version of the OJS event envelope.
+const SpecVersion = "1.0"
+
+// DefaultSource is the envelope's source.
+const DefaultSource = "redrive"
+
+// Event is one lifecycle event in the OJS event envelope. Callers set Type,
+// Subject, Queue and Data; the Publisher fills in SpecVersion, ID (UUIDv7),
+// Source and, when zero, Time.
+type Event struct {
+	SpecVersion string    `json:"specversion"`
+	ID          string    `json:"id"`
+	Type        Type      `json:"type"`
+	Source      string    `json:"source"`
+	Time        time.Time `json:"time"`
+	// Subject is what the event is about: a record id or a queue name.
+	Subject string `json:"subject,omitempty"`
+	// Data is the event's payload; it is marshalled to JSON later, on another
+	// goroutine, so it must not be changed after Publish.
+	Data any `json:"data"`
+	// Queue is the source topic the event concerns; subscribers filter on it.
+	// It is not part of the envelope (data repeats it where it matters).
+	Queue string `json:"-"`
+}
+
+// RecordData is the data of dead_letter.added, .retried, .replayed and .deleted.
+type RecordData struct {
+	ID         string `json:"id"`
+	Queue      string `json:"queue"`
+	Type       string `json:"type,omitempty"`
+	State      string `json:"state,omitempty"`
+	Exhaustion string `json:"exhaustion,omitempty"`
+	ErrorType  string `json:"error_type,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	// Rule and ReplayCount are set on dead_letter.replayed.
+	Rule        string `json:"rule,omitempty"`
+	ReplayCount int    `json:"replay_count,omitempty"`
+}
+
+// PrunedData is the data of dead_letter.pruned.
+type PrunedData struct {
+	Queue string `json:"queue"`
+	// Count is how many records were removed.
+	Count int64 `json:"count"`
+	// Reason is the retention limit: max_age, max_count, retention.discarded
+	// or retention.completed.
+	Reason string `json:"reason"`
+	// State and Exhaustion say which records: discarded/dead_letter,
+	// discarded/discard or completed.
+	State      string `json:"state"`
+	Exhaustion string `json:"exhaustion,omitempty"`
+	// PruningPolicy is delete or archive.
+	PruningPolicy string `json:"pruning_policy"`
+}
+
+// QueueData is the data of queue.paused, .resumed and .config_updated.
+type QueueData struct {
+	Queue string `json:"queue"`
+	// State is the topic's state after the change.
+	State string `json:"state,omitempty"`
+	// Config is the effective policy after a config_updated, if shown.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// Record returns a record event of type t.
+func Record(t Type, d RecordData) Event {
+	return Event{Type: t, Subject: d.ID, Queue: d.Queue, Data: d}
+}
+
+// Queue returns a queue event of type t.
+func Queue(t Type, d QueueData) Event {
+	return Event{Type: t, Subject: d.Queue, Queue: d.Queue, Data: d}
+}

@@ -1,0 +1,200 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/metrics"
+)
+
+// Config configures a Publisher. Zero fields take the defaults noted.
+type Config struct {
+	// Client produces to Topic. Nil (or an empty Topic) turns the events topic
+	// off; subscribers still get events. Use a client of its own, created with
+	// ProducerOpts, so that a full events buffer never delays other producers.
+	Client *kgo.Client
+	// Topic is the events topic. Empty: no Kafka events.
+	Topic string
+	// Source is the envelope's source. Default "redrive".
+	Source string
+	// Buffer is how many Publish calls may wait for the background goroutine
+	// before further ones are dropped. Default 4096.
+	Buffer int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger logs. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics counts events. Default: a private, unregistered set.
+	Metrics *metrics.Events
+}
+
+// ProducerOpts are the options of an events client: a bounded buffer (Publish
+// uses TryProduce, so a full buffer drops instead of blocking), all-ISR acks
+// and short timeouts.
+func ProducerOpts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.MaxBufferedRecords(10_000),
+		kgo.RecordDeliveryTimeout(30 * time.Second),
+		kgo.ProducerLinger(5 * time.Millisecond),
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.Source == "" {
+		c.Source = DefaultSource
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = 4096
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewEvents(nil)
+	}
+	return c
+}
+
+// Publisher publishes lifecycle events. Publish is safe for concurrent use,
+// cheap and never blocks; a nil *Publisher discards events, so components can
+// hold one unconditionally. Run delivers what Publish queued.
+type Publisher struct {
+	cfg    Config
+	log    *slog.Logger
+	queue  chan []Event
+	broker *Broker
+}
+
+// New returns a Publisher. Call Run to deliver events.
+func New(cfg Config) *Publisher {
+	cfg = cfg.withDefaults()
+	return &Publisher{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "events"),
+		queue:  make(chan []Event, cfg.Buffer),
+		broker: newBroker(cfg.Metrics),
+	}
+}
+
+// Broker is the in-process fan-out to subscribers (the SSE endpoint).
+func (p *Publisher) Broker() *Broker {
+	if p == nil {
+		return nil
+	}
+	return p.broker
+}
+
+// Topic is the events topic, "" when off.
+func (p *Publisher) Topic() string {
+	if p == nil || p.cfg.Client == nil {
+		return ""
+	}
+	return p.cfg.Topic
+}
+
+// Publish queues events for delivery and returns at once. Call it after the
+// change the events describe is committed. When the queue is full the events
+// are dropped and counted (redrive_events_failed_total{reason="buffer_full"}).
+// The events' Data must not be changed afterwards.
+func (p *Publisher) Publish(_ context.Context, evs ...Event) {
+	if p == nil || len(evs) == 0 {
+		return
+	}
+	now := p.cfg.Now()
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = now
+		}
+	}
+	select {
+	case p.queue <- evs:
+	default:
+		p.cfg.Metrics.Failed.WithLabelValues("buffer_full").Add(float64(len(evs)))
+	}
+}
+
+// Run delivers queued events until ctx is done, then delivers what is still
+// queued and waits (up to 5 s) for the events topic's acknowledgements.
+func (p *Publisher) Run(ctx context.Context) error {
+	for {
+		select {
+		case evs := <-p.queue:
+			p.deliver(context.WithoutCancel(ctx), evs)
+		case <-ctx.Done():
+			p.drain()
+			return nil
+		}
+	}
+}
+
+// drain delivers what is queued and flushes the producer.
+func (p *Publisher) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		select {
+		case evs := <-p.queue:
+			p.deliver(ctx, evs)
+		default:
+			if p.Topic() != "" {
+				if err := p.cfg.Client.Flush(ctx); err != nil {
+					p.log.Warn("flush events at shutdown", "err", err)
+				}
+			}
+			p.broker.closeAll()
+			return
+		}
+	}
+}
+
+// deliver stamps events, fans them out to subscribers and produces them.
+func (p *Publisher) deliver(ctx context.Context, evs []Event) {
+	topic := p.Topic()
+	for i := range evs {
+		ev := &evs[i]
+		ev.SpecVersion, ev.Source = SpecVersion, p.cfg.Source
+		if ev.ID == "" {
+			ev.ID = uuid.Must(uuid.NewV7()).String()
+		}
+		ev.Time = ev.Time.UTC()
+		p.cfg.Metrics.Published.WithLabelValues(string(ev.Type)).Inc()
+		data, err := json.Marshal(ev)
+		if err != nil {
+			p.cfg.Metrics.Failed.WithLabelValues("encode").Inc()
+			p.log.Error("encode event", "type", ev.Type, "err", err)
+			continue
+		}
+		p.broker.publish(ev, data)
+		if topic == "" {
+			continue
+		}
+		rec := &kgo.Record{
+			Topic: topic, Key: []byte(ev.Subject), Value: data,
+			Headers: []kgo.RecordHeader{
+				{Key: "ce_type", Value: []byte(ev.Type)},
+				{Key: "content-type", Value: []byte("application/json")},
+			},
+		}
+		p.cfg.Client.TryProduce(ctx, rec, p.produced)
+	}
+}
+
+func (p *Publisher) produced(_ *kgo.Record, err error) {
+	if err == nil {
+		p.cfg.Metrics.Produced.Inc()
+		return
+	}
+	p.cfg.Metrics.Failed.WithLabelValues("produce").Inc()
+	if !errors.Is(err, context.Canceled) {
+		p.log.Warn("produce event", "err", err)
+	}
+}
