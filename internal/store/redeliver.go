@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// WaitingQueues lists the queues that have records waiting for (re)delivery,
+// due or not, by a loose scan of the (queue, next_retry_at) index: its cost
+// grows with the number of queues, not of records.
+func (s *Store) WaitingQueues(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE q(queue) AS (
+			SELECT min(queue) FROM redrive_record WHERE next_retry_at IS NOT NULL
+			UNION ALL
+			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.next_retry_at IS NOT NULL AND r.queue > q.queue)
+			FROM q WHERE q.queue IS NOT NULL
+		)
+		SELECT queue FROM q WHERE queue IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("list waiting queues: %w", err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list waiting queues: %w", err)
+	}
+	return queues, nil
+}
+
+// NextDue returns, per queue, the earliest time a record of it is due.
+// Queues with nothing waiting are absent.
+func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT q, (SELECT min(next_retry_at) FROM redrive_record WHERE queue = q AND next_retry_at IS NOT NULL)
+		FROM unnest($1::text[]) AS q`, queues)
+	if err != nil {
+		return nil, fmt.Errorf("next due time: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]time.Time, len(queues))
+	for rows.Next() {
+		var q string
+		var at *time.Time
+		if err := rows.Scan(&q, &at); err != nil {
+			return nil, fmt.Errorf("next due time: %w", err)
+		}
+		if at != nil {
+			out[q] = *at
+		}
+	}
+	return out, rows.Err()
+}
+
+// Claim holds due records for redelivery. The records stay locked (the lease)
+// until Complete or Abort; if the holder dies, Postgres ends its session and
+// the records are due again at once — a crash between produce and Complete
+// redelivers them again rather than losing them. LeaseTimeout bounds how long
+// a hung holder can keep them (idle_in_transaction_session_timeout).
+type Claim struct {
+	tx      pgx.Tx
+	Records []dlq.Record
+}
+
+// ClaimDue locks up to limit records of queue due at now, skipping records
+// other claims hold. An empty claim is already finished.
+func (s *Store) ClaimDue(ctx context.Context, queue string, now time.Time, limit int, lease time.Duration) (*Claim, error) {
+	return s.claim(ctx, lease, fmt.Sprintf(`SELECT %s FROM redrive_record
+		WHERE queue = $1 AND next_retry_at <= $2
+		ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED`, readColumns), queue, now, limit)
+}
+
+// ClaimArchive locks up to limit records waiting to be copied to the archive topic.
+func (s *Store) ClaimArchive(ctx context.Context, limit int, lease time.Duration) (*Claim, error) {
+	return s.claim(ctx, lease, fmt.Sprintf(`SELECT %s FROM redrive_record
+		WHERE archive_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, readColumns), limit)
+}
+
+func (s *Store) claim(ctx context.Context, lease time.Duration, query string, args ...any) (*Claim, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim: begin: %w", err)
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(lease.Milliseconds(), 1000))); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("claim: set lease: %w", err)
+	}
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("claim records: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("claim records: %w", err)
+	}
+	c := &Claim{tx: tx, Records: recs}
+	if len(recs) == 0 {
+		c.Abort(ctx)
+	}
+	return c, nil
+}
+
+// Redelivered marks records produced to their topic at `at`: state available,
+// attempt + 1, nothing waiting any more.
+func (c *Claim) Redelivered(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := c.tx.Exec(ctx, `UPDATE redrive_record
+		SET state = 'available', attempt = attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+		    discarded_at = NULL, redelivered_at = $2, updated_at = $2
+		WHERE id = ANY($1)`, ids, at)
+	if err != nil {
+		return fmt.Errorf("mark redelivered: %w", err)
+	}
+	return nil
+}
+
+// Postpone makes records due again at `at` (their produce failed).
+func (c *Claim) Postpone(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET next_retry_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
+		return fmt.Errorf("postpone redelivery: %w", err)
+	}
+	return nil
+}
+
+// Archived marks records copied to the archive topic.
+func (c *Claim) Archived(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET archive_pending = false, archived_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
+		return fmt.Errorf("mark archived: %w", err)
+	}
+	return nil
+}
+
+// Commit ends the claim, making its marks durable.
+func (c *Claim) Commit(ctx context.Context) error {
+	if err := c.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit claim: %w", err)
+	}
+	return nil
+}
+
+// Abort ends the claim without changes: the records are due again.
+func (c *Claim) Abort(ctx context.Context) {
+	if err := c.tx.Rollback(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		_ = err // the session ends either way; the rows are released
+	}
+}
