@@ -23,6 +23,10 @@ type Metrics struct {
 	IngestWriteErrors prometheus.Counter
 	// IngestPaused is 1 while ingest waits for Postgres to come back.
 	IngestPaused prometheus.Gauge
+
+	// DeadLetter and Events are the dead-letter (OJS §11.2) and event metrics.
+	DeadLetter *DeadLetter
+	Events     *Events
 }
 
 // New creates the collectors and registers them, with Go and process
@@ -63,5 +67,6 @@ func New() *Metrics {
 		m.IngestRecords, m.IngestDuplicates, m.IngestBatchSeconds, m.IngestBatchRecords,
 		m.IngestWriteErrors, m.IngestPaused,
 	)
+	m.DeadLetter, m.Events = NewDeadLetter(m.Registry, nil), NewEvents(m.Registry)
 	return m
 }

@@ -1,0 +1,206 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
+)
+
+// DeadLetter holds the OJS dead-letter metrics (DLQ spec §11.2, dots mapped to
+// underscores) and Redrive's retention, replay and Kafka lag metrics.
+//
+// "In the DLQ" means state discarded with exhaustion dead_letter: the records
+// OJS says must be retained (DLQ spec §4.2). Records still retrying, redelivered
+// records awaiting an outcome, discards and completed records are not counted.
+type DeadLetter struct {
+	// AddedTotal counts records that entered the DLQ, by queue and type
+	// (ojs_dead_letter_added_total). Ingest calls Added.
+	AddedTotal *prometheus.CounterVec
+	// RetriedTotal counts manual retries of dead letters
+	// (ojs_dead_letter_retried_total). The API calls Retried.
+	RetriedTotal *prometheus.CounterVec
+	// PrunedTotal counts dead letters removed by retention (ojs_dead_letter_pruned_total).
+	PrunedTotal *prometheus.CounterVec
+	// ReplayedTotal counts replays by replay rules (ojs_dead_letter_replayed_total).
+	ReplayedTotal *prometheus.CounterVec
+	// RecordsPruned counts every record the pruner removed, dead letters,
+	// discards and completed records alike, by queue, state and reason.
+	RecordsPruned *prometheus.CounterVec
+	// PrunerRuns counts pruner passes by result: ok, error, not_leader.
+	PrunerRuns *prometheus.CounterVec
+	// PrunerLastSuccess is the Unix time of the last complete pruning pass.
+	PrunerLastSuccess prometheus.Gauge
+	// PrunerDuration is how long a pruning pass took.
+	PrunerDuration prometheus.Histogram
+	// ReplayRuns counts replay-rule passes by result: ok, error, not_leader.
+	ReplayRuns *prometheus.CounterVec
+	// ConsumerLag is the processor's consumer-group lag on each DLQ topic (kadm).
+	ConsumerLag *prometheus.GaugeVec
+	// StatsErrors counts failed refreshes of the gauges computed from Postgres.
+	StatsErrors prometheus.Counter
+
+	depth *depthCollector
+}
+
+// QueueDepth is the DLQ size of one queue, read from Postgres.
+type QueueDepth struct {
+	Count  int64
+	Oldest time.Time // discarded_at of the oldest dead letter
+}
+
+// NewDeadLetter creates the dead-letter collectors and registers them on reg
+// (nil: not registered). now is the clock for ages (nil: time.Now).
+func NewDeadLetter(reg prometheus.Registerer, now func() time.Time) *DeadLetter {
+	if now == nil {
+		now = time.Now
+	}
+	d := &DeadLetter{
+		AddedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ojs_dead_letter_added_total",
+			Help: "Records that entered the dead-letter queue (discarded as dead_letter), by queue (source topic) and type.",
+		}, []string{"queue", "type"}),
+		RetriedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ojs_dead_letter_retried_total",
+			Help: "Dead letters retried manually through the API, by queue.",
+		}, []string{"queue"}),
+		PrunedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ojs_dead_letter_pruned_total",
+			Help: "Dead letters removed by the dead-letter retention (max_age, max_count), by queue.",
+		}, []string{"queue"}),
+		ReplayedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ojs_dead_letter_replayed_total",
+			Help: "Dead letters replayed by a replay rule, by queue and rule.",
+		}, []string{"queue", "rule"}),
+		RecordsPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_pruned_records_total",
+			Help: "Records removed by the pruner, by queue, state (discarded, completed) and reason (max_age, max_count, retention.discarded, retention.completed).",
+		}, []string{"queue", "state", "reason"}),
+		PrunerRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_pruner_runs_total",
+			Help: "Pruning passes, by result: ok, error, or not_leader (another replica holds the pruning lock).",
+		}, []string{"result"}),
+		PrunerLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "redrive_pruner_last_success_timestamp_seconds",
+			Help: "Unix time of the last complete pruning pass on this replica (0: none yet).",
+		}),
+		PrunerDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redrive_pruner_duration_seconds",
+			Help:    "Duration of a pruning pass.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 9),
+		}),
+		ReplayRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_replay_runs_total",
+			Help: "Replay-rule passes, by result: ok, error, or not_leader.",
+		}, []string{"result"}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "redrive_consumer_lag",
+			Help: "Records in the DLQ topics not yet consumed (and committed) by the processor's consumer group, by DLQ topic.",
+		}, []string{"topic"}),
+		StatsErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redrive_stats_refresh_errors_total",
+			Help: "Failed refreshes of the gauges read from Postgres (ojs_dead_letter_total, oldest age); the gauges keep their last values.",
+		}),
+		depth: &depthCollector{now: now, known: map[string]QueueDepth{}},
+	}
+	for _, r := range []string{"ok", "error", "not_leader"} {
+		d.PrunerRuns.WithLabelValues(r)
+		d.ReplayRuns.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(d.AddedTotal, d.RetriedTotal, d.PrunedTotal, d.ReplayedTotal, d.RecordsPruned,
+			d.PrunerRuns, d.PrunerLastSuccess, d.PrunerDuration, d.ReplayRuns, d.ConsumerLag, d.StatsErrors, d.depth)
+	}
+	return d
+}
+
+// Added counts n records of queue and type that entered the DLQ. Call it after
+// the rows are committed, for records stored as discarded/dead_letter.
+func (d *DeadLetter) Added(queue, typ string, n int) {
+	if d != nil && n > 0 {
+		d.AddedTotal.WithLabelValues(queue, typ).Add(float64(n))
+	}
+}
+
+// Retried counts n manual retries of dead letters of queue.
+func (d *DeadLetter) Retried(queue string, n int) {
+	if d != nil && n > 0 {
+		d.RetriedTotal.WithLabelValues(queue).Add(float64(n))
+	}
+}
+
+// SetDepth replaces the per-queue DLQ sizes (from a Postgres count). Queues
+// seen before and missing now report 0, so a purged queue drops to 0 instead of
+// disappearing.
+func (d *DeadLetter) SetDepth(depth map[string]QueueDepth) {
+	c := d.depth
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q := range c.known {
+		c.known[q] = QueueDepth{}
+	}
+	maps.Copy(c.known, depth)
+	c.ready = true
+}
+
+// depthCollector exports ojs_dead_letter_total and the oldest age from the
+// last snapshot; nothing until the first one, so a restart never shows a fake 0.
+type depthCollector struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	known map[string]QueueDepth
+	ready bool
+}
+
+var (
+	totalDesc = prometheus.NewDesc("ojs_dead_letter_total",
+		"Current dead-letter queue size per queue (records discarded as dead_letter), read from Postgres.", []string{"queue"}, nil)
+	oldestDesc = prometheus.NewDesc("redrive_dead_letter_oldest_age_seconds",
+		"Age of the oldest dead letter per queue (now - discarded_at); 0 when the queue is empty.", []string{"queue"}, nil)
+)
+
+func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- totalDesc
+	ch <- oldestDesc
+}
+
+func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		return
+	}
+	now := c.now()
+	for _, q := range slices.Sorted(maps.Keys(c.known)) {
+		d := c.known[q]
+		ch <- prometheus.MustNewConstMetric(totalDesc, prometheus.GaugeValue, float64(d.Count), q)
+		age := 0.0
+		if d.Count > 0 && !d.Oldest.IsZero() {
+			age = max(0, now.Sub(d.Oldest).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age, q)
+	}
+}
+
+// KafkaClientOpts returns the option that exports a franz-go client's metrics
+// (kprom: connections, bytes, produce/fetch records, request latencies) on reg
+// under redrive_kafka_*, labelled client=name. Give every client its own name.
+func KafkaClientOpts(reg prometheus.Registerer, name string) kgo.Opt {
+	m := kprom.NewMetrics("redrive_kafka",
+		kprom.Registerer(reg),
+		kprom.WithStaticLabel(prometheus.Labels{"client": name}),
+		kprom.FetchAndProduceDetail(kprom.ByTopic, kprom.Records, kprom.UncompressedBytes),
+	)
+	return kgo.WithHooks(m)
+}
+
+// SetClock replaces the clock used for ages (tests inject one).
+func (d *DeadLetter) SetClock(now func() time.Time) {
+	d.depth.mu.Lock()
+	defer d.depth.mu.Unlock()
+	d.depth.now = now
+}
