@@ -10,6 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,6 +24,7 @@ import (
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -30,8 +34,6 @@ type Options struct {
 	Logger *slog.Logger
 	// ExtraKafkaOpts are appended to the Kafka client options (tests shorten fetch waits).
 	ExtraKafkaOpts []kgo.Opt
-	// Policy resolves retry policies. Default: the OJS default policy.
-	Policy func(topic, typ string) policy.Retry
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
 }
@@ -42,6 +44,8 @@ type App struct {
 	log      *slog.Logger
 	pool     *pgxpool.Pool
 	ingester *ingest.Ingester
+	sched    *redeliver.Scheduler
+	policies *policy.Watcher
 	server   *http.Server
 	listener net.Listener
 	metrics  *metrics.Metrics
@@ -79,18 +83,37 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	kopts = append(kopts, a.opts.ExtraKafkaOpts...)
 	st := store.New(a.pool)
+	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
+		return fmt.Errorf("policies: %w", err)
+	}
+	a.sched, err = redeliver.New(redeliver.Config{
+		Brokers:         cfg.KafkaBrokers,
+		ClientOpts:      kopts,
+		Policies:        a.policies,
+		ArchiveTopic:    archiveTopic(cfg.ArchiveTopic),
+		ArchiveDisabled: cfg.ArchiveTopic == config.Off,
+		Now:             a.opts.Now,
+		Logger:          a.log,
+		Metrics:         a.metrics,
+	}, st)
+	if err != nil {
+		return err
+	}
 	a.ingester, err = ingest.New(ingest.Config{
 		Brokers:    cfg.KafkaBrokers,
 		Topics:     cfg.DLQTopics,
 		Group:      cfg.Group,
-		Policy:     a.opts.Policy,
-		ClientOpts: append(kopts, a.opts.ExtraKafkaOpts...),
+		Policies:   a.policies,
+		Wake:       a.sched.Wake,
+		ClientOpts: kopts,
 		Now:        a.opts.Now,
 		Logger:     a.log,
 		Metrics:    a.metrics,
 	}, st)
 	if err != nil {
+		a.sched.Close()
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
@@ -149,6 +172,9 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.pool.Close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ingester.Run(gctx) })
+	g.Go(func() error { return a.sched.Run(gctx) })
+	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
+	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
 	g.Go(func() error {
 		a.log.Info("http api listening", "component", "app", "addr", a.Addr())
 		if err := a.server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
@@ -168,3 +194,34 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	return g.Wait()
 }
+
+// reloadOnHangup reloads the policy files on SIGHUP; a broken file keeps the
+// last good policies (the watcher logs why).
+func (a *App) reloadOnHangup(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_ = a.policies.Reload()
+		}
+	}
+}
+
+// archiveTopic names archive topics from the REDRIVE_ARCHIVE_TOPIC setting:
+// empty means "<dlq topic>.archive", anything else is the one archive topic.
+func archiveTopic(setting string) func(string) string {
+	if setting == "" || setting == config.Off {
+		return redeliver.DefaultArchiveTopic
+	}
+	return func(string) string { return setting }
+}
+
+// Scheduler is the App's redelivery scheduler (tests drive it with RunOnce).
+func (a *App) Scheduler() *redeliver.Scheduler { return a.sched }
+
+// Policies is the App's policy watcher.
+func (a *App) Policies() *policy.Watcher { return a.policies }

@@ -21,6 +21,7 @@ type Config struct {
 	DatabaseURL    string
 	HTTPAddr       string
 	PoliciesDir    string
+	ArchiveTopic   string
 	APIKeysFile    string
 	MigrateOnStart bool
 	LogLevel       string
@@ -51,6 +52,9 @@ type Setting struct {
 	set     func(c *Config, v string) error
 }
 
+// Off is the value that turns off an optional topic (archive, events).
+const Off = "off"
+
 // EnvPrefix prefixes every environment variable.
 const EnvPrefix = "REDRIVE_"
 
@@ -62,6 +66,7 @@ var Settings = []Setting{
 	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
+	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
 	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{"REDRIVE_LOG_LEVEL", "log-level", "info", "Log level: debug, info, warn, error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},

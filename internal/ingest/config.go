@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 )
@@ -21,9 +22,14 @@ type Config struct {
 	Group string
 	// BatchSize is the most records persisted in one batch. Default: 5000.
 	BatchSize int
-	// Policy returns the retry policy for a source topic and record type.
-	// Default: the OJS default policy for everything.
-	Policy func(topic, typ string) policy.Retry
+	// Policies resolves the effective policy of a source topic and record type.
+	// Default: the system defaults for everything.
+	Policies policy.Resolver
+	// Wake is called when a batch leaves records waiting for redelivery, so
+	// the scheduler looks at once. Optional.
+	Wake func()
+	// Events receives dead_letter.added events. Optional.
+	Events *events.Publisher
 	// RetryBackoff bounds the wait between attempts to persist a batch while
 	// Postgres is unreachable. Default: 100ms growing to 5s.
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -52,9 +58,8 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = 5000
 	}
-	if c.Policy == nil {
-		def := policy.Default()
-		c.Policy = func(string, string) policy.Retry { return def }
+	if c.Policies == nil {
+		c.Policies = (*policy.Set)(nil)
 	}
 	if c.RetryBackoffMin == 0 {
 		c.RetryBackoffMin = 100 * time.Millisecond

@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -98,8 +100,8 @@ func (in *Ingester) Run(ctx context.Context) error {
 
 func (in *Ingester) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 	start := time.Now()
-	records := in.buildRecords(recs)
-	inserted, err := in.persist(ctx, records)
+	b := in.decode(recs)
+	res, err := in.persist(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -108,45 +110,129 @@ func (in *Ingester) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 		in.cfg.Logger.Warn("commit offsets failed; the batch will be re-consumed and deduplicated",
 			"component", "ingest", "err", err)
 	}
-	m := in.cfg.Metrics
-	for i := range records {
-		m.IngestRecords.WithLabelValues(records[i].DLQ.Topic, string(records[i].Format)).Inc()
+	in.report(recs, b, res)
+	if res.due && in.cfg.Wake != nil {
+		in.cfg.Wake()
 	}
-	if dup := len(records) - inserted; dup > 0 {
-		m.IngestDuplicates.WithLabelValues(recs[0].Topic).Add(float64(dup))
-	}
-	m.IngestBatchRecords.Observe(float64(len(recs)))
-	m.IngestBatchSeconds.Observe(time.Since(start).Seconds())
+	in.cfg.Metrics.IngestBatchRecords.Observe(float64(len(recs)))
+	in.cfg.Metrics.IngestBatchSeconds.Observe(time.Since(start).Seconds())
 	return nil
 }
 
-// persist writes the batch, retrying with backoff until it succeeds or ctx ends.
-func (in *Ingester) persist(ctx context.Context, records []dlq.Record) (int, error) {
+// persisted is what a batch changed.
+type persisted struct {
+	inserted int           // new records stored (the rest were duplicates)
+	changed  []*dlq.Record // existing records a repeat failure or ack changed
+	due      bool          // something now waits for redelivery
+}
+
+// persist writes the batch, retrying with backoff until it succeeds or ctx
+// ends. Every step is idempotent, so a retry after a partial failure (or a
+// re-consumed batch) changes nothing twice.
+func (in *Ingester) persist(ctx context.Context, b *batch) (persisted, error) {
 	backoff := in.cfg.RetryBackoffMin
 	for {
-		n, err := in.store.InsertRecords(ctx, records)
+		res, err := in.write(ctx, b)
 		if err == nil {
 			if in.paused.Swap(false) {
 				in.cfg.Metrics.IngestPaused.Set(0)
 				in.cfg.Logger.Info("ingest resumed: Postgres is writable again", "component", "ingest")
 			}
-			return n, nil
+			return res, nil
 		}
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return res, ctx.Err()
 		}
 		in.cfg.Metrics.IngestWriteErrors.Inc()
 		if !in.paused.Swap(true) {
 			in.cfg.Metrics.IngestPaused.Set(1)
 		}
 		in.cfg.Logger.Error("ingest paused: cannot persist batch; retrying, nothing is committed or dropped",
-			"component", "ingest", "records", len(records), "retry_in", backoff, "err", err)
+			"component", "ingest", "records", len(b.fresh)+len(b.repeats), "retry_in", backoff, "err", err)
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return res, ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, in.cfg.RetryBackoffMax)
+	}
+}
+
+// write stores new records and applies repeat failures and acks. A repeat
+// whose record no longer exists (deleted or pruned) is stored as a new record.
+func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
+	var res persisted
+	fresh := b.fresh
+	if len(b.repeats) > 0 {
+		ids := make([]string, 0, len(b.repeats))
+		for i := range b.repeats {
+			ids = append(ids, b.repeats[i].RecordID)
+		}
+		var orphans []dlq.Record
+		_, err := in.store.UpdateLocked(ctx, ids, func(records map[string]*dlq.Record) ([]*dlq.Record, error) {
+			res.changed, orphans = res.changed[:0], orphans[:0]
+			seen := make(map[string]bool)
+			for i := range b.repeats {
+				f := &b.repeats[i]
+				r, ok := records[f.RecordID]
+				switch {
+				case !ok && !f.Completed:
+					orphans = append(orphans, in.newRecord(f, queueOf(f), in.resolve(queueOf(f), f.Type), b.now))
+				case ok && in.applyRepeat(r, f, b.now) && !seen[r.ID]:
+					seen[r.ID] = true
+					res.changed = append(res.changed, r)
+				}
+			}
+			return res.changed, nil
+		})
+		if err != nil {
+			return res, err
+		}
+		fresh = append(slices.Clip(fresh), orphans...)
+	}
+	n, err := in.store.InsertRecords(ctx, fresh)
+	if err != nil {
+		return res, err
+	}
+	res.inserted = n
+	for _, r := range fresh {
+		res.due = res.due || r.State == dlq.StateRetryable
+	}
+	for _, r := range res.changed {
+		res.due = res.due || r.State == dlq.StateRetryable
+	}
+	return res, nil
+}
+
+// report updates metrics and publishes events for a persisted batch.
+func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
+	m := in.cfg.Metrics
+	for i := range b.fresh {
+		m.IngestRecords.WithLabelValues(b.fresh[i].DLQ.Topic, string(b.fresh[i].Format)).Inc()
+	}
+	if dup := len(b.fresh) - res.inserted; dup > 0 {
+		m.IngestDuplicates.WithLabelValues(recs[0].Topic).Add(float64(dup))
+	}
+	// A record is added when it is first stored. On a re-consumed batch the
+	// duplicates were added before; skip the batch's events rather than
+	// announce them twice.
+	if res.inserted == len(b.fresh) && len(b.fresh) > 0 {
+		added := make([]events.Event, len(b.fresh))
+		for i := range b.fresh {
+			r := &b.fresh[i]
+			m.DeadLetter.Added(r.Queue, r.Type, 1)
+			added[i] = events.Record(events.DeadLetterAdded, events.RecordData{
+				ID: r.ID, Queue: r.Queue, Type: r.Type, State: string(r.State), Exhaustion: string(r.Exhaustion),
+				ErrorType: r.LastError().Type, Attempt: r.Attempt})
+		}
+		in.cfg.Events.Publish(context.Background(), added...)
+	}
+	for _, r := range res.changed {
+		if r.State == dlq.StateCompleted {
+			m.Redelivery.Completed.WithLabelValues(r.Queue).Inc()
+		} else {
+			m.Redelivery.Joined.WithLabelValues(r.Queue).Inc()
+		}
 	}
 }
 

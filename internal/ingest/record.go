@@ -12,68 +12,96 @@ import (
 	"github.com/redrive/redrive/internal/policy"
 )
 
-// resolvedPolicy is a retry policy with its JSON form, computed once per
-// (topic, type) per batch rather than per record.
-type resolvedPolicy struct {
-	retry policy.Retry
+// batch is one polled batch, decoded and sorted by what it does.
+type batch struct {
+	// fresh are first failures: new records.
+	fresh []dlq.Record
+	// repeats are failures of redelivered records and completion acks; they
+	// change existing records.
+	repeats []dlq.Failure
+	now     time.Time
+}
+
+// resolvedTopic is a topic's effective policy with its retry policy's JSON,
+// computed once per (topic, type) per batch rather than per record.
+type resolvedTopic struct {
+	topic policy.Topic
 	json  []byte
 }
 
-type policyKey struct{ topic, typ string }
+type topicKey struct{ topic, typ string }
 
-// buildRecords decodes a polled batch and applies the retry policy to each failure.
-func (in *Ingester) buildRecords(recs []*kgo.Record) []dlq.Record {
-	now := in.cfg.Now().UTC()
-	policies := make(map[policyKey]*resolvedPolicy)
-	out := make([]dlq.Record, len(recs))
-	for i, rec := range recs {
+// decode sorts a polled batch into new records and changes to existing ones,
+// applying the retry policy to each new failure.
+func (in *Ingester) decode(recs []*kgo.Record) *batch {
+	b := &batch{now: in.cfg.Now().UTC(), fresh: make([]dlq.Record, 0, len(recs))}
+	topics := make(map[topicKey]*resolvedTopic)
+	for _, rec := range recs {
 		f := envelope.Decode(rec)
-		queue := f.Source.Topic
-		if queue == "" {
-			// Unparseable records have no known source: file them under the DLQ topic.
-			queue = f.DLQ.Topic
+		if f.RecordID != "" {
+			b.repeats = append(b.repeats, f)
+			continue
 		}
-		key := policyKey{queue, f.Type}
-		pol, ok := policies[key]
+		queue := queueOf(&f)
+		key := topicKey{queue, f.Type}
+		t, ok := topics[key]
 		if !ok {
-			pol = in.resolvePolicy(queue, f.Type)
-			policies[key] = pol
+			t = in.resolve(queue, f.Type)
+			topics[key] = t
 		}
-		out[i] = newRecord(&f, queue, pol, now, in.cfg.Rand())
+		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b.now))
 	}
-	return out
+	return b
 }
 
-func (in *Ingester) resolvePolicy(queue, typ string) *resolvedPolicy {
-	r := in.cfg.Policy(queue, typ)
+// queueOf is the queue a failure belongs to: its source topic, or the DLQ
+// topic itself for records whose source is unknown (unparseable ones).
+func queueOf(f *dlq.Failure) string {
+	if f.Source.Topic != "" {
+		return f.Source.Topic
+	}
+	return f.DLQ.Topic
+}
+
+func (in *Ingester) resolve(queue, typ string) *resolvedTopic {
+	t := in.cfg.Policies.Resolve(queue, typ)
+	return &resolvedTopic{topic: t, json: in.retryJSON(t.Retry, queue)}
+}
+
+func (in *Ingester) retryJSON(r policy.Retry, queue string) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
 		// A policy that cannot be shown must not block ingest; keep the record.
 		in.cfg.Logger.Error("encode retry policy", "component", "ingest", "queue", queue, "err", err)
-		b = []byte("{}")
+		return []byte("{}")
 	}
-	return &resolvedPolicy{retry: r, json: b}
+	return b
 }
 
 // newRecord turns a first failure into a record: retryable with its next
-// retry time, or discarded when the policy or the handler's code says so.
-func newRecord(f *dlq.Failure, queue string, pol *resolvedPolicy, now time.Time, u float64) dlq.Record {
+// retry time, or discarded when the policy, the handler's code or the topic's
+// state says so.
+func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, now time.Time) dlq.Record {
 	failed := f.Error
-	if failed.Attempt < 1 {
-		failed.Attempt = 1
-	}
+	failed.Attempt = max(failed.Attempt, 1)
 	if failed.OccurredAt.IsZero() || failed.OccurredAt.After(now) {
 		failed.OccurredAt = now
 	}
-	d := pol.retry.Decide(failed.Attempt, failed.Type, failed.Code, u)
+	t, retryJSON := rt.topic, rt.json
+	if len(f.Retry) > 0 {
+		if over, err := t.WithRecordOverride(f.Retry); err != nil {
+			in.cfg.Logger.Warn("ignoring invalid redrive.retry header; the topic policy applies",
+				"component", "ingest", "queue", queue, "dlq_offset", f.DLQ.Offset, "err", err)
+		} else {
+			t, retryJSON = over, in.retryJSON(over.Retry, queue)
+		}
+	}
 	r := dlq.Record{
 		ID:          uuid.Must(uuid.NewV7()).String(),
 		Queue:       queue,
 		Type:        f.Type,
-		State:       d.State,
-		Exhaustion:  d.Exhaustion,
 		Attempt:     failed.Attempt,
-		MaxAttempts: pol.retry.MaxAttempts,
+		MaxAttempts: t.Retry.MaxAttempts,
 		Source:      f.Source,
 		DLQ:         f.DLQ,
 		Format:      f.Format,
@@ -81,17 +109,71 @@ func newRecord(f *dlq.Failure, queue string, pol *resolvedPolicy, now time.Time,
 		Value:       f.Value,
 		Headers:     f.Headers,
 		Errors:      []dlq.ErrorEntry{failed},
-		Retry:       pol.json,
+		Retry:       retryJSON,
 		CreatedAt:   now,
-		UpdatedAt:   now,
 	}
+	if f.Format == dlq.FormatUnparseable {
+		// Nowhere to redeliver it to: keep it for an operator.
+		setOutcome(&r, policy.Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}, failed.OccurredAt, now)
+		return r
+	}
+	setOutcome(&r, in.decide(t, &failed, failed.OccurredAt, now), failed.OccurredAt, now)
+	return r
+}
+
+// decide applies the topic's policy (and state) to a failed attempt.
+// firstFailedAt is when the record first failed, for max_age.
+func (in *Ingester) decide(t policy.Topic, failed *dlq.ErrorEntry, firstFailedAt, now time.Time) policy.Decision {
+	d := t.Decide(failed.Attempt, failed.Type, failed.Code, firstFailedAt, now, in.cfg.Rand())
+	if d.State == dlq.StateRetryable && t.State == policy.TopicDraining {
+		// A draining topic takes no new retries; the record is kept for an operator.
+		return policy.Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}
+	}
+	return d
+}
+
+// setOutcome applies a decision to a record. Backoff runs from the failure,
+// so time the failure spent in Kafka counts toward it.
+func setOutcome(r *dlq.Record, d policy.Decision, failedAt, now time.Time) {
+	r.State, r.Exhaustion, r.UpdatedAt = d.State, d.Exhaustion, now
+	r.NextRetryAt, r.DiscardedAt = nil, nil
 	switch d.State {
 	case dlq.StateRetryable:
-		// Backoff runs from the failure, so time spent in Kafka counts toward it.
-		next := failed.OccurredAt.Add(d.Delay)
+		next := failedAt.Add(d.Delay)
 		r.NextRetryAt = &next
 	case dlq.StateDiscarded:
 		r.DiscardedAt = &now
 	}
-	return r
+}
+
+// applyRepeat applies a repeat failure or a completion ack to its (locked)
+// record, and reports whether it changed it. A failure or ack of any delivery
+// other than the record's latest, or one already applied, changes nothing:
+// that is what keeps max_attempts an exact bound under duplicates.
+func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, now time.Time) bool {
+	if r.State != dlq.StateAvailable || r.Attempt != f.Attempt {
+		return false
+	}
+	if f.Completed {
+		r.State, r.NextRetryAt, r.CompletedAt, r.UpdatedAt = dlq.StateCompleted, nil, &now, now
+		return true
+	}
+	failed := f.Error
+	failed.Attempt = f.Attempt
+	if failed.OccurredAt.IsZero() || failed.OccurredAt.After(now) {
+		failed.OccurredAt = now
+	}
+	t := in.cfg.Policies.Resolve(r.Queue, r.Type)
+	// The record keeps the retry policy it was given (topic, type, record
+	// override, or an operator's); the topic's state and max_age are current.
+	if retry, err := policy.ParseRetry(r.Retry); err == nil {
+		t.Retry = retry
+	}
+	first := r.CreatedAt // the history keeps only the latest errors
+	if len(r.Errors) > 0 && r.Errors[0].OccurredAt.Before(first) {
+		first = r.Errors[0].OccurredAt
+	}
+	r.Errors = append(r.Errors, failed)
+	setOutcome(r, in.decide(t, &failed, first, now), failed.OccurredAt, now)
+	return true
 }

@@ -27,6 +27,8 @@ type Metrics struct {
 	// DeadLetter and Events are the dead-letter (OJS §11.2) and event metrics.
 	DeadLetter *DeadLetter
 	Events     *Events
+	// Redelivery holds the scheduler's and the repeat-failure metrics.
+	Redelivery *Redelivery
 }
 
 // New creates the collectors and registers them, with Go and process
@@ -68,5 +70,6 @@ func New() *Metrics {
 		m.IngestWriteErrors, m.IngestPaused,
 	)
 	m.DeadLetter, m.Events = NewDeadLetter(m.Registry, nil), NewEvents(m.Registry)
+	m.Redelivery = newRedelivery(m.Registry)
 	return m
 }

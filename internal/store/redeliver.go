@@ -75,10 +75,11 @@ func (s *Store) ClaimDue(ctx context.Context, queue string, now time.Time, limit
 		ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED`, readColumns), queue, now, limit)
 }
 
-// ClaimArchive locks up to limit records waiting to be copied to the archive topic.
+// ClaimArchive locks up to limit records waiting to be copied to the archive
+// topic: discarded and not archived since.
 func (s *Store) ClaimArchive(ctx context.Context, limit int, lease time.Duration) (*Claim, error) {
 	return s.claim(ctx, lease, fmt.Sprintf(`SELECT %s FROM redrive_record
-		WHERE archive_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, readColumns), limit)
+		WHERE state = 'discarded' AND archived_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, readColumns), limit)
 }
 
 func (s *Store) claim(ctx context.Context, lease time.Duration, query string, args ...any) (*Claim, error) {
@@ -139,7 +140,7 @@ func (c *Claim) Archived(ctx context.Context, ids []string, at time.Time) error 
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET archive_pending = false, archived_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
+	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET archived_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
 		return fmt.Errorf("mark archived: %w", err)
 	}
 	return nil

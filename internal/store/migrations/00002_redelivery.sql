@@ -9,7 +9,8 @@ ALTER TABLE redrive_record
     -- Operator changes for the next redelivery, the original kept untouched:
     -- {"topic": "...", "headers": [{"key","value","encoding"}], "value": "...", "value_encoding": "utf8|base64"}
     ADD COLUMN redelivery      jsonb,
-    ADD COLUMN archive_pending boolean NOT NULL DEFAULT false, -- to be copied to the archive topic
+    -- When the record was copied to the archive topic; a discarded record with
+    -- none is waiting to be archived.
     ADD COLUMN archived_at     timestamptz;
 
 -- The scheduler walks the queues that have records waiting (a loose index scan)
@@ -17,7 +18,7 @@ ALTER TABLE redrive_record
 -- rate-limiting one topic never starves another.
 DROP INDEX redrive_record_due;
 CREATE INDEX redrive_record_due_by_queue ON redrive_record (queue, next_retry_at) WHERE next_retry_at IS NOT NULL;
-CREATE INDEX redrive_record_archive_pending ON redrive_record (id) WHERE archive_pending;
+CREATE INDEX redrive_record_archive_pending ON redrive_record (id) WHERE state = 'discarded' AND archived_at IS NULL;
 
 -- +goose Down
 DROP INDEX redrive_record_archive_pending;
@@ -25,4 +26,4 @@ DROP INDEX redrive_record_due_by_queue;
 CREATE INDEX redrive_record_due ON redrive_record (next_retry_at) WHERE state = 'retryable';
 ALTER TABLE redrive_record
     DROP COLUMN redelivered_at,
-    DROP COLUMN redelivery, DROP COLUMN archive_pending, DROP COLUMN archived_at;
+    DROP COLUMN redelivery, DROP COLUMN archived_at;

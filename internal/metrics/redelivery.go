@@ -1,0 +1,58 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Redelivery holds the scheduler's metrics.
+type Redelivery struct {
+	// Redelivered counts records produced back to a topic, by queue.
+	Redelivered *prometheus.CounterVec
+	// Failures counts redeliveries whose produce failed (retried later), by queue.
+	Failures *prometheus.CounterVec
+	// Lateness is how long after its due time a record was produced.
+	Lateness prometheus.Histogram
+	// BatchSeconds is the time to claim, produce and mark one batch.
+	BatchSeconds prometheus.Histogram
+	// Archived counts records copied to an archive topic, by queue.
+	Archived *prometheus.CounterVec
+	// Joined counts repeat failures joined to their record, by queue.
+	Joined *prometheus.CounterVec
+	// Completed counts completion acknowledgements applied, by queue.
+	Completed *prometheus.CounterVec
+}
+
+func newRedelivery(reg prometheus.Registerer) *Redelivery {
+	r := &Redelivery{
+		Redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_redelivered_total",
+			Help: "Records produced back to their topic by the scheduler, by queue.",
+		}, []string{"queue"}),
+		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_redelivery_failures_total",
+			Help: "Redeliveries whose produce failed; the record stays due and is retried.",
+		}, []string{"queue"}),
+		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redrive_redelivery_lateness_seconds",
+			Help:    "How long after its due time a record was produced.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}),
+		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redrive_redelivery_batch_duration_seconds",
+			Help:    "Time to claim, produce and mark one redelivery batch.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		Archived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_archived_total",
+			Help: "Discarded records copied to their archive topic, by queue.",
+		}, []string{"queue"}),
+		Joined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_repeat_failures_total",
+			Help: "Repeat failures of redelivered records joined to their record, by queue.",
+		}, []string{"queue"}),
+		Completed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_completed_total",
+			Help: "Redelivered records the consumer acknowledged as processed, by queue.",
+		}, []string{"queue"}),
+	}
+	reg.MustRegister(r.Redelivered, r.Failures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed)
+	return r
+}

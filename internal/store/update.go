@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// UpdateLocked locks the records with the given ids (in id order, so that
+// concurrent callers cannot deadlock each other), passes them to change, and
+// saves the lifecycle fields of the records change returns — all in one
+// transaction. Ids that do not exist are simply absent from the map.
+//
+// The saved fields are those a failure, an acknowledgement or an operator
+// changes: state, exhaustion, attempt, max_attempts, errors, retry,
+// next_retry_at, discarded_at, completed_at, updated_at. A record that becomes
+// discarded is (again) due to be archived.
+func (s *Store) UpdateLocked(ctx context.Context, ids []string,
+	change func(records map[string]*dlq.Record) ([]*dlq.Record, error)) (int, error) {
+	saved := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf(
+			"SELECT %s FROM redrive_record WHERE id = ANY($1) ORDER BY id FOR UPDATE", readColumns), ids)
+		if err != nil {
+			return fmt.Errorf("lock records: %w", err)
+		}
+		recs, err := pgx.CollectRows(rows, scanRecord)
+		if err != nil {
+			return fmt.Errorf("lock records: %w", err)
+		}
+		byID := make(map[string]*dlq.Record, len(recs))
+		for i := range recs {
+			byID[recs[i].ID] = &recs[i]
+		}
+		updates, err := change(byID)
+		if err != nil {
+			return err
+		}
+		batch := &pgx.Batch{}
+		for _, r := range updates {
+			errs, err := encodeErrors(r.Errors)
+			if err != nil {
+				return fmt.Errorf("encode errors of %s: %w", r.ID, err)
+			}
+			batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
+				errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
+				archived_at = CASE WHEN $2 = 'discarded' AND state <> 'discarded' THEN NULL ELSE archived_at END,
+				updated_at = $12
+				WHERE id = $1`,
+				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+				errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
+				r.UpdatedAt)
+		}
+		saved = len(updates)
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("update records: %w", err)
+	}
+	return saved, nil
+}
