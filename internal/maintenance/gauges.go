@@ -1,0 +1,115 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// GaugesConfig configures Gauges. Zero fields take the defaults noted.
+type GaugesConfig struct {
+	// Store is required.
+	Store *store.Store
+	// Metrics receives the values. Required.
+	Metrics *metrics.DeadLetter
+	// Admin and Group, when set, give the consumer-group lag on Topics.
+	Admin  *kadm.Client
+	Group  string
+	Topics []string
+	// Interval between refreshes. Default 15 s.
+	Interval time.Duration
+	Logger   *slog.Logger
+}
+
+// Gauges keeps the gauges that are read from Postgres and Kafka rather than
+// counted in process (ojs_dead_letter_total, oldest age, consumer lag), so
+// that they are right after a restart and drop to 0 when a queue is emptied.
+// Every replica refreshes its own; the queries are cheap (statistics table,
+// index probes).
+type Gauges struct {
+	cfg GaugesConfig
+	log *slog.Logger
+}
+
+// NewGauges returns Gauges; Run it, or call RunOnce.
+func NewGauges(cfg GaugesConfig) (*Gauges, error) {
+	if cfg.Store == nil || cfg.Metrics == nil {
+		return nil, errors.New("gauges: Store and Metrics are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 15 * time.Second
+	}
+	cfg.Logger = orLogger(cfg.Logger)
+	return &Gauges{cfg: cfg, log: cfg.Logger.With("component", "gauges")}, nil
+}
+
+// Run refreshes every Interval until ctx ends.
+func (g *Gauges) Run(ctx context.Context) error {
+	every(ctx, g.cfg.Interval, nil, func(ctx context.Context) {
+		if err := g.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			g.log.Warn("refresh gauges", "err", err)
+		}
+	})
+	return nil
+}
+
+// RunOnce refreshes the gauges once.
+func (g *Gauges) RunOnce(ctx context.Context) error {
+	m := g.cfg.Metrics
+	depth, err := g.cfg.Store.DeadLetterDepth(ctx)
+	if err != nil {
+		m.StatsErrors.Inc()
+		return err
+	}
+	out := make(map[string]metrics.QueueDepth, len(depth))
+	for q, d := range depth {
+		out[q] = metrics.QueueDepth{Count: d.Count, Oldest: d.Oldest}
+	}
+	m.SetDepth(out)
+	if g.cfg.Admin == nil || g.cfg.Group == "" {
+		return nil
+	}
+	return g.lag(ctx)
+}
+
+func (g *Gauges) lag(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lags, err := g.cfg.Admin.Lag(lctx, g.cfg.Group)
+	if err != nil {
+		g.cfg.Metrics.StatsErrors.Inc()
+		return err
+	}
+	l, ok := lags[g.cfg.Group]
+	if !ok {
+		return nil
+	}
+	if err := l.Error(); err != nil {
+		g.cfg.Metrics.StatsErrors.Inc()
+		return err
+	}
+	sum := map[string]int64{}
+	for _, t := range g.cfg.Topics {
+		sum[t] = 0
+	}
+	for topic, parts := range l.Lag {
+		if _, want := sum[topic]; !want {
+			continue
+		}
+		for _, p := range parts {
+			if p.Lag > 0 {
+				sum[topic] += p.Lag
+			}
+		}
+	}
+	for t, n := range sum {
+		g.cfg.Metrics.ConsumerLag.WithLabelValues(t).Set(float64(n))
+	}
+	return nil
+}

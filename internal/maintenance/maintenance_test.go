@@ -1,0 +1,181 @@
+package maintenance_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// clock is an injectable clock.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.set(t)
+	return c
+}
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+var t0 = time.Date(2026, 3, 1, 5, 0, 0, 0, time.UTC)
+
+type bundle struct {
+	pool    *pgxpool.Pool
+	store   *store.Store
+	clock   *clock
+	metrics *metrics.DeadLetter
+	events  *events.Publisher
+	sub     *events.Subscription
+	offset  atomic.Int64
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	t.Parallel()
+	pool := pgtest.New(t)
+	b := &bundle{pool: pool, store: store.New(pool), clock: newClock(t0), metrics: metrics.NewDeadLetter(nil, nil)}
+	b.events = events.New(events.Config{Now: b.clock.now})
+	b.sub = b.events.Broker().Subscribe(events.Filter{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.events.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return b
+}
+
+// rec describes a record to insert.
+type rec struct {
+	queue      string
+	state      dlq.State
+	exhaustion dlq.Exhaustion
+	at         time.Time // discarded_at or completed_at
+	errorType  string
+	typ        string
+}
+
+func (b *bundle) insert(t *testing.T, rs ...rec) []string {
+	t.Helper()
+	out := make([]dlq.Record, len(rs))
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		at := r.at
+		if r.errorType == "" {
+			r.errorType = "db.timeout"
+		}
+		d := dlq.Record{
+			ID: uuid.Must(uuid.NewV7()).String(), Queue: r.queue, Type: r.typ, State: r.state, Exhaustion: r.exhaustion,
+			Attempt: 3, MaxAttempts: 3,
+			Source: dlq.Source{Topic: r.queue, Partition: 0, Offset: b.offset.Load()},
+			DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 0, Offset: b.offset.Add(1)},
+			Format: dlq.FormatRedrive, Key: []byte("k"), Value: []byte(`{"n":1}`),
+			Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}},
+			Errors: []dlq.ErrorEntry{
+				{Attempt: 1, Type: r.errorType, Message: "first", Code: dlq.CodeRetry, OccurredAt: at.Add(-time.Hour)},
+				{Attempt: 2, Type: r.errorType, Message: "second", Code: dlq.CodeRetry, OccurredAt: at},
+			},
+			Retry: []byte(`{}`), Meta: []byte(`{}`), CreatedAt: at.Add(-time.Hour), UpdatedAt: at,
+		}
+		switch r.state {
+		case dlq.StateDiscarded:
+			d.DiscardedAt = &at
+		case dlq.StateCompleted:
+			d.CompletedAt = &at
+		}
+		out[i], ids[i] = d, d.ID
+	}
+	n, err := b.store.InsertRecords(context.Background(), out)
+	if err != nil || n != len(out) {
+		t.Fatalf("insert: %d, %v", n, err)
+	}
+	return ids
+}
+
+func deadLetter(queue string, at time.Time) rec {
+	return rec{queue: queue, state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: at}
+}
+
+func (b *bundle) count(t *testing.T, cond string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// nextEvents collects n events from the bundle's subscription.
+func (b *bundle) nextEvents(t *testing.T, n int) []events.Event {
+	t.Helper()
+	var out []events.Event
+	timeout := time.After(10 * time.Second)
+	for len(out) < n {
+		select {
+		case m := <-b.sub.C:
+			out = append(out, m.Event)
+		case <-timeout:
+			t.Fatalf("got %d of %d events: %+v", len(out), n, out)
+		}
+	}
+	return out
+}
+
+func (b *bundle) noMoreEvents(t *testing.T) {
+	t.Helper()
+	select {
+	case m := <-b.sub.C:
+		t.Fatalf("unexpected event %+v", m.Event)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func mustNoErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(n int, f func(i int) string) map[string]bool {
+	m := map[string]bool{}
+	for i := range n {
+		m[f(i)] = true
+	}
+	return m
+}
+
+var _ = fmt.Sprint
+var _ sync.Mutex
+
+// value reads a counter or gauge.
+func value(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	t.Fatalf("not a counter or gauge: %v", &m)
+	return 0
+}

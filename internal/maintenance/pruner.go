@@ -1,0 +1,293 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Pruning reasons, as in metrics and dead_letter.pruned events.
+const (
+	ReasonMaxAge             = "max_age"
+	ReasonMaxCount           = "max_count"
+	ReasonRetentionDiscarded = "retention.discarded"
+	ReasonRetentionCompleted = "retention.completed"
+)
+
+// PrunerConfig configures a Pruner. Zero fields take the defaults noted.
+type PrunerConfig struct {
+	// Store is required.
+	Store *store.Store
+	// Policy gives each queue's retention and pruning_policy. Default: system defaults.
+	Policy PolicyFunc
+	// Interval between passes. Default 5 minutes (OJS dead-letter spec §8.1).
+	Interval time.Duration
+	// BatchSize is the most rows one DELETE removes (one short transaction
+	// each). Default 1000.
+	BatchSize int
+	// Archive produces records of topics with pruning_policy archive to their
+	// archive topic before they are deleted. Nil: such records are kept (and an
+	// error logged) rather than deleted without their archive copy.
+	Archive *kgo.Client
+	// ArchiveTopic names a record's archive topic. Default: its DLQ topic + ".archive".
+	ArchiveTopic func(r *dlq.Record) string
+	// Events receives dead_letter.pruned. Optional.
+	Events *events.Publisher
+	// Metrics counts pruned records. Default: a private, unregistered set.
+	Metrics *metrics.DeadLetter
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (c PrunerConfig) withDefaults() PrunerConfig {
+	if c.Policy == nil {
+		c.Policy = DefaultPolicy
+	}
+	if c.Interval <= 0 {
+		c.Interval = 5 * time.Minute
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.ArchiveTopic == nil {
+		c.ArchiveTopic = func(r *dlq.Record) string { return r.DLQ.Topic + ".archive" }
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewDeadLetter(nil, nil)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Logger = orLogger(c.Logger)
+	return c
+}
+
+// Pruner removes records past their retention: dead letters by age
+// (dead_letter.retention.max_age) and then the oldest beyond max_count,
+// discards past retention.discarded and completed records past
+// retention.completed, per queue, in batches. One replica prunes at a time.
+type Pruner struct {
+	cfg PrunerConfig
+	log *slog.Logger
+
+	mu     sync.Mutex
+	nextAt time.Time
+}
+
+// NewPruner returns a Pruner; Run it, or call RunOnce.
+func NewPruner(cfg PrunerConfig) (*Pruner, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("pruner: Store is required")
+	}
+	cfg = cfg.withDefaults()
+	return &Pruner{cfg: cfg, log: cfg.Logger.With("component", "pruner")}, nil
+}
+
+// PruneCount is what one pass removed from one queue for one reason.
+type PruneCount struct {
+	Queue  string
+	Reason string
+	State  dlq.State
+	Count  int64
+}
+
+// PruneResult is the outcome of one pass.
+type PruneResult struct {
+	// Leader is false when another replica held the pruning lock; nothing was done.
+	Leader bool
+	Pruned []PruneCount
+}
+
+// Total is the number of records the pass removed.
+func (r *PruneResult) Total() int64 {
+	var n int64
+	for _, p := range r.Pruned {
+		n += p.Count
+	}
+	return n
+}
+
+// NextPruneAt is when the next pass is due, nil before Run started.
+func (p *Pruner) NextPruneAt() *time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nextAt.IsZero() {
+		return nil
+	}
+	t := p.nextAt
+	return &t
+}
+
+// Run prunes every Interval until ctx ends.
+func (p *Pruner) Run(ctx context.Context) error {
+	p.setNext(p.cfg.Now())
+	every(ctx, p.cfg.Interval, nil, func(ctx context.Context) {
+		if _, err := p.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			p.log.Error("prune", "err", err)
+		}
+		p.setNext(p.cfg.Now().Add(p.cfg.Interval))
+	})
+	return nil
+}
+
+func (p *Pruner) setNext(t time.Time) {
+	p.mu.Lock()
+	p.nextAt = t.UTC()
+	p.mu.Unlock()
+}
+
+// RunOnce runs one pruning pass if no other replica is running one.
+func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
+	m := p.cfg.Metrics
+	release, ok, err := p.cfg.Store.TryAdvisoryLock(ctx, lockPruner)
+	if err != nil {
+		m.PrunerRuns.WithLabelValues("error").Inc()
+		return nil, err
+	}
+	if !ok {
+		m.PrunerRuns.WithLabelValues("not_leader").Inc()
+		return &PruneResult{}, nil
+	}
+	defer release()
+	start := time.Now()
+	res := &PruneResult{Leader: true}
+	err = p.prune(ctx, res)
+	m.PrunerDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		m.PrunerRuns.WithLabelValues("error").Inc()
+		return res, err
+	}
+	m.PrunerRuns.WithLabelValues("ok").Inc()
+	m.PrunerLastSuccess.Set(float64(p.cfg.Now().Unix()))
+	if n := res.Total(); n > 0 {
+		p.log.Info("pruned", "records", n)
+	}
+	return res, nil
+}
+
+func (p *Pruner) prune(ctx context.Context, res *PruneResult) error {
+	queues, err := p.cfg.Store.TerminalQueues(ctx)
+	if err != nil {
+		return err
+	}
+	now := p.cfg.Now()
+	var errs []error
+	for _, q := range queues {
+		if err := p.pruneQueue(ctx, q, p.cfg.Policy(q), now, res); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// One queue's failure (an archive topic missing) does not stop the others.
+			errs = append(errs, fmt.Errorf("queue %s: %w", q, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pruner) pruneQueue(ctx context.Context, q string, t policy.Topic, now time.Time, res *PruneResult) error {
+	dead := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}
+	ret := t.DeadLetter.Retention
+	if ret.MaxAge > 0 {
+		if err := p.byAge(ctx, dead, now.Add(-ret.MaxAge), ReasonMaxAge, t, res); err != nil {
+			return err
+		}
+	}
+	if ret.MaxCount > 0 {
+		n, err := p.cfg.Store.CountPruneSet(ctx, &dead)
+		if err != nil {
+			return err
+		}
+		if excess := n - int64(ret.MaxCount); excess > 0 {
+			if err := p.batches(ctx, store.PruneBatchParams{PruneSet: dead}, excess, ReasonMaxCount, t, res); err != nil {
+				return err
+			}
+		}
+	}
+	if d := t.Retention.Discarded; d > 0 {
+		set := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard}
+		if err := p.byAge(ctx, set, now.Add(-d), ReasonRetentionDiscarded, t, res); err != nil {
+			return err
+		}
+	}
+	if d := t.Retention.Completed; d > 0 {
+		set := store.PruneSet{Queue: q, State: dlq.StateCompleted}
+		if err := p.byAge(ctx, set, now.Add(-d), ReasonRetentionCompleted, t, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Pruner) byAge(ctx context.Context, set store.PruneSet, before time.Time, reason string, t policy.Topic, res *PruneResult) error {
+	return p.batches(ctx, store.PruneBatchParams{PruneSet: set, Before: before}, -1, reason, t, res)
+}
+
+// batches deletes in batches until nothing matches or max records (max < 0:
+// no bound) are gone, then reports the count.
+func (p *Pruner) batches(ctx context.Context, params store.PruneBatchParams, max int64, reason string, t policy.Topic, res *PruneResult) error {
+	var archive func(context.Context, []dlq.Record) error
+	if t.PruningPolicy == policy.PruneArchive {
+		archive = p.archive
+	}
+	var total int64
+	var err error
+	for max < 0 || total < max {
+		params.Limit = p.cfg.BatchSize
+		if max >= 0 {
+			params.Limit = int(min(int64(p.cfg.BatchSize), max-total))
+		}
+		var n int64
+		n, err = p.cfg.Store.PruneBatch(ctx, &params, archive)
+		total += n
+		if err != nil || n < int64(params.Limit) {
+			break
+		}
+	}
+	p.report(ctx, params.PruneSet, reason, t.PruningPolicy, total, res)
+	return err
+}
+
+func (p *Pruner) report(ctx context.Context, set store.PruneSet, reason string, pp policy.PruningPolicy, n int64, res *PruneResult) {
+	if n == 0 {
+		return
+	}
+	res.Pruned = append(res.Pruned, PruneCount{Queue: set.Queue, Reason: reason, State: set.State, Count: n})
+	m := p.cfg.Metrics
+	m.RecordsPruned.WithLabelValues(set.Queue, string(set.State), reason).Add(float64(n))
+	if set.Exhaustion == dlq.ExhaustionDeadLetter {
+		m.PrunedTotal.WithLabelValues(set.Queue).Add(float64(n))
+	}
+	p.cfg.Events.Publish(ctx, events.Event{
+		Type: events.DeadLetterPruned, Subject: set.Queue, Queue: set.Queue,
+		Data: events.PrunedData{Queue: set.Queue, Count: n, Reason: reason, State: string(set.State),
+			Exhaustion: string(set.Exhaustion), PruningPolicy: string(pp)},
+	})
+}
+
+// archive produces records to their archive topics and waits for the acks.
+func (p *Pruner) archive(ctx context.Context, recs []dlq.Record) error {
+	if p.cfg.Archive == nil {
+		return errors.New("pruning_policy is archive but no archive producer is configured; records kept")
+	}
+	out := make([]*kgo.Record, len(recs))
+	for i := range recs {
+		out[i] = envelope.Archive(&recs[i], p.cfg.ArchiveTopic(&recs[i]))
+	}
+	if err := p.cfg.Archive.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		return fmt.Errorf("produce to archive topic: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+package maintenance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Rule sources.
+const (
+	SourcePolicy = "policy"
+	SourceAPI    = "api"
+)
+
+// Rule is a replay rule as the engine runs it (OJS dead-letter spec §7.1, plus
+// a rate limit and a daily window).
+type Rule struct {
+	Name       string
+	Filter     store.Filter
+	Delay      time.Duration
+	MaxReplays int
+	Enabled    bool
+	// RateLimit is the most replays per second (0: unlimited).
+	RateLimit float64
+	// Window, when set, limits replays to a time of day.
+	Window *Window
+	// Source is SourcePolicy or SourceAPI.
+	Source string
+	// Queues are the queues a policy rule applies to (those whose effective
+	// policy has it); nil for API rules, which apply to every queue not draining.
+	Queues []string
+}
+
+// Window is a daily time window, [Start, End) minutes after midnight in Loc;
+// Start > End wraps past midnight (22:00–02:00).
+type Window struct {
+	Start, End int
+	Loc        *time.Location
+}
+
+// Contains reports whether t falls in the window.
+func (w *Window) Contains(t time.Time) bool {
+	if w == nil {
+		return true
+	}
+	lt := t.In(w.Loc)
+	m := lt.Hour()*60 + lt.Minute()
+	if w.Start <= w.End {
+		return m >= w.Start && m < w.End
+	}
+	return m >= w.Start || m < w.End
+}
+
+// ParseWindow reads "HH:MM" start and end in the IANA zone tz ("" is UTC).
+// Both empty is no window.
+func ParseWindow(start, end, tz string) (*Window, error) {
+	if start == "" && end == "" {
+		return nil, nil
+	}
+	s, err := parseClock(start)
+	if err != nil {
+		return nil, fmt.Errorf("window.start: %w", err)
+	}
+	e, err := parseClock(end)
+	if err != nil {
+		return nil, fmt.Errorf("window.end: %w", err)
+	}
+	if s == e {
+		return nil, errors.New("window: start and end must differ")
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("window.time_zone: unknown time zone %q", tz)
+	}
+	return &Window{Start: s, End: e, Loc: loc}, nil
+}
+
+func parseClock(s string) (int, error) {
+	t, err := time.Parse("15:04", s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a time of day (want HH:MM, e.g. 02:00)", s)
+	}
+	return t.Hour()*60 + t.Minute(), nil
+}
+
+// FilterKeys are the filter fields a replay rule understands.
+var FilterKeys = []string{"queue", "type", "error_type", "since", "until"}
+
+// ParseFilter reads a replay rule's filter (the bulk-retry filter shape).
+// Unknown keys and values of the wrong type are errors naming the key.
+func ParseFilter(m map[string]any) (store.Filter, error) {
+	var f store.Filter
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		s, ok := v.(string)
+		if !ok {
+			return f, fmt.Errorf("filter.%s: must be a string, got %v", k, v)
+		}
+		switch k {
+		case "queue":
+			f.Queue = s
+		case "type":
+			f.Type = s
+		case "error_type":
+			f.ErrorType = s
+		case "since", "until":
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return f, fmt.Errorf("filter.%s: %q is not an RFC 3339 time", k, s)
+			}
+			if k == "since" {
+				f.Since = t
+			} else {
+				f.Until = t
+			}
+		default:
+			return f, fmt.Errorf("filter.%s: unknown filter field (known: %s)", k, strings.Join(FilterKeys, ", "))
+		}
+	}
+	return f, nil
+}
+
+// RuleFromStore converts an API rule.
+func RuleFromStore(r *store.ReplayRule) (Rule, error) {
+	var m map[string]any
+	if err := json.Unmarshal(r.Filter, &m); err != nil {
+		return Rule{}, fmt.Errorf("filter: %w", err)
+	}
+	f, err := ParseFilter(m)
+	if err != nil {
+		return Rule{}, err
+	}
+	w, err := ParseWindow(r.WindowStart, r.WindowEnd, r.TimeZone)
+	if err != nil {
+		return Rule{}, err
+	}
+	return Rule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+		RateLimit: r.RateLimit, Window: w, Source: SourceAPI}, nil
+}
+
+// ReplayerConfig configures a Replayer. Zero fields take the defaults noted.
+type ReplayerConfig struct {
+	// Store is required.
+	Store *store.Store
+	// Policy gives each queue's replay rules and state. Default: system defaults (no rules).
+	Policy PolicyFunc
+	// Interval between passes. Default 30 s.
+	Interval time.Duration
+	// BatchSize is the most records one rule replays per pass. Default 500.
+	BatchSize int
+	// Wake asks the redelivery scheduler to pick replayed records up now. Optional.
+	Wake func()
+	// Events receives dead_letter.replayed. Optional.
+	Events *events.Publisher
+	// Metrics counts replays. Default: a private, unregistered set.
+	Metrics *metrics.DeadLetter
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (c ReplayerConfig) withDefaults() ReplayerConfig {
+	if c.Policy == nil {
+		c.Policy = DefaultPolicy
+	}
+	if c.Interval <= 0 {
+		c.Interval = 30 * time.Second
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 500
+	}
+	if c.Wake == nil {
+		c.Wake = func() {}
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewDeadLetter(nil, nil)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Logger = orLogger(c.Logger)
+	return c
+}
+
+// Replayer evaluates replay rules from the policy files and the API: each
+// pass, every enabled rule replays the dead letters it matches that were
+// discarded at least Delay ago and that it replayed fewer than MaxReplays
+// times, within its window and rate limit. Topics that are draining get no
+// replays. A pass runs on one replica at a time, and each replay is one
+// statement over SKIP LOCKED rows, so no record is ever replayed twice.
+type Replayer struct {
+	cfg ReplayerConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	lastRun map[string]time.Time // per rule (and queue), for rate limits
+	trigger chan struct{}
+}
+
+// NewReplayer returns a Replayer; Run it, or call RunOnce.
+func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("replayer: Store is required")
+	}
+	cfg = cfg.withDefaults()
+	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{},
+		trigger: make(chan struct{}, 1)}, nil
+}
+
+// Trigger asks Run for a pass now (after a rule changed).
+func (r *Replayer) Trigger() {
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run evaluates the rules every Interval until ctx ends.
+func (r *Replayer) Run(ctx context.Context) error {
+	every(ctx, r.cfg.Interval, r.trigger, func(ctx context.Context) {
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("replay rules", "err", err)
+		}
+	})
+	return nil
+}
+
+// Rules returns every replay rule: the policy files' (with the queues each
+// applies to, among queues that have dead letters) and the API's.
+func (r *Replayer) Rules(ctx context.Context) ([]Rule, error) {
+	rules, _, err := r.rules(ctx)
+	return rules, err
+}
+
+// PolicyRuleNames lists the names of the replay rules the policy files give
+// the queues that have terminal records (the API refuses those names).
+func (r *Replayer) PolicyRuleNames(ctx context.Context) (map[string]bool, error) {
+	rules, _, err := r.rules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, rule := range rules {
+		if rule.Source == SourcePolicy {
+			names[rule.Name] = true
+		}
+	}
+	return names, nil
+}
+
+func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, err error) {
+	queues, err := r.cfg.Store.TerminalQueues(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byName := map[string]int{}
+	for _, q := range queues {
+		t := r.cfg.Policy(q)
+		if t.State == policy.TopicDraining {
+			draining = append(draining, q)
+			continue
+		}
+		for _, pr := range t.ReplayRules {
+			f, err := ParseFilter(pr.Filter)
+			if err != nil {
+				r.log.Error("replay rule from policy skipped", "rule", pr.Name, "queue", q, "err", err)
+				continue
+			}
+			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter)
+			if i, ok := byName[key]; ok {
+				rules[i].Queues = append(rules[i].Queues, q)
+				continue
+			}
+			byName[key] = len(rules)
+			rules = append(rules, Rule{Name: pr.Name, Filter: f, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
+				Enabled: pr.Enabled, Source: SourcePolicy, Queues: []string{q}})
+		}
+	}
+	stored, err := r.cfg.Store.ListReplayRules(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range stored {
+		rule, err := RuleFromStore(&stored[i])
+		if err != nil {
+			r.log.Error("replay rule from API skipped", "rule", stored[i].Name, "err", err)
+			continue
+		}
+		rules = append(rules, rule)
+	}
+	return rules, draining, nil
+}
+
+// ReplayResult is the outcome of one pass.
+type ReplayResult struct {
+	// Leader is false when another replica was running a pass; nothing was done.
+	Leader bool
+	// Replayed lists the records replayed, with the rule that replayed them.
+	Replayed []ReplayedRecord
+}
+
+// ReplayedRecord is one replay.
+type ReplayedRecord struct {
+	store.Replayed
+	Rule string
+}
+
+// RunOnce runs one pass of every enabled rule, unless another replica is.
+func (r *Replayer) RunOnce(ctx context.Context) (*ReplayResult, error) {
+	m := r.cfg.Metrics
+	release, ok, err := r.cfg.Store.TryAdvisoryLock(ctx, lockReplay)
+	if err != nil {
+		m.ReplayRuns.WithLabelValues("error").Inc()
+		return nil, err
+	}
+	if !ok {
+		m.ReplayRuns.WithLabelValues("not_leader").Inc()
+		return &ReplayResult{}, nil
+	}
+	defer release()
+	res := &ReplayResult{Leader: true}
+	err = r.replay(ctx, res)
+	if len(res.Replayed) > 0 {
+		r.cfg.Wake()
+		r.report(ctx, res.Replayed)
+	}
+	if err != nil {
+		m.ReplayRuns.WithLabelValues("error").Inc()
+		return res, err
+	}
+	m.ReplayRuns.WithLabelValues("ok").Inc()
+	return res, nil
+}
+
+func (r *Replayer) replay(ctx context.Context, res *ReplayResult) error {
+	rules, draining, err := r.rules(ctx)
+	if err != nil {
+		return err
+	}
+	now := r.cfg.Now()
+	var errs []error
+	for _, rule := range rules {
+		if !rule.Enabled || !rule.Window.Contains(now) {
+			continue
+		}
+		queues := rule.Queues
+		if rule.Source == SourceAPI {
+			queues = []string{""}
+		}
+		for _, q := range queues {
+			limit := r.allowance(rule, q, now)
+			if limit == 0 {
+				continue
+			}
+			done, err := r.cfg.Store.Replay(ctx, &store.ReplayParams{
+				Rule: rule.Name, Filter: rule.Filter, Queue: q, ExcludeQueues: draining,
+				DiscardedBefore: now.Add(-rule.Delay), MaxReplays: rule.MaxReplays, Limit: limit, Now: now,
+			})
+			for _, d := range done {
+				res.Replayed = append(res.Replayed, ReplayedRecord{Replayed: d, Rule: rule.Name})
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// allowance is how many records rule may replay for queue now: BatchSize, or
+// what its rate limit allows since its last pass.
+func (r *Replayer) allowance(rule Rule, queue string, now time.Time) int {
+	if rule.RateLimit <= 0 {
+		return r.cfg.BatchSize
+	}
+	key := rule.Name + "\x00" + queue
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.lastRun[key]
+	elapsed := r.cfg.Interval
+	if ok {
+		elapsed = min(now.Sub(last), r.cfg.Interval)
+	}
+	n := min(int(rule.RateLimit*elapsed.Seconds()), r.cfg.BatchSize)
+	if n >= 1 {
+		r.lastRun[key] = now
+	}
+	return max(n, 0)
+}
+
+func (r *Replayer) report(ctx context.Context, done []ReplayedRecord) {
+	evs := make([]events.Event, len(done))
+	for i, d := range done {
+		r.cfg.Metrics.ReplayedTotal.WithLabelValues(d.Queue, d.Rule).Inc()
+		evs[i] = events.Record(events.DeadLetterReplayed, events.RecordData{
+			ID: d.ID, Queue: d.Queue, Type: d.Type, State: "available", ErrorType: d.ErrorType,
+			Rule: d.Rule, ReplayCount: d.ReplayCount,
+		})
+	}
+	r.cfg.Events.Publish(ctx, evs...)
+	r.log.Info("replayed", "records", len(done))
+}

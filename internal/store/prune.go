@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// TerminalQueues lists the queues that have discarded or completed records, by
+// loose scans of the partial indexes on them: the cost grows with the number
+// of queues, not of records.
+func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH RECURSIVE d(queue) AS (
+			SELECT min(queue) FROM redrive_record WHERE state = 'discarded'
+			UNION ALL
+			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'discarded' AND r.queue > d.queue)
+			FROM d WHERE d.queue IS NOT NULL
+		), c(queue) AS (
+			SELECT min(queue) FROM redrive_record WHERE state = 'completed'
+			UNION ALL
+			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'completed' AND r.queue > c.queue)
+			FROM c WHERE c.queue IS NOT NULL
+		)
+		SELECT queue FROM d WHERE queue IS NOT NULL
+		UNION
+		SELECT queue FROM c WHERE queue IS NOT NULL
+		ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("list queues with terminal records: %w", err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list queues with terminal records: %w", err)
+	}
+	return queues, nil
+}
+
+// PruneSet names the records of one queue a retention limit applies to:
+// dead letters (discarded, exhaustion dead_letter), discards (discarded,
+// exhaustion discard) or completed records. Their age is counted from
+// discarded_at or completed_at.
+type PruneSet struct {
+	Queue string
+	// State is dlq.StateDiscarded or dlq.StateCompleted.
+	State dlq.State
+	// Exhaustion is set with StateDiscarded.
+	Exhaustion dlq.Exhaustion
+}
+
+func (p *PruneSet) where(args []any) (cond string, tsCol string, out []any, err error) {
+	args = append(args, p.Queue)
+	switch {
+	case p.State == dlq.StateDiscarded && p.Exhaustion.Valid():
+		args = append(args, string(p.Exhaustion))
+		return fmt.Sprintf("queue = $%d AND state = 'discarded' AND exhaustion = $%d", len(args)-1, len(args)),
+			"discarded_at", args, nil
+	case p.State == dlq.StateCompleted && p.Exhaustion == "":
+		return fmt.Sprintf("queue = $%d AND state = 'completed'", len(args)), "completed_at", args, nil
+	}
+	return "", "", nil, fmt.Errorf("prune set: state %q with exhaustion %q is not prunable", p.State, p.Exhaustion)
+}
+
+// CountPruneSet counts the records of the set.
+func (s *Store) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
+	cond, _, args, err := p.where(nil)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s records of %s: %w", p.State, p.Queue, err)
+	}
+	return n, nil
+}
+
+// PruneBatchParams selects one batch of records to prune, oldest first.
+type PruneBatchParams struct {
+	PruneSet
+	// Before, when set, selects only records that became terminal before it
+	// (pruning by age).
+	Before time.Time
+	// Limit is the batch size (> 0).
+	Limit int
+}
+
+// PruneBatch deletes up to Limit records of the set, oldest first, and
+// returns how many. Rows locked by others (a replay, a claim) are skipped, so
+// a batch never waits on other work and never holds many locks for long.
+//
+// With archive non-nil the batch is read and locked first, archive is called
+// with the records (it must produce them to the archive topic and wait for
+// the broker's ack), and only if it succeeds are the rows deleted, in the
+// same transaction. An archive error leaves every row in place.
+func (s *Store) PruneBatch(ctx context.Context, p *PruneBatchParams, archive func(context.Context, []dlq.Record) error) (int64, error) {
+	if p.Limit <= 0 {
+		return 0, errors.New("prune batch: limit must be > 0")
+	}
+	cond, tsCol, args, err := p.where(nil)
+	if err != nil {
+		return 0, err
+	}
+	if !p.Before.IsZero() {
+		args = append(args, p.Before)
+		cond += fmt.Sprintf(" AND %s < $%d", tsCol, len(args))
+	}
+	// Records waiting for redelivery are never terminal; skip them defensively.
+	cond += " AND next_retry_at IS NULL"
+	args = append(args, p.Limit)
+	pick := fmt.Sprintf("SELECT %%s FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED", cond, tsCol, len(args))
+
+	if archive == nil {
+		tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_record WHERE id IN ("+fmt.Sprintf(pick, "id")+")", args...)
+		if err != nil {
+			return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
+		}
+		return tag.RowsAffected(), nil
+	}
+
+	var n int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf(pick, readColumns), args...)
+		if err != nil {
+			return err
+		}
+		recs, err := pgx.CollectRows(rows, scanRecord)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		if err := archive(ctx, recs); err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		ids := make([]string, len(recs))
+		for i := range recs {
+			ids[i] = recs[i].ID
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM redrive_record WHERE id = ANY($1)", ids)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune %s records of %s with archive: %w", p.State, p.Queue, err)
+	}
+	return n, nil
+}
+
+// DeadLetterDepth returns, per queue, the number of dead letters (discarded,
+// exhaustion dead_letter) and the discarded_at of the oldest. Counts come from
+// the statistics table the triggers maintain (redrive_record_count), the
+// oldest from one probe of the discarded index per queue, so it stays cheap at
+// millions of rows.
+func (s *Store) DeadLetterDepth(ctx context.Context) (map[string]DepthRow, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.queue, c.n, (SELECT min(r.discarded_at) FROM redrive_record r
+		                      WHERE r.queue = c.queue AND r.state = 'discarded' AND r.exhaustion = 'dead_letter')
+		FROM (SELECT queue, sum(n)::bigint AS n FROM redrive_record_count
+		      WHERE state = 'discarded' AND exhaustion = 'dead_letter' GROUP BY queue) c`)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter depth: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]DepthRow{}
+	for rows.Next() {
+		var q string
+		var d DepthRow
+		var oldest *time.Time
+		if err := rows.Scan(&q, &d.Count, &oldest); err != nil {
+			return nil, fmt.Errorf("dead-letter depth: %w", err)
+		}
+		if oldest != nil {
+			d.Oldest = *oldest
+		}
+		if d.Count > 0 {
+			out[q] = d
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dead-letter depth: %w", err)
+	}
+	return out, nil
+}
+
+// DepthRow is one queue's dead-letter count and oldest discarded_at.
+type DepthRow struct {
+	Count  int64
+	Oldest time.Time
+}
+
+// TryAdvisoryLock takes the session-level advisory lock key on a connection
+// of its own, without waiting. When ok, the caller holds it until release;
+// release also returns the connection (destroying it if the unlock fails, so
+// the lock can never linger on a pooled session).
+func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("advisory lock %d: acquire connection: %w", key, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("advisory lock %d: %w", key, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		var unlocked bool
+		if err := conn.QueryRow(uctx, "SELECT pg_advisory_unlock($1)", key).Scan(&unlocked); err != nil || !unlocked {
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}, true, nil
+}

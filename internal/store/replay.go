@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrRuleExists is returned when creating a replay rule whose name is taken.
+var ErrRuleExists = errors.New("replay rule already exists")
+
+// ReplayParams selects and replays dead letters for one replay rule.
+type ReplayParams struct {
+	// Rule is the rule's name, recorded in the record's meta.
+	Rule string
+	// Filter selects records (Queue, Type, ErrorType, Since, Until are used;
+	// State and Exhaustion are ignored: a rule only replays dead letters).
+	Filter Filter
+	// Queue, when set, restricts the rule to one queue (a rule from a topic's
+	// policy); it is ANDed with Filter.Queue.
+	Queue string
+	// ExcludeQueues are skipped (draining topics).
+	ExcludeQueues []string
+	// DiscardedBefore: only records discarded at or before it (now - delay).
+	DiscardedBefore time.Time
+	// MaxReplays: only records this rule replayed fewer times.
+	MaxReplays int
+	// Limit is the most records replayed (> 0).
+	Limit int
+	// Now is the time of the replay.
+	Now time.Time
+}
+
+// Replayed is one record a replay rule sent back.
+type Replayed struct {
+	ID          string
+	Queue       string
+	Type        string
+	ErrorType   string
+	ReplayCount int
+}
+
+// Replay sends matching dead letters back for redelivery in one statement:
+// state available, attempt 0, next_retry_at and enqueued_at now, exhaustion
+// and discarded_at cleared, error history and id kept (OJS dead-letter spec
+// §6.1), and the replay tracked in meta (§7.2): ojs.replay_count,
+// ojs.last_replayed_at, ojs.replay_rule, plus redrive.replays, the count per
+// rule that max_replays is checked against.
+//
+// Selection and update are one statement over rows locked FOR UPDATE SKIP
+// LOCKED; a row another replica is replaying is skipped, and one it has
+// replayed no longer matches (it is not discarded any more), so two replicas
+// never replay the same record twice.
+func (s *Store) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error) {
+	if p.Limit <= 0 {
+		return nil, errors.New("replay: limit must be > 0")
+	}
+	f := p.Filter
+	f.State, f.Exhaustion = "", ""
+	cond, args := f.where([]any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
+	args = append(args, p.DiscardedBefore)
+	cond += fmt.Sprintf(" AND discarded_at <= $%d", len(args))
+	args = append(args, p.MaxReplays)
+	cond += fmt.Sprintf(" AND %s < $%d", ruleCount("meta"), len(args))
+	if p.Queue != "" {
+		args = append(args, p.Queue)
+		cond += fmt.Sprintf(" AND queue = $%d", len(args))
+	}
+	if len(p.ExcludeQueues) > 0 {
+		args = append(args, p.ExcludeQueues)
+		cond += fmt.Sprintf(" AND queue <> ALL($%d)", len(args))
+	}
+	args = append(args, p.Limit)
+	q := fmt.Sprintf(`
+		WITH picked AS (
+			SELECT id FROM redrive_record
+			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND %s
+			ORDER BY discarded_at LIMIT $%d
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE redrive_record r SET
+			state = 'available', attempt = 0, next_retry_at = $2, enqueued_at = $2,
+			exhaustion = NULL, discarded_at = NULL, updated_at = $2,
+			meta = r.meta || jsonb_build_object(
+				'ojs.replay_count', %s + 1,
+				'ojs.last_replayed_at', $3::text,
+				'ojs.replay_rule', $1::text,
+				'redrive.replays', CASE WHEN jsonb_typeof(r.meta->'redrive.replays') = 'object'
+				                        THEN r.meta->'redrive.replays' ELSE '{}'::jsonb END
+				                   || jsonb_build_object($1::text, %s + 1))
+		FROM picked WHERE r.id = picked.id
+		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int`,
+		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replayed, error) {
+		var r Replayed
+		err := row.Scan(&r.ID, &r.Queue, &r.Type, &r.ErrorType, &r.ReplayCount)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
+	}
+	return out, nil
+}
+
+// jsonInt is a SQL expression reading a JSON number as an integer, 0 when it
+// is missing or not a number (meta is user-editable).
+func jsonInt(expr string) string {
+	return fmt.Sprintf("(CASE WHEN jsonb_typeof(%[1]s) = 'number' THEN floor((%[1]s)::numeric)::int ELSE 0 END)", expr)
+}
+
+// ruleCount is how often rule $1 replayed the record whose meta is metaCol.
+func ruleCount(metaCol string) string {
+	return jsonInt(metaCol + "->'redrive.replays'->($1::text)")
+}
+
+// ReplayRule is a replay rule created through the API.
+type ReplayRule struct {
+	Name       string
+	Filter     json.RawMessage
+	Delay      time.Duration
+	MaxReplays int
+	Enabled    bool
+	// RateLimit is the most replays per second; 0 is unlimited.
+	RateLimit float64
+	// WindowStart and WindowEnd ("HH:MM") bound the time of day replays run;
+	// both empty: any time.
+	WindowStart, WindowEnd string
+	TimeZone               string
+	CreatedAt, UpdatedAt   time.Time
+}
+
+const replayRuleColumns = "name, filter, delay_ms, max_replays, enabled, rate_limit, window_start, window_end, time_zone, created_at, updated_at"
+
+func scanReplayRule(row pgx.CollectableRow) (ReplayRule, error) {
+	var r ReplayRule
+	var delayMS int64
+	var ws, we *string
+	err := row.Scan(&r.Name, &r.Filter, &delayMS, &r.MaxReplays, &r.Enabled, &r.RateLimit, &ws, &we, &r.TimeZone, &r.CreatedAt, &r.UpdatedAt)
+	r.Delay = time.Duration(delayMS) * time.Millisecond
+	if ws != nil {
+		r.WindowStart = *ws
+	}
+	if we != nil {
+		r.WindowEnd = *we
+	}
+	return r, err
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ListReplayRules returns the API's replay rules by name.
+func (s *Store) ListReplayRules(ctx context.Context) ([]ReplayRule, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list replay rules: %w", err)
+	}
+	rules, err := pgx.CollectRows(rows, scanReplayRule)
+	if err != nil {
+		return nil, fmt.Errorf("list replay rules: %w", err)
+	}
+	return rules, nil
+}
+
+// GetReplayRule returns one rule, or ErrNotFound.
+func (s *Store) GetReplayRule(ctx context.Context, name string) (*ReplayRule, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule WHERE name = $1", name)
+	if err != nil {
+		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanReplayRule)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// CreateReplayRule stores a new rule; ErrRuleExists when the name is taken.
+func (s *Store) CreateReplayRule(ctx context.Context, r *ReplayRule) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_replay_rule (`+replayRuleColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
+		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
+		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.CreatedAt)
+	if isUniqueViolation(err) {
+		return ErrRuleExists
+	}
+	if err != nil {
+		return fmt.Errorf("create replay rule %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// UpdateReplayRule replaces a rule's settings (not its name or created_at);
+// ErrNotFound when there is none.
+func (s *Store) UpdateReplayRule(ctx context.Context, r *ReplayRule) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE redrive_replay_rule SET filter = $2, delay_ms = $3, max_replays = $4,
+		enabled = $5, rate_limit = $6, window_start = $7, window_end = $8, time_zone = $9, updated_at = $10
+		WHERE name = $1`,
+		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
+		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("update replay rule %s: %w", r.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// DeleteReplayRule removes a rule; ErrNotFound when there is none.
+func (s *Store) DeleteReplayRule(ctx context.Context, name string) error {
+	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_replay_rule WHERE name = $1", name)
+	if err != nil {
+		return fmt.Errorf("delete replay rule %s: %w", name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
