@@ -26,6 +26,7 @@ type cfg struct {
 	logger     *slog.Logger
 	recordType func(*kgo.Record) string
 	now        func() time.Time
+	ack        bool
 }
 
 // DLQTopic sets the topic failed records are produced to, overriding the
@@ -58,3 +59,11 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
 func RecordType(fn func(*kgo.Record) string) Opt {
 	return opt(func(c *cfg) { c.recordType = fn })
 }
+
+// AckCompletions makes Wrap report success of records Redrive redelivered
+// (those carrying redrive.id and redrive.attempt): it produces a small
+// acknowledgement to the DLQ topic, and Redrive marks the record completed.
+// The acknowledgement is sent asynchronously and best-effort: if it is lost
+// the record simply stays "available" in Redrive, and the handler's success is
+// never turned into a failure. Off by default.
+func AckCompletions() Opt { return opt(func(c *cfg) { c.ack = true }) }

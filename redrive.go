@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -110,6 +111,9 @@ func (d *DeadLetterer) Wrap(h Handler) Handler {
 	return func(ctx context.Context, r *kgo.Record) error {
 		err := d.run(ctx, h, r)
 		if err == nil {
+			if d.cfg.ack {
+				d.ackCompletion(ctx, r)
+			}
 			return nil
 		}
 		return d.Publish(ctx, r, err)
@@ -219,4 +223,37 @@ func (d *DeadLetterer) Process(ctx context.Context, fetches kgo.Fetches, h Handl
 		done = append(done, r)
 	}
 	return done, nil
+}
+
+// ackCompletion tells Redrive that a redelivered record succeeded.
+func (d *DeadLetterer) ackCompletion(ctx context.Context, r *kgo.Record) {
+	id, attempt := redeliveryOf(r)
+	if id == "" {
+		return
+	}
+	d.cl.Produce(context.WithoutCancel(ctx), envelope.Ack(d.cfg.dlqTopic, id, attempt, d.cfg.group), func(_ *kgo.Record, err error) {
+		if err != nil {
+			d.log.Warn("completion ack failed; Redrive keeps the record as available",
+				"redrive_id", id, "attempt", attempt, "err", err)
+		}
+	})
+}
+
+// redeliveryOf returns the redrive.id and redrive.attempt of a record Redrive
+// redelivered, or "" when r is not one.
+func redeliveryOf(r *kgo.Record) (string, int) {
+	var id string
+	attempt := 0
+	for _, h := range r.Headers {
+		switch h.Key {
+		case envelope.HeaderID:
+			id = string(h.Value)
+		case envelope.HeaderAttempt:
+			attempt, _ = strconv.Atoi(string(h.Value))
+		}
+	}
+	if attempt < 1 {
+		return "", 0
+	}
+	return id, attempt
 }

@@ -36,6 +36,9 @@ type Scheduler struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
+
+	// afterProduce, when set, runs between produce and mark (crash tests).
+	afterProduce func()
 }
 
 // New creates a Scheduler; Run starts it.
@@ -224,6 +227,9 @@ func (s *Scheduler) redeliverQueue(ctx context.Context, queue string, t policy.T
 		out[i] = envelope.Redelivery(r, target(r, t), partition(r, t), r.Attempt+1, now)
 	}
 	ok, failed := s.produce(ctx, claim.Records, out)
+	if s.afterProduce != nil {
+		s.afterProduce()
+	}
 	if err := claim.Redelivered(ctx, ok, now); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,174 @@
+package redeliver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive"
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// consume runs an application consumer on topic whose handler is h, wrapped
+// by the client library, until the test ends.
+func consume(t *testing.T, brokers []string, topic string, h redrive.Handler, opts ...redrive.Opt) {
+	t.Helper()
+	cl := kafkatest.Client(t, brokers, kgo.ConsumerGroup("app"), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	dl, err := redrive.New(cl, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := dl.Wrap(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for _, r := range cl.PollFetches(ctx).Records() {
+				if err := handle(ctx, r); err != nil {
+					return
+				}
+				_ = cl.CommitRecords(ctx, r)
+			}
+		}
+	}()
+}
+
+// ingestInto runs ingest on the DLQ topic with the test's clock and policies.
+func (b *bundle) ingest(t *testing.T, cfg ingest.Config) {
+	t.Helper()
+	cfg.Brokers, cfg.ClientOpts, cfg.Now = b.brokers, kafkatest.ClientOpts(b.brokers), b.clock.Now
+	in, err := ingest.New(cfg, b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitRecord waits until the only record of queue satisfies cond.
+func (b *bundle) waitRecord(t *testing.T, queue, what string, cond func(*dlq.Record) bool) *dlq.Record {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		page, err := b.store.List(context.Background(), &store.ListParams{Filter: store.Filter{Queue: queue}, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) > 1 {
+			t.Fatalf("queue %s has %d records; repeat failures must join their record", queue, len(page.Records))
+		}
+		if len(page.Records) == 1 && cond(&page.Records[0]) {
+			return &page.Records[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+	return nil
+}
+
+func TestFullLoopRetriesOnTheSourceTopicUntilExhaustedThenArchives(t *testing.T) {
+	b := setup(t, "orders")
+	set := policies(t, `
+topics:
+  orders:
+    retry: {max_attempts: 3, initial_interval: PT10S, backoff_coefficient: 2.0, max_interval: PT1H,
+            jitter: false, on_exhaustion: discard}
+`)
+	b.ingest(t, ingest.Config{Policies: set})
+	sched := b.scheduler(t, set)
+	ctx := context.Background()
+	runOnce := func(want int) {
+		t.Helper()
+		if n, err := sched.RunOnce(ctx); err != nil || n != want {
+			t.Fatalf("scheduler handled %d records (%v), want %d", n, err, want)
+		}
+	}
+
+	// The application fails every delivery of the order.
+	consume(t, b.brokers, "orders", func(context.Context, *kgo.Record) error {
+		return redrive.Retry("db.connection_refused", errors.New("connection refused"))
+	})
+	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), &kgo.Record{Topic: "orders", Key: []byte("order-1"), Value: []byte(`{"id":1}`)})
+
+	r := b.waitRecord(t, "orders", "the first failure", func(r *dlq.Record) bool { return r.Attempt == 1 })
+	if r.State != dlq.StateRetryable || r.NextRetryAt.Sub(r.Errors[0].OccurredAt) != 10*time.Second {
+		t.Fatalf("after attempt 1: %s, next retry %v after the failure; want retryable, 10s (initial_interval)",
+			r.State, r.NextRetryAt.Sub(r.Errors[0].OccurredAt))
+	}
+	runOnce(0) // not due yet
+	b.clock.Advance(10 * time.Second)
+	runOnce(1)
+
+	r = b.waitRecord(t, "orders", "the second failure", func(r *dlq.Record) bool { return len(r.Errors) == 2 })
+	if r.State != dlq.StateRetryable || r.Attempt != 2 || r.Errors[1].Attempt != 2 ||
+		r.NextRetryAt.Sub(r.Errors[1].OccurredAt) != 20*time.Second {
+		t.Fatalf("after attempt 2: %s attempt %d, next retry %v after the failure; want retryable 2, 20s (10s × 2¹)",
+			r.State, r.Attempt, r.NextRetryAt.Sub(r.Errors[1].OccurredAt))
+	}
+	runOnce(0)
+	b.clock.Advance(20 * time.Second)
+	runOnce(1)
+
+	r = b.waitRecord(t, "orders", "exhaustion", func(r *dlq.Record) bool { return len(r.Errors) == 3 })
+	if r.State != dlq.StateDiscarded || r.Exhaustion != dlq.ExhaustionDiscard || r.Attempt != 3 || r.NextRetryAt != nil {
+		t.Fatalf("after attempt 3 of 3: %s/%s attempt %d next %v; want discarded/discard, nothing scheduled",
+			r.State, r.Exhaustion, r.Attempt, r.NextRetryAt)
+	}
+	runOnce(1) // the archive copy
+
+	deliveries := kafkatest.Consume(t, b.brokers, "orders", 3, 10*time.Second)
+	for i, d := range deliveries[1:] {
+		if header(d, "redrive.id") != r.ID || header(d, "redrive.attempt") != []string{"2", "3"}[i] ||
+			string(d.Key) != "order-1" || string(d.Value) != `{"id":1}` {
+			t.Fatalf("redelivery %d: key %q value %q headers %v", i+2, d.Key, d.Value, d.Headers)
+		}
+	}
+	archived := kafkatest.Consume(t, b.brokers, dlqTopic+".archive", 1, 10*time.Second)[0]
+	var history []dlq.ErrorEntry
+	if err := json.Unmarshal([]byte(header(archived, "redrive.errors")), &history); err != nil || len(history) != 3 ||
+		header(archived, "redrive.id") != r.ID || string(archived.Value) != `{"id":1}` {
+		t.Fatalf("archive copy: headers %v (%v)", archived.Headers, err)
+	}
+	if got, _ := b.store.Get(ctx, r.ID); got.ArchivedAt == nil {
+		t.Fatal("the record is not marked archived")
+	}
+}
+
+func TestCompletionAckMarksTheRecordCompleted(t *testing.T) {
+	b := setup(t, "orders")
+	b.ingest(t, ingest.Config{})
+	sched := b.scheduler(t, nil)
+
+	// Fails the first time, succeeds on redelivery and acknowledges it.
+	calls := 0
+	consume(t, b.brokers, "orders", func(context.Context, *kgo.Record) error {
+		calls++
+		if calls == 1 {
+			return errors.New("transient")
+		}
+		return nil
+	}, redrive.AckCompletions())
+	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), &kgo.Record{Topic: "orders", Value: []byte("x")})
+
+	b.waitRecord(t, "orders", "the failure", func(r *dlq.Record) bool { return r.State == dlq.StateRetryable })
+	b.clock.Advance(time.Hour)
+	if n, err := sched.RunOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("redelivered %d: %v", n, err)
+	}
+	r := b.waitRecord(t, "orders", "the completion", func(r *dlq.Record) bool { return r.State == dlq.StateCompleted })
+	if r.CompletedAt == nil || r.Attempt != 2 || len(r.Errors) != 1 {
+		t.Fatalf("completed record: %+v", r)
+	}
+}

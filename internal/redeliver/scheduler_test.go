@@ -1,0 +1,248 @@
+package redeliver_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/redeliver"
+	"github.com/redrive/redrive/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		crashChild() // a child process of TestCrashBetweenProduceAndMarkRedeliversAgain
+		return
+	}
+	pgtest.Main(m)
+}
+
+const dlqTopic = "dead_letter_queue"
+
+// clock is an injectable clock the test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Millisecond)} }
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type bundle struct {
+	brokers []string
+	url     string
+	pool    *pgxpool.Pool
+	store   *store.Store
+	clock   *clock
+}
+
+func setup(t *testing.T, topics ...string) *bundle {
+	t.Helper()
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &bundle{
+		brokers: kafkatest.New(t, append([]string{dlqTopic, dlqTopic + ".archive"}, topics...)...),
+		url:     url, pool: pool, store: store.New(pool), clock: newClock(),
+	}
+}
+
+// policies loads a policy file written for the test.
+func policies(t *testing.T, yaml string) *policy.Set {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "test.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := policy.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func (b *bundle) scheduler(t *testing.T, set *policy.Set, mod ...func(*redeliver.Config)) *redeliver.Scheduler {
+	t.Helper()
+	cfg := redeliver.Config{Brokers: b.brokers, ClientOpts: kafkatest.ClientOpts(b.brokers), Policies: set,
+		Now: b.clock.Now, BatchSize: 50}
+	for _, f := range mod {
+		f(&cfg)
+	}
+	s, err := redeliver.New(cfg, b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// due stores n records of queue that are due for redelivery now.
+func (b *bundle) due(t *testing.T, queue string, n int) []dlq.Record {
+	t.Helper()
+	now := b.clock.Now()
+	past := now.Add(-time.Second)
+	recs := make([]dlq.Record, n)
+	for i := range recs {
+		recs[i] = dlq.Record{
+			ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5,
+			Source: dlq.Source{Topic: queue, Partition: 0, Offset: int64(i)},
+			DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: int64(i) + time.Now().UnixNano()%1e12},
+			Format: dlq.FormatRedrive, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Code: dlq.CodeRetry, OccurredAt: past}},
+			CreatedAt: past, UpdatedAt: past, NextRetryAt: &past,
+		}
+	}
+	if _, err := b.store.InsertRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func (b *bundle) countState(t *testing.T, queue string, state dlq.State) int64 {
+	t.Helper()
+	n, err := b.store.Count(context.Background(), &store.Filter{Queue: queue, State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestTwoSchedulersNeverRedeliverTheSameRecordTwice(t *testing.T) {
+	b := setup(t, "orders")
+	b.due(t, "orders", 300)
+	s1, s2 := b.scheduler(t, nil), b.scheduler(t, nil)
+
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i, s := range []*redeliver.Scheduler{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := s.RunOnce(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = n
+		}()
+	}
+	wg.Wait()
+	if counts[0]+counts[1] != 300 {
+		t.Fatalf("schedulers handled %v records, want 300 in all", counts)
+	}
+	recs := kafkatest.Consume(t, b.brokers, "orders", 300, 30*time.Second)
+	ids := map[string]bool{}
+	for _, r := range recs {
+		ids[header(r, "redrive.id")] = true
+	}
+	if len(recs) != 300 || len(ids) != 300 {
+		t.Fatalf("orders has %d records with %d distinct ids, want 300 and 300", len(recs), len(ids))
+	}
+	if n := b.countState(t, "orders", dlq.StateAvailable); n != 300 {
+		t.Fatalf("%d records available, want 300", n)
+	}
+}
+
+func TestPausedTopicsAreSkippedAndRateLimitsHold(t *testing.T) {
+	b := setup(t, "slow", "frozen", "fast")
+	set := policies(t, `
+topics:
+  slow: {redelivery: {rate_limit: 5}}
+  frozen: {state: paused}
+`)
+	b.due(t, "slow", 20)
+	b.due(t, "frozen", 5)
+	b.due(t, "fast", 30)
+	s := b.scheduler(t, set)
+	ctx := context.Background()
+
+	if _, err := s.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if slow, frozen, fast := b.countState(t, "slow", dlq.StateAvailable), b.countState(t, "frozen", dlq.StateAvailable),
+		b.countState(t, "fast", dlq.StateAvailable); slow != 5 || frozen != 0 || fast != 30 {
+		t.Fatalf("after the first second: slow %d (want 5), frozen %d (want 0), fast %d (want 30)", slow, frozen, fast)
+	}
+	b.clock.Advance(time.Second)
+	if _, err := s.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if slow := b.countState(t, "slow", dlq.StateAvailable); slow != 10 {
+		t.Fatalf("after two seconds slow has %d redelivered, want 10 (5/s)", slow)
+	}
+	b.clock.Advance(time.Hour)
+	if _, err := s.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if frozen := b.countState(t, "frozen", dlq.StateAvailable); frozen != 0 {
+		t.Fatalf("a paused topic was redelivered: %d", frozen)
+	}
+}
+
+func TestRunWakesWhenARecordBecomesDue(t *testing.T) {
+	b := setup(t, "orders")
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now = time.Now; c.PollInterval = time.Minute })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// A record due shortly: the scheduler, woken as ingest wakes it, sleeps
+	// until the due time rather than until its next poll a minute away.
+	b.clock = &clock{t: time.Now().Add(time.Second + 300*time.Millisecond)} // due() schedules at clock - 1s
+	rec := b.due(t, "orders", 1)[0]
+	dueAt := *rec.NextRetryAt
+	s.Wake()
+	got := kafkatest.Consume(t, b.brokers, "orders", 1, 10*time.Second)
+	if header(got[0], "redrive.id") != rec.ID {
+		t.Fatalf("redelivered %q, want %s", header(got[0], "redrive.id"), rec.ID)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, header(got[0], "redrive.redelivered_at"))
+	if at.Before(dueAt.Truncate(time.Millisecond)) || at.Sub(dueAt) > 5*time.Second {
+		t.Fatalf("redelivered at %v for a record due at %v", at, dueAt)
+	}
+}
+
+func TestFailedProduceKeepsTheRecordDue(t *testing.T) {
+	b := setup(t) // no "orders" topic and no auto-create: produce fails
+	b.due(t, "orders", 1)
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Lease = 2 * time.Second; c.RetryBackoff = time.Minute })
+	if _, err := s.RunOnce(context.Background()); err != nil {
+		t.Fatalf("a failed produce is not a scheduler error: %v", err)
+	}
+	page, err := b.store.List(context.Background(), &store.ListParams{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := page.Records[0]
+	if r.State != dlq.StateRetryable || r.NextRetryAt == nil || r.NextRetryAt.Sub(b.clock.Now()) != time.Minute {
+		t.Fatalf("after a failed produce: state %s, next %v; want retryable, due again in 1m", r.State, r.NextRetryAt)
+	}
+}
