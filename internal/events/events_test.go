@@ -1,0 +1,283 @@
+package events_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/metrics"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// everyType publishes one event of every type, alternating two queues.
+func everyType() []events.Event {
+	var evs []events.Event
+	for i, typ := range events.Types {
+		q := []string{"orders", "billing"}[i%2]
+		if strings.HasPrefix(string(typ), "queue.") {
+			evs = append(evs, events.Queue(typ, events.QueueData{Queue: q, State: "paused"}))
+		} else if typ == events.DeadLetterPruned {
+			evs = append(evs, events.Event{Type: typ, Subject: q, Queue: q, Data: events.PrunedData{Queue: q, Count: 3, Reason: "max_age"}})
+		} else {
+			evs = append(evs, events.Record(typ, events.RecordData{ID: uuid.NewString(), Queue: q, Type: "order.created"}))
+		}
+	}
+	return evs
+}
+
+type envelope struct {
+	SpecVersion string          `json:"specversion"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Source      string          `json:"source"`
+	Time        time.Time       `json:"time"`
+	Subject     string          `json:"subject"`
+	Data        json.RawMessage `json:"data"`
+}
+
+func checkEnvelope(t *testing.T, raw []byte, want events.Event) {
+	t.Helper()
+	var e envelope
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	id, err := uuid.Parse(e.ID)
+	if e.SpecVersion != "1.0" || e.Source != "redrive" || e.Type != string(want.Type) || e.Subject != want.Subject ||
+		!e.Time.Equal(t0) || err != nil || id.Version() != 7 || len(e.Data) < 2 {
+		t.Errorf("envelope %s, want type %s subject %s", raw, want.Type, want.Subject)
+	}
+	wantData, _ := json.Marshal(want.Data)
+	if string(e.Data) != string(wantData) {
+		t.Errorf("data %s, want %s", e.Data, wantData)
+	}
+}
+
+func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t, "dead_letter_queue.events")
+	cl := kafkatest.Client(t, brokers, events.ProducerOpts()...)
+	reg := prometheus.NewRegistry()
+	m := metrics.NewEvents(reg)
+	p := events.New(events.Config{Client: cl, Topic: "dead_letter_queue.events", Now: func() time.Time { return t0 }, Metrics: m})
+	all := p.Broker().Subscribe(events.Filter{})
+	defer all.Close()
+	orders := p.Broker().Subscribe(events.Filter{Queues: []string{"orders"}})
+	replays := p.Broker().Subscribe(events.Filter{Types: []events.Type{events.DeadLetterReplayed, events.QueuePaused}, Queues: []string{"billing", "orders"}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	evs := everyType()
+	p.Publish(ctx, evs...)
+
+	got := kafkatest.Consume(t, brokers, "dead_letter_queue.events", len(evs), 10*time.Second)
+	// Keyed by subject over several partitions: one of each type, in any order.
+	byType := map[string]events.Event{}
+	for _, e := range evs {
+		byType[string(e.Type)] = e
+	}
+	for _, r := range got {
+		var e envelope
+		_ = json.Unmarshal(r.Value, &e)
+		want, ok := byType[e.Type]
+		if !ok {
+			t.Fatalf("unexpected or repeated event %s", r.Value)
+		}
+		delete(byType, e.Type)
+		if string(r.Key) != want.Subject {
+			t.Errorf("key %q, want %q", r.Key, want.Subject)
+		}
+		checkEnvelope(t, r.Value, want)
+	}
+	for i := range evs {
+		msg := <-all.C
+		checkEnvelope(t, msg.JSON, evs[i])
+	}
+	var ordersGot, replaysGot []events.Type
+	for range 4 {
+		ordersGot = append(ordersGot, (<-orders.C).Event.Type)
+	}
+	for range 2 {
+		replaysGot = append(replaysGot, (<-replays.C).Event.Type)
+	}
+	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed" {
+		t.Errorf("orders subscriber got %v", ordersGot)
+	}
+	if strings.Join(typeNames(replaysGot), ",") != "dead_letter.replayed,queue.paused" {
+		t.Errorf("filtered subscriber got %v", replaysGot)
+	}
+	replays.Close()
+	cancel()
+	<-done
+	// Run closes the remaining subscriptions at shutdown.
+	if _, ok := <-orders.C; ok {
+		t.Error("subscription open after shutdown")
+	}
+	if v := counter(t, reg, "redrive_events_produced_total", nil); v != float64(len(evs)) {
+		t.Errorf("produced %v", v)
+	}
+	if v := counter(t, reg, "redrive_events_published_total", map[string]string{"type": "queue.config_updated"}); v != 1 {
+		t.Errorf("published{queue.config_updated} = %v", v)
+	}
+}
+
+func typeNames(ts []events.Type) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+func TestPublishNeverBlocks(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	p := events.New(events.Config{Buffer: 2, Metrics: metrics.NewEvents(reg)})
+	// Nobody runs the publisher: the third and later calls are dropped, counted.
+	ev := events.Record(events.DeadLetterAdded, events.RecordData{ID: "x", Queue: "q"})
+	start := time.Now()
+	for range 10 {
+		p.Publish(context.Background(), ev, ev)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("Publish blocked")
+	}
+	if v := counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "buffer_full"}); v != 16 {
+		t.Errorf("buffer_full = %v, want 16", v)
+	}
+	var nilP *events.Publisher
+	nilP.Publish(context.Background(), ev) // a nil Publisher discards
+}
+
+func TestProduceFailureIsCountedNotFatal(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t) // the events topic does not exist
+	cl := kafkatest.Client(t, brokers, append(events.ProducerOpts(), kgoTimeout()...)...)
+	reg := prometheus.NewRegistry()
+	p := events.New(events.Config{Client: cl, Topic: "missing.events", Metrics: metrics.NewEvents(reg)})
+	sub := p.Broker().Subscribe(events.Filter{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.Run(ctx) }()
+	p.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: "x", Queue: "q"}))
+	<-sub.C // subscribers still get it
+	deadline := time.Now().Add(10 * time.Second)
+	for counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "produce"}) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("produce failure not counted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSSE(t *testing.T) {
+	t.Parallel()
+	p := events.New(events.Config{Now: func() time.Time { return t0 }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.Run(ctx) }()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := events.ParseFilter(r.URL.Query()["type"], r.URL.Query()["topic"])
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_ = events.ServeSSE(w, r, p.Broker(), f)
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(srv.URL + "?type=dead_letter.pruned,queue.config_updated&topic=billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Scan() // ": connected"
+	if sc.Text() != ": connected" {
+		t.Fatalf("first line %q", sc.Text())
+	}
+	evs := everyType()
+	p.Publish(ctx, evs...)
+	var lines []string
+	for len(lines) < 6 && sc.Scan() {
+		if sc.Text() != "" {
+			lines = append(lines, sc.Text())
+		}
+	}
+	// Of every type on both queues, the filter passes pruned and config_updated on billing.
+	var want []events.Event
+	for _, e := range evs {
+		if e.Queue == "billing" && (e.Type == events.DeadLetterPruned || e.Type == events.QueueConfigUpdated) {
+			want = append(want, e)
+		}
+	}
+	if len(want) != 2 || len(lines) != 6 {
+		t.Fatalf("lines %q, want events %v", lines, want)
+	}
+	for i, e := range want {
+		if lines[3*i+1] != "event: "+string(e.Type) || !strings.HasPrefix(lines[3*i], "id: ") {
+			t.Errorf("lines %q", lines[3*i:3*i+3])
+		}
+		checkEnvelope(t, []byte(strings.TrimPrefix(lines[3*i+2], "data: ")), e)
+	}
+
+	bad, err := http.Get(srv.URL + "?type=job.completed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest {
+		t.Errorf("unknown type: %d", bad.StatusCode)
+	}
+}
+
+func counter(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for k, v := range labels {
+				if !hasLabel(m, k, v) {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func hasLabel(m *dto.Metric, k, v string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == k && l.GetValue() == v {
+			return true
+		}
+	}
+	return false
+}
+
+func kgoTimeout() []kgo.Opt { return []kgo.Opt{kgo.RecordDeliveryTimeout(time.Second)} }
