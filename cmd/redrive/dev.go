@@ -49,6 +49,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	}
 	log := newLogger(cfg)
 	cfg.MigrateOnStart = true
+	cfg.AuthDisabled = true
 	if cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = os.Getenv("DATABASE_URL")
 	}

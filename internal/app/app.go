@@ -19,13 +19,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/task"
 )
 
 // Options configure an App beyond config.Config.
@@ -46,6 +49,9 @@ type App struct {
 	ingester *ingest.Ingester
 	sched    *redeliver.Scheduler
 	policies *policy.Watcher
+	queues   *queue.Resolver // API topic configs over the policy files
+	tasks    *task.Runner
+	store    *store.Store
 	server   *http.Server
 	listener net.Listener
 	metrics  *metrics.Metrics
@@ -88,10 +94,19 @@ func (a *App) init(ctx context.Context) error {
 	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
+	keys, err := apiKeys(cfg, a.log)
+	if err != nil {
+		return err
+	}
+	a.store = st
+	a.queues = queue.New(a.policies.Current, st, a.log)
+	if err := a.queues.Refresh(ctx); err != nil {
+		return fmt.Errorf("queue configs: %w", err)
+	}
 	a.sched, err = redeliver.New(redeliver.Config{
 		Brokers:         cfg.KafkaBrokers,
 		ClientOpts:      kopts,
-		Policies:        a.policies,
+		Policies:        a.queues,
 		ArchiveTopic:    archiveTopic(cfg.ArchiveTopic),
 		ArchiveDisabled: cfg.ArchiveTopic == config.Off,
 		Now:             a.opts.Now,
@@ -105,7 +120,7 @@ func (a *App) init(ctx context.Context) error {
 		Brokers:    cfg.KafkaBrokers,
 		Topics:     cfg.DLQTopics,
 		Group:      cfg.Group,
-		Policies:   a.policies,
+		Policies:   a.queues,
 		Wake:       a.sched.Wake,
 		ClientOpts: kopts,
 		Now:        a.opts.Now,
@@ -116,10 +131,20 @@ func (a *App) init(ctx context.Context) error {
 		a.sched.Close()
 		return err
 	}
+	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log}, st)
+	if err != nil {
+		a.sched.Close()
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
-		Store:    st,
-		Registry: a.metrics.Registry,
-		Logger:   a.log,
+		Store:        st,
+		Queues:       a.queues,
+		Keys:         keys,
+		AuthDisabled: cfg.AuthDisabled,
+		Wake:         a.sched.Wake,
+		KickTasks:    a.tasks.Kick,
+		Registry:     a.metrics.Registry,
+		Logger:       a.log,
 		Ready: []httpapi.Check{
 			{Name: "postgres", Check: st.Ping},
 			{Name: "kafka", Check: a.ingester.Client().Ping},
@@ -174,6 +199,9 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.ingester.Run(gctx) })
 	g.Go(func() error { return a.sched.Run(gctx) })
 	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
+	g.Go(func() error { a.queues.Run(gctx, 3*time.Second); return nil })
+	g.Go(func() error { return a.tasks.Run(gctx) })
+	g.Go(func() error { a.compactCounts(gctx, 5*time.Second); return nil })
 	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
 	g.Go(func() error {
 		a.log.Info("http api listening", "component", "app", "addr", a.Addr())
@@ -225,3 +253,44 @@ func (a *App) Scheduler() *redeliver.Scheduler { return a.sched }
 
 // Policies is the App's policy watcher.
 func (a *App) Policies() *policy.Watcher { return a.policies }
+
+// apiKeys loads the API keys file. Without one the API refuses to start
+// unless authentication is explicitly disabled (redrive dev).
+func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
+	if cfg.APIKeysFile == "" {
+		if !cfg.AuthDisabled {
+			return nil, errors.New("REDRIVE_API_KEYS_FILE is required: create keys with `redrive apikey new`, " +
+				"or set REDRIVE_AUTH_DISABLED=true to serve the API without authentication (never in production)")
+		}
+		log.Warn("AUTH DISABLED: the API is served without API keys; never expose it", "component", "app")
+		return nil, nil
+	}
+	keys, err := auth.Load(cfg.APIKeysFile)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AuthDisabled {
+		log.Warn("AUTH DISABLED although REDRIVE_API_KEYS_FILE is set: keys are ignored", "component", "app")
+	}
+	return keys, nil
+}
+
+// compactCounts folds the record statistics table every interval, so that
+// stats stay cheap however much is written.
+func (a *App) compactCounts(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.store.CompactCounts(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("compact record counts", "component", "app", "err", err)
+			}
+		}
+	}
+}
+
+// Queues is the App's resolver of topic configs (API configs over the files).
+func (a *App) Queues() *queue.Resolver { return a.queues }

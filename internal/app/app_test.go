@@ -42,6 +42,7 @@ func setup(t *testing.T) *bundle {
 			"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
 			"REDRIVE_DATABASE_URL":  pgtest.URL(t),
 			"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
+			"REDRIVE_AUTH_DISABLED": "true",
 			"REDRIVE_POLICIES_DIR":  "",
 		}[k]
 		return v, ok

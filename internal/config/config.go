@@ -23,6 +23,7 @@ type Config struct {
 	PoliciesDir    string
 	ArchiveTopic   string
 	APIKeysFile    string
+	AuthDisabled   bool
 	MigrateOnStart bool
 	LogLevel       string
 	LogFormat      string
@@ -68,6 +69,7 @@ var Settings = []Setting{
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
+	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without API keys (dev only; serve refuses to start without a keys file otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
 	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{"REDRIVE_LOG_LEVEL", "log-level", "info", "Log level: debug, info, warn, error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"REDRIVE_LOG_FORMAT", "log-format", "text", "Log format: text or json.", setEnum(func(c *Config) *string { return &c.LogFormat }, "text", "json")},

@@ -83,6 +83,19 @@ type recordJSON struct {
 	DiscardedAt   *jsonTime       `json:"discarded_at"`
 	CompletedAt   *jsonTime       `json:"completed_at"`
 	UpdatedAt     jsonTime        `json:"updated_at"`
+	RedeliveredAt *jsonTime       `json:"redelivered_at"`
+	ArchivedAt    *jsonTime       `json:"archived_at"`
+	// Redelivery is an operator's edit for the next redelivery, shown next to
+	// the original key, value and headers, which stay as received.
+	Redelivery *redeliveryJSON `json:"redelivery"`
+}
+
+// redeliveryJSON is a record's pending redelivery changes.
+type redeliveryJSON struct {
+	Queue         *string      `json:"queue"`
+	Headers       []headerJSON `json:"headers"`
+	Value         *string      `json:"value"`
+	ValueEncoding *string      `json:"value_encoding"`
 }
 
 // encodeBytes shows b as text with its encoding; a nil b (a null key or a
@@ -108,6 +121,24 @@ func toRecordJSON(r *dlq.Record) recordJSON {
 		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt),
 		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
 		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),
+		RedeliveredAt: optTime(r.RedeliveredAt), ArchivedAt: optTime(r.ArchivedAt),
+	}
+	if rd := r.Redelivery; rd != nil {
+		out.Redelivery = &redeliveryJSON{Headers: make([]headerJSON, len(rd.Headers))}
+		if rd.Topic != "" {
+			out.Redelivery.Queue = &rd.Topic
+		}
+		for i, h := range rd.Headers {
+			v, enc := store.EncodeBytes(h.Value)
+			out.Redelivery.Headers[i] = headerJSON{Key: h.Key, Value: v, Encoding: enc}
+		}
+		if rd.ValueSet {
+			out.Redelivery.Value, out.Redelivery.ValueEncoding = encodeBytes(rd.Value)
+			if rd.Value != nil && out.Redelivery.Value == nil {
+				empty, enc := "", store.EncodingUTF8
+				out.Redelivery.Value, out.Redelivery.ValueEncoding = &empty, &enc
+			}
+		}
 	}
 	if r.Exhaustion != "" {
 		out.Exhaustion = &r.Exhaustion

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -21,10 +19,13 @@ const (
 )
 
 type paginationJSON struct {
-	Total      int64  `json:"total"`
-	Limit      int    `json:"limit"`
-	HasMore    bool   `json:"has_more"`
-	NextCursor string `json:"next_cursor,omitempty"`
+	Total int64 `json:"total"`
+	// TotalCapped says Total is a lower bound: the filter needs a scan, and
+	// counting stops at 10,000.
+	TotalCapped bool   `json:"total_capped,omitempty"`
+	Limit       int    `json:"limit"`
+	HasMore     bool   `json:"has_more"`
+	NextCursor  string `json:"next_cursor,omitempty"`
 }
 
 type listJSON struct {
@@ -33,9 +34,12 @@ type listJSON struct {
 }
 
 // listParams are the query parameters GET /dead-letter accepts.
-var listParams = map[string]bool{
-	"queue": true, "type": true, "error_type": true, "state": true, "exhaustion": true,
-	"since": true, "until": true, "limit": true, "cursor": true, "offset": true,
+var listParams = map[string]bool{"limit": true, "cursor": true, "offset": true}
+
+func init() {
+	for _, p := range filterParams {
+		listParams[p] = true
+	}
 }
 
 func (s *Server) listRecords(c echo.Context) error {
@@ -48,7 +52,7 @@ func (s *Server) listRecords(c echo.Context) error {
 		return err
 	}
 	out := listJSON{Items: make([]recordJSON, len(page.Records)),
-		Pagination: paginationJSON{Total: page.Total, Limit: p.Limit, HasMore: page.HasMore}}
+		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, Limit: p.Limit, HasMore: page.HasMore}}
 	for i := range page.Records {
 		out.Items[i] = toRecordJSON(&page.Records[i])
 	}
@@ -60,46 +64,25 @@ func (s *Server) listRecords(c echo.Context) error {
 
 func parseListParams(c echo.Context) (*store.ListParams, error) {
 	q := c.QueryParams()
-	for name := range q {
-		if !listParams[name] {
-			return nil, invalidParam(name, "unknown query parameter")
-		}
-	}
-	p := &store.ListParams{Limit: defaultLimit}
-	p.Queue, p.Type, p.ErrorType = q.Get("queue"), q.Get("type"), q.Get("error_type")
-	if v := q.Get("state"); v != "" {
-		if !dlq.State(v).Valid() {
-			return nil, invalidParam("state", "must be one of retryable, available, completed, discarded")
-		}
-		p.State = dlq.State(v)
-	}
-	if v := q.Get("exhaustion"); v != "" {
-		if !dlq.Exhaustion(v).Valid() {
-			return nil, invalidParam("exhaustion", "must be dead_letter or discard")
-		}
-		p.Exhaustion = dlq.Exhaustion(v)
-	}
-	var err error
-	if p.Since, err = parseTime(q.Get("since"), "since"); err != nil {
+	if err := checkParams(q, listParams); err != nil {
 		return nil, err
 	}
-	if p.Until, err = parseTime(q.Get("until"), "until"); err != nil {
+	fj, err := filterFromQuery(q)
+	if err != nil {
 		return nil, err
 	}
-	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
-		return nil, invalidParam("until", "must be after since")
+	f, err := fj.toStore("")
+	if err != nil {
+		return nil, err
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return nil, invalidParam("limit", "must be an integer from 1 to 1000")
-		}
-		p.Limit = n
+	p := &store.ListParams{Filter: f}
+	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return nil, err
 	}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, invalidParam("offset", "must be a non-negative integer")
+		if err != nil || n < 0 || n > 1_000_000 {
+			return nil, invalidParam("offset", "must be an integer from 0 to 1000000 (use cursor to page further)")
 		}
 		p.Offset = n
 	}
@@ -112,17 +95,6 @@ func parseListParams(c echo.Context) (*store.ListParams, error) {
 		}
 	}
 	return p, nil
-}
-
-func parseTime(v, name string) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, invalidParam(name, "must be an RFC 3339 timestamp like 2026-02-13T10:00:00Z")
-	}
-	return t, nil
 }
 
 // Cursors are opaque to clients: the last record's id, base64url-encoded.
@@ -140,14 +112,23 @@ func decodeCursor(c string) (string, error) {
 	return id.String(), nil
 }
 
-func (s *Server) getRecord(c echo.Context) error {
+// recordID reads the :id path parameter.
+func recordID(c echo.Context) (string, error) {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
-		return invalidParam("id", "must be a UUID")
+		return "", invalidParam("id", "must be a UUID")
 	}
-	r, err := s.store.Get(c.Request().Context(), id.String())
+	return id.String(), nil
+}
+
+func (s *Server) getRecord(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.store.Get(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("no dead-letter record with id " + id.String())
+		return notFound("no dead-letter record with id " + id)
 	}
 	if err != nil {
 		return err

@@ -1,24 +1,37 @@
 // Package httpapi is Redrive's HTTP surface (echo): the OJS dead-letter binding,
-// health and readiness, and Prometheus metrics. Handlers stay thin: they parse
-// and validate input, call the store, and shape JSON; errors map to the OJS
-// envelope in one place (errorHandler).
+// bulk tasks, topics as queues, the audit log, compatibility routes for the
+// reference FastAPI DLQ, the OpenAPI document, health and readiness, and
+// Prometheus metrics. Handlers stay thin: they parse and validate input, call
+// the store, and shape JSON; errors map to the OJS envelope in one place
+// (errorHandler). Every route declares its scope and audit action where it is
+// registered (routes), which is also what the auth and audit middleware read.
 package httpapi
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
 )
 
 // BasePath is the prefix of the OJS API routes.
 const BasePath = "/ojs/v1"
+
+// CompatPath is the prefix of the routes compatible with the reference DLQ.
+const CompatPath = "/api/dlq"
+
+// MaxBodyBytes bounds request bodies; larger ones get 413 naming "body".
+const MaxBodyBytes = 1 << 20
 
 // Check is one readiness dependency: it returns nil when healthy.
 type Check struct {
@@ -29,6 +42,22 @@ type Check struct {
 // Config configures the HTTP API.
 type Config struct {
 	Store *store.Store
+	// Queues layers API topic configs over the policy files. Default: the
+	// system defaults with no files.
+	Queues *queue.Resolver
+	// Keys are the API keys. Required unless AuthDisabled.
+	Keys *auth.Keys
+	// AuthDisabled serves every route without a key (redrive dev).
+	AuthDisabled bool
+	// Wake asks the scheduler to redeliver due records now. Optional.
+	Wake func()
+	// KickTasks tells the task runner a task was created. Optional.
+	KickTasks func()
+	// NextPruneAt is when the pruner runs next; nil or returning nil shows null.
+	NextPruneAt func() *time.Time
+	// RequeueWait bounds how long the compatibility requeue routes wait for
+	// the scheduler to produce the records. Default 10s.
+	RequeueWait time.Duration
 	// Ready are the dependencies /readyz checks (Postgres, Kafka, ingest).
 	Ready []Check
 	// Registry is exposed at /metrics; nil disables the endpoint.
@@ -38,10 +67,13 @@ type Config struct {
 
 // Server serves the HTTP API.
 type Server struct {
-	echo  *echo.Echo
-	store *store.Store
-	ready []Check
-	log   *slog.Logger
+	echo   *echo.Echo
+	cfg    Config
+	store  *store.Store
+	queues *queue.Resolver
+	ready  []Check
+	log    *slog.Logger
+	routes map[string]route // by method + " " + echo path
 }
 
 // New builds the server and its routes.
@@ -50,11 +82,27 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Queues == nil {
+		cfg.Queues = queue.New(func() *policy.Set { return nil }, cfg.Store, log)
+	}
+	if cfg.Wake == nil {
+		cfg.Wake = func() {}
+	}
+	if cfg.KickTasks == nil {
+		cfg.KickTasks = func() {}
+	}
+	if cfg.NextPruneAt == nil {
+		cfg.NextPruneAt = func() *time.Time { return nil }
+	}
+	if cfg.RequeueWait == 0 {
+		cfg.RequeueWait = 10 * time.Second
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	s := &Server{echo: e, store: cfg.Store, ready: cfg.Ready, log: log.With("component", "httpapi")}
+	s := &Server{echo: e, cfg: cfg, store: cfg.Store, queues: cfg.Queues, ready: cfg.Ready,
+		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(middleware.RequestID(), middleware.Recover(), middleware.BodyLimit("1M"))
+	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.authenticate, s.audit)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -62,9 +110,86 @@ func New(cfg Config) *Server {
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	}
 	api := e.Group(BasePath)
-	api.GET("/dead-letter", s.listRecords)
-	api.GET("/dead-letter/:id", s.getRecord)
+	api.GET("/openapi.json", s.openAPI)
+	for _, r := range s.apiRoutes() {
+		s.add(api, BasePath, r)
+	}
+	compat := e.Group(CompatPath)
+	for _, r := range s.compatRoutes() {
+		s.add(compat, CompatPath, r)
+	}
 	return s
+}
+
+// route is one authenticated endpoint: its scope and, for state-changing
+// calls, the audit action.
+type route struct {
+	method, path string
+	handler      echo.HandlerFunc
+	// scope needed; read for GET, write otherwise.
+	scope auth.Scope
+	// action names the call in the audit log; empty for read-only calls.
+	action string
+	// headerOnlyXAPIKey accepts only X-API-Key (the compatibility routes).
+	headerOnlyXAPIKey bool
+}
+
+func (s *Server) add(g *echo.Group, prefix string, r route) {
+	if r.scope == "" {
+		r.scope = auth.ScopeRead
+		if r.method != http.MethodGet {
+			r.scope = auth.ScopeWrite
+		}
+	}
+	s.routes[r.method+" "+prefix+r.path] = r
+	g.Add(r.method, r.path, r.handler)
+}
+
+// apiRoutes are the /ojs/v1 routes. Add new ones here: the scope defaults
+// from the method, and an action makes the call audited.
+func (s *Server) apiRoutes() []route {
+	return []route{
+		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords},
+		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
+		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
+		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
+		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
+		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry"},
+		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
+
+		{method: http.MethodGet, path: "/tasks", handler: s.listTasks},
+		{method: http.MethodGet, path: "/tasks/:id", handler: s.getTask},
+		{method: http.MethodPost, path: "/tasks/:id/cancel", handler: s.cancelTask, action: "task.cancel"},
+
+		{method: http.MethodGet, path: "/queues", handler: s.listQueues},
+		{method: http.MethodPost, path: "/queues", handler: s.createQueue, action: "queue.create"},
+		{method: http.MethodGet, path: "/queues/:name", handler: s.getQueue},
+		{method: http.MethodDelete, path: "/queues/:name", handler: s.deleteQueue, action: "queue.delete"},
+		{method: http.MethodGet, path: "/queues/:name/config", handler: s.getQueueConfig},
+		{method: http.MethodPut, path: "/queues/:name/config", handler: s.putQueueConfig, action: "queue.config"},
+		{method: http.MethodPost, path: "/queues/:name/pause", handler: s.setQueueState(policy.TopicPaused), action: "queue.pause"},
+		{method: http.MethodPost, path: "/queues/:name/resume", handler: s.setQueueState(policy.TopicActive), action: "queue.resume"},
+		{method: http.MethodPost, path: "/queues/:name/drain", handler: s.setQueueState(policy.TopicDraining), action: "queue.drain"},
+
+		{method: http.MethodGet, path: "/audit", handler: s.listAudit},
+	}
+}
+
+// compatRoutes are the routes of the reference FastAPI DLQ (/api/dlq).
+func (s *Server) compatRoutes() []route {
+	return []route{
+		{method: http.MethodGet, path: "/stats", handler: s.compatStats, headerOnlyXAPIKey: true},
+		{method: http.MethodGet, path: "/jobs/:queue", handler: s.compatJobs, headerOnlyXAPIKey: true},
+		{method: http.MethodPost, path: "/requeue/:queue", handler: s.compatRequeue(false), action: "compat.requeue", headerOnlyXAPIKey: true},
+		{method: http.MethodPost, path: "/requeue-all/:queue", handler: s.compatRequeue(true), action: "compat.requeue_all", headerOnlyXAPIKey: true},
+		{method: http.MethodDelete, path: "/:queue", handler: s.compatClear, action: "compat.clear", headerOnlyXAPIKey: true},
+	}
+}
+
+// routeOf returns the route the request matched, if it is an authenticated one.
+func (s *Server) routeOf(c echo.Context) (route, bool) {
+	r, ok := s.routes[c.Request().Method+" "+c.Path()]
+	return r, ok
 }
 
 // ServeHTTP makes Server an http.Handler.

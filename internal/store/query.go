@@ -13,7 +13,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// Filter selects records. Zero fields do not filter.
+// Filter selects records. Zero fields do not filter; set fields are ANDed.
 type Filter struct {
 	Queue      string
 	Type       string
@@ -24,6 +24,69 @@ type Filter struct {
 	// Since inclusive, Until exclusive.
 	Since time.Time
 	Until time.Time
+	// Key matches the record key byte for byte.
+	Key []byte
+	// Q is a substring of the value, matched byte for byte (case-sensitive).
+	Q string
+	// Paths match JSON values in the payload: each is a key path and the value
+	// found there (a JSON scalar, or text compared as a JSON string).
+	Paths []PathMatch
+	// Headers match record headers: a header with that key (and, when
+	// ValueSet, that UTF-8 value) must be present.
+	Headers []HeaderMatch
+	// States, when set, restricts to these states (ANDed with State).
+	States []dlq.State
+	// MaxID, when set, excludes records with a greater id (created later).
+	MaxID string
+}
+
+// PathMatch is a JSON match on the payload: the value at Path (object keys,
+// outermost first) equals Value.
+type PathMatch struct {
+	Path  []string
+	Value string
+}
+
+// HeaderMatch is a header that must be present.
+type HeaderMatch struct {
+	Key      string
+	Value    string
+	ValueSet bool
+}
+
+// dimsOnly reports whether the filter uses only the dimensions of the count
+// table, so that its total can be read from there.
+func (f *Filter) dimsOnly() bool {
+	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Paths) == 0 &&
+		len(f.Headers) == 0 && f.MaxID == ""
+}
+
+// containment builds the jsonb documents whose containment (@>) in the payload
+// means "the value at path equals v": v as JSON when it is a JSON scalar, and
+// always v as a JSON string, so that ?path=id&value=17 finds 17 and "17".
+func (m PathMatch) containment() ([][]byte, error) {
+	var vals []any
+	var scalar any
+	if err := json.Unmarshal([]byte(m.Value), &scalar); err == nil {
+		switch scalar.(type) {
+		case float64, bool, nil:
+			vals = append(vals, json.RawMessage(m.Value))
+		}
+	}
+	vals = append(vals, m.Value)
+	out := make([][]byte, 0, len(vals))
+	for _, v := range vals {
+		doc := v
+		for i := len(m.Path) - 1; i >= 0; i-- {
+			doc = map[string]any{m.Path[i]: doc}
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // where renders the filter as a SQL condition with its arguments, numbering
@@ -46,6 +109,13 @@ func (f *Filter) where(args []any) (string, []any) {
 	if f.State != "" {
 		add("state = $%d", string(f.State))
 	}
+	if len(f.States) > 0 {
+		ss := make([]string, len(f.States))
+		for i, s := range f.States {
+			ss[i] = string(s)
+		}
+		add("state = ANY($%d)", ss)
+	}
 	if f.Exhaustion != "" {
 		add("exhaustion = $%d", string(f.Exhaustion))
 	}
@@ -54,6 +124,32 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if !f.Until.IsZero() {
 		add("created_at < $%d", f.Until)
+	}
+	if f.Key != nil {
+		add("key = $%d", f.Key)
+	}
+	if f.Q != "" {
+		add("position($%d::bytea in value) > 0", []byte(f.Q))
+	}
+	for _, m := range f.Paths {
+		docs, _ := m.containment()
+		var ors []string
+		for _, d := range docs {
+			args = append(args, string(d))
+			ors = append(ors, fmt.Sprintf("payload @> $%d::jsonb", len(args)))
+		}
+		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
+	}
+	for _, h := range f.Headers {
+		doc := map[string]string{"key": h.Key}
+		if h.ValueSet {
+			doc["value"] = h.Value
+		}
+		b, _ := json.Marshal([]any{doc})
+		add("headers @> $%d::jsonb", string(b))
+	}
+	if f.MaxID != "" {
+		add("id <= $%d", f.MaxID)
 	}
 	if len(conds) == 0 {
 		return "TRUE", args
@@ -76,15 +172,21 @@ type ListParams struct {
 type Page struct {
 	Records []dlq.Record
 	Total   int64 // records matching the filter, across all pages
-	HasMore bool
+	// TotalCapped says Total is a lower bound (countCap) rather than exact.
+	TotalCapped bool
+	HasMore     bool
 }
+
+// countCap bounds exact counting for filters the count table cannot answer:
+// beyond it a listing reports the cap and TotalCapped.
+const countCap = 10000
 
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
 	cond, args := p.Filter.where(nil)
-	var total int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&total); err != nil {
-		return nil, fmt.Errorf("count records: %w", err)
+	total, capped, err := s.countFor(ctx, &p.Filter)
+	if err != nil {
+		return nil, err
 	}
 	if p.BeforeID != "" {
 		args = append(args, p.BeforeID)
@@ -105,11 +207,51 @@ func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
 	}
-	page := &Page{Records: records, Total: total}
+	page := &Page{Records: records, Total: total, TotalCapped: capped}
 	if len(records) > p.Limit {
 		page.Records, page.HasMore = records[:p.Limit], true
 	}
 	return page, nil
+}
+
+// countFor counts the records matching f: exactly from the count table when f
+// uses only its dimensions, else by scanning at most countCap+1 rows.
+func (s *Store) countFor(ctx context.Context, f *Filter) (n int64, capped bool, err error) {
+	if f.dimsOnly() {
+		n, err = s.countDims(ctx, f)
+		return n, false, err
+	}
+	cond, args := f.where(nil)
+	args = append(args, countCap+1)
+	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE %s LIMIT $%d) c", cond, len(args))
+	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("count records: %w", err)
+	}
+	if n > countCap {
+		return countCap, true, nil
+	}
+	return n, false, nil
+}
+
+// countDims sums the count table over the filter's dimensions.
+func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
+	cond, args := f.countWhere()
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM redrive_record_count WHERE "+cond, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count records: %w", err)
+	}
+	return n, nil
+}
+
+// countWhere renders the dimension part of f over redrive_record_count.
+func (f *Filter) countWhere() (string, []any) {
+	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States}
+	cond, args := g.where(nil)
+	if f.Exhaustion != "" {
+		args = append(args, string(f.Exhaustion))
+		cond += fmt.Sprintf(" AND exhaustion = $%d", len(args))
+	}
+	return cond, args
 }
 
 // Get returns one record by id, or ErrNotFound.
@@ -128,8 +270,11 @@ func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
 	return &r, nil
 }
 
-// Count returns how many records match the filter.
+// Count returns how many records match the filter, exactly.
 func (s *Store) Count(ctx context.Context, f *Filter) (int64, error) {
+	if f.dimsOnly() {
+		return s.countDims(ctx, f)
+	}
 	cond, args := f.where(nil)
 	var n int64
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/store"
+)
+
+// auditKey holds the details a handler adds to its audit entry.
+const auditKey = "redrive.audit"
+
+// auditInfo is what a handler knows about its call: the target, the filter,
+// how many records.
+type auditInfo struct {
+	Target string
+	Filter json.RawMessage
+	Count  *int64
+}
+
+// noteAudit lets a handler add details to the audit entry of its call.
+func noteAudit(c echo.Context, target string, filter any, count *int64) {
+	info := &auditInfo{Target: target, Count: count}
+	if filter != nil {
+		if b, err := json.Marshal(filter); err == nil {
+			info.Filter = b
+		}
+	}
+	c.Set(auditKey, info)
+}
+
+func count64[T ~int | ~int64](n T) *int64 { v := int64(n); return &v }
+
+// audit writes an audit entry for every authenticated call of a route with
+// an action, whatever its outcome (a refused call is worth knowing about too).
+func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, ok := s.routeOf(c)
+		if !ok || r.action == "" {
+			return next(c)
+		}
+		err := next(c)
+		name := keyName(c)
+		if name == "" {
+			return err // never authenticated: 401 or refused before auth
+		}
+		status := c.Response().Status
+		if err != nil {
+			status = statusOf(err)
+		}
+		e := &store.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.Path,
+			Status: status, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
+		if info, ok := c.Get(auditKey).(*auditInfo); ok {
+			e.Target, e.Filter, e.Count = info.Target, info.Filter, info.Count
+		}
+		if e.Target == "" {
+			e.Target = firstParam(c)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+		defer cancel()
+		if aerr := s.store.AddAudit(ctx, e); aerr != nil {
+			s.log.Error("audit log write failed", "action", r.action, "key", name, "status", status, "err", aerr)
+		}
+		return err
+	}
+}
+
+func firstParam(c echo.Context) string {
+	for i, n := range c.ParamNames() {
+		if n == "id" || n == "name" || n == "queue" {
+			return c.ParamValues()[i]
+		}
+	}
+	return ""
+}
+
+func statusOf(err error) int {
+	var apiErr *APIError
+	var httpErr *echo.HTTPError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.Status
+	case errors.As(err, &httpErr):
+		return httpErr.Code
+	}
+	return http.StatusServiceUnavailable
+}
+
+type auditJSON struct {
+	ID        int64           `json:"id"`
+	At        jsonTime        `json:"at"`
+	KeyName   string          `json:"key_name"`
+	Action    string          `json:"action"`
+	Method    string          `json:"method"`
+	Path      string          `json:"path"`
+	Target    string          `json:"target"`
+	Filter    json.RawMessage `json:"filter"`
+	Count     *int64          `json:"count"`
+	Status    int             `json:"status"`
+	RequestID string          `json:"request_id"`
+}
+
+var auditParams = map[string]bool{"key_name": true, "action": true, "target": true, "since": true, "until": true,
+	"limit": true, "cursor": true}
+
+func (s *Server) listAudit(c echo.Context) error {
+	q := c.QueryParams()
+	if err := checkParams(q, auditParams); err != nil {
+		return err
+	}
+	p := &store.AuditParams{KeyName: q.Get("key_name"), Action: q.Get("action"), Target: q.Get("target")}
+	var err error
+	if p.Since, err = parseTime(q.Get("since"), "since"); err != nil {
+		return err
+	}
+	if p.Until, err = parseTime(q.Get("until"), "until"); err != nil {
+		return err
+	}
+	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return err
+	}
+	if v := q.Get("cursor"); v != "" {
+		b, derr := decodeCursorRaw(v)
+		n, perr := strconv.ParseInt(b, 10, 64)
+		if derr != nil || perr != nil || n < 1 {
+			return invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
+		}
+		p.BeforeID = n
+	}
+	es, total, more, err := s.store.Audit(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	items := make([]auditJSON, len(es))
+	for i, e := range es {
+		items[i] = auditJSON{ID: e.ID, At: jsonTime(e.At), KeyName: e.KeyName, Action: e.Action, Method: e.Method,
+			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID}
+		if len(items[i].Filter) == 0 {
+			items[i].Filter = json.RawMessage("null")
+		}
+	}
+	pg := paginationJSON{Total: total, Limit: p.Limit, HasMore: more}
+	if more {
+		pg.NextCursor = encodeCursor(strconv.FormatInt(es[len(es)-1].ID, 10))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": pg})
+}

@@ -1,0 +1,354 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// retryBody is the body of POST /dead-letter/{id}/retry.
+type retryBody struct {
+	Override *overrideJSON `json:"override"`
+}
+
+// overrideJSON changes a record's next redelivery (OJS dead-letter spec §6.3).
+type overrideJSON struct {
+	// Queue is the target topic of the redelivery.
+	Queue *string `json:"queue"`
+	// Meta is merged into the record's meta.
+	Meta json.RawMessage `json:"meta"`
+	// Headers are set on the redelivered record, replacing original headers
+	// of the same key.
+	Headers []overrideHeader `json:"headers"`
+	// Value replaces the redelivered value; the original stays recorded.
+	Value         *string `json:"value"`
+	ValueEncoding *string `json:"value_encoding"`
+	// Retry is a partial OJS RetryPolicy merged onto the record's own.
+	Retry json.RawMessage `json:"retry"`
+}
+
+type overrideHeader struct {
+	Key      string  `json:"key"`
+	Value    string  `json:"value"`
+	Encoding *string `json:"encoding"`
+}
+
+const maxOverrideHeaders = 100
+
+func (s *Server) retryRecord(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c, true)
+	if err != nil {
+		return err
+	}
+	var b retryBody
+	if body != nil {
+		if err := decodeStrict(body, &b); err != nil {
+			return err
+		}
+	}
+	ctx := c.Request().Context()
+	p := &store.RetryParams{ID: id}
+	if o := b.Override; o != nil {
+		if err := s.applyOverride(c, o, p); err != nil {
+			return err
+		}
+	}
+	noteAudit(c, id, b.Override, count64(1))
+	r, err := s.store.RetryRecord(ctx, p)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("no dead-letter record with id " + id)
+	case errors.Is(err, store.ErrConflict):
+		cur, gerr := s.store.Get(ctx, id)
+		state := "unknown"
+		if gerr == nil {
+			state = string(cur.State)
+		}
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: "record " + id + " is " + state + "; only discarded and retryable records can be retried",
+			Details: map[string]any{"state": state}}
+	case err != nil:
+		return err
+	}
+	s.cfg.Wake()
+	return c.JSON(http.StatusOK, toRecordJSON(r))
+}
+
+// applyOverride validates an override into p; errors name the field.
+func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryParams) error {
+	rd := &dlq.Redelivery{}
+	touched := false
+	if o.Queue != nil {
+		if msg := topicProblem(*o.Queue); msg != "" {
+			return invalidParam("override.queue", msg)
+		}
+		rd.Topic, touched = *o.Queue, true
+	}
+	if len(o.Headers) > maxOverrideHeaders {
+		return invalidParam("override.headers", "at most 100 headers")
+	}
+	for i, h := range o.Headers {
+		field := "override.headers[" + itoa(i) + "]"
+		if h.Key == "" {
+			return invalidParam(field+".key", "required")
+		}
+		if strings.HasPrefix(h.Key, "redrive.") {
+			return invalidParam(field+".key", "redrive.* headers are set by Redrive itself")
+		}
+		enc := store.EncodingUTF8
+		if h.Encoding != nil {
+			enc = *h.Encoding
+		}
+		if enc != store.EncodingUTF8 && enc != store.EncodingBase64 {
+			return invalidParam(field+".encoding", "must be utf8 or base64")
+		}
+		v, err := store.DecodeBytes(h.Value, enc)
+		if err != nil {
+			return invalidParam(field+".value", "is not valid base64")
+		}
+		rd.Headers = append(rd.Headers, dlq.Header{Key: h.Key, Value: v})
+		touched = true
+	}
+	if o.ValueEncoding != nil && o.Value == nil {
+		return invalidParam("override.value_encoding", "only allowed with value")
+	}
+	if o.Value != nil {
+		enc := store.EncodingUTF8
+		if o.ValueEncoding != nil {
+			enc = *o.ValueEncoding
+		}
+		if enc != store.EncodingUTF8 && enc != store.EncodingBase64 {
+			return invalidParam("override.value_encoding", "must be utf8 or base64")
+		}
+		v, err := store.DecodeBytes(*o.Value, enc)
+		if err != nil {
+			return invalidParam("override.value", "is not valid base64")
+		}
+		rd.Value, rd.ValueSet, touched = v, true, true
+	}
+	if touched {
+		p.Redelivery = rd
+	}
+	if len(o.Meta) > 0 && string(o.Meta) != "null" {
+		var m map[string]any
+		if err := json.Unmarshal(o.Meta, &m); err != nil || m == nil {
+			return invalidParam("override.meta", "must be a JSON object")
+		}
+		p.Meta = o.Meta
+	}
+	if len(o.Retry) > 0 && string(o.Retry) != "null" {
+		cur, err := s.store.Get(c.Request().Context(), p.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("no dead-letter record with id " + p.ID)
+		}
+		if err != nil {
+			return err
+		}
+		base, err := policy.ParseRetry(cur.Retry)
+		if err != nil {
+			base = s.queues.Resolve(cur.Queue, cur.Type).Retry
+		}
+		spec, err := policy.DecodeRetry(o.Retry)
+		if err != nil {
+			return policyError(err, "override.")
+		}
+		merged := base.Merge(spec)
+		if err := merged.Validate(); err != nil {
+			return policyError(err, "override.")
+		}
+		raw, err := json.Marshal(merged)
+		if err != nil {
+			return err
+		}
+		p.Retry, p.MaxAttempts = raw, merged.MaxAttempts
+	}
+	return nil
+}
+
+// policyError maps a policy validation error to 422 with field errors.
+func policyError(err error, prefix string) error {
+	var fes policy.Errors
+	var fe *policy.FieldError
+	switch {
+	case errors.As(err, &fes):
+	case errors.As(err, &fe):
+		fes = policy.Errors{fe}
+	default:
+		return invalidParam(strings.TrimSuffix(prefix, "."), err.Error())
+	}
+	fields := make([]map[string]string, len(fes))
+	msgs := make([]string, len(fes))
+	for i, e := range fes {
+		path := prefix + e.Path
+		if e.Path == "" {
+			path = strings.TrimSuffix(prefix, ".")
+		}
+		fields[i] = map[string]string{"field": path, "message": e.Msg}
+		msgs[i] = path + ": " + e.Msg
+	}
+	return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+		Message: strings.Join(msgs, "; "), Details: map[string]any{"fields": fields, "parameter": fields[0]["field"]}}
+}
+
+func (s *Server) deleteRecord(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	noteAudit(c, id, nil, count64(1))
+	err = s.store.DeleteRecord(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		noteAudit(c, id, nil, count64(0))
+		return notFound("no dead-letter record with id " + id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id})
+}
+
+// bulkBody is the body of the bulk operations.
+type bulkBody struct {
+	Filter *FilterJSON `json:"filter"`
+	// Confirm runs the operation; without it only the count is returned.
+	Confirm bool `json:"confirm"`
+	// RateLimit bounds records per second (0: unlimited).
+	RateLimit *float64 `json:"rate_limit"`
+}
+
+// maxRateLimit is the largest records/s a task accepts.
+const maxRateLimit = 100_000
+
+func (s *Server) bulkRetry(c echo.Context) error { return s.bulk(c, store.TaskRetry) }
+func (s *Server) bulkPurge(c echo.Context) error { return s.bulk(c, store.TaskPurge) }
+
+func (s *Server) bulk(c echo.Context, kind string) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b bulkBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if b.Filter == nil {
+		b.Filter = &FilterJSON{}
+	}
+	f, err := b.Filter.toStore("filter.")
+	if err != nil {
+		return err
+	}
+	rate := 0.0
+	if b.RateLimit != nil {
+		rate = *b.RateLimit
+		if !(rate >= 0 && rate <= maxRateLimit) {
+			return invalidParam("rate_limit", "must be a number of records per second from 0 (unlimited) to 100000")
+		}
+	}
+	ctx := c.Request().Context()
+	var n int64
+	if kind == store.TaskRetry {
+		n, err = s.store.CountRetryable(ctx, &f)
+	} else {
+		n, err = s.store.Count(ctx, &f)
+	}
+	if err != nil {
+		return err
+	}
+	noteAudit(c, "", b.Filter, &n)
+	if !b.Confirm {
+		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "would_affect": n, "filter": b.Filter,
+			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"})
+	}
+	raw, err := json.Marshal(b.Filter)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: kind, Filter: raw, RateLimit: rate,
+		BatchSize: 500, Total: n, CreatedBy: keyName(c)})
+	if err != nil {
+		return err
+	}
+	s.cfg.KickTasks()
+	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/tasks/"+t.ID)
+	return c.JSON(http.StatusAccepted, map[string]any{"dry_run": false, "would_affect": n, "task": toTaskJSON(t)})
+}
+
+// statsJSON is GET /dead-letter/stats (OJS dead-letter spec §10.1, plus
+// by_state and by_exhaustion).
+type statsJSON struct {
+	Total        int64            `json:"total"`
+	ByQueue      map[string]int64 `json:"by_queue"`
+	ByErrorType  map[string]int64 `json:"by_error_type"`
+	ByState      map[string]int64 `json:"by_state"`
+	ByExhaustion map[string]int64 `json:"by_exhaustion"`
+	OldestAt     *jsonTime        `json:"oldest_at"`
+	NewestAt     *jsonTime        `json:"newest_at"`
+	Retention    retentionJSON    `json:"retention"`
+}
+
+type retentionJSON struct {
+	MaxAge      policy.Duration `json:"max_age"`
+	MaxCount    int             `json:"max_count"`
+	Discarded   policy.Duration `json:"discarded"`
+	Completed   policy.Duration `json:"completed"`
+	NextPruneAt *jsonTime       `json:"next_prune_at"`
+}
+
+func (s *Server) stats(c echo.Context) error {
+	q := c.QueryParams()
+	if err := checkParams(q, map[string]bool{"queue": true}); err != nil {
+		return err
+	}
+	name := q.Get("queue")
+	st, err := s.store.Stats(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		name = queue.DefaultName
+	}
+	t := s.queues.Resolve(name, "")
+	return c.JSON(http.StatusOK, statsJSON{
+		Total: st.Total, ByQueue: st.ByQueue, ByErrorType: st.ByErrorType, ByState: st.ByState, ByExhaustion: st.ByExhaustion,
+		OldestAt: optTime(st.OldestAt), NewestAt: optTime(st.NewestAt),
+		Retention: retentionJSON{MaxAge: policy.Duration(t.DeadLetter.Retention.MaxAge), MaxCount: t.DeadLetter.Retention.MaxCount,
+			Discarded: policy.Duration(t.Retention.Discarded), Completed: policy.Duration(t.Retention.Completed),
+			NextPruneAt: optTime(s.cfg.NextPruneAt())},
+	})
+}
+
+// topicProblem says what is wrong with a Kafka topic name, or "".
+func topicProblem(name string) string {
+	switch {
+	case name == "":
+		return "must not be empty"
+	case len(name) > 249:
+		return "is longer than Kafka's limit of 249 characters"
+	case name == "." || name == "..":
+		return "is not a legal Kafka topic name"
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return "may only contain letters, digits, '.', '_' and '-'"
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

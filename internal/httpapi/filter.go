@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// FilterJSON is a record filter as the API takes it: the query parameters of
+// GET /dead-letter, or the "filter" object of the bulk operations. Every
+// field is optional; set fields are ANDed.
+type FilterJSON struct {
+	Queue      string `json:"queue,omitempty"`
+	Type       string `json:"type,omitempty"`
+	ErrorType  string `json:"error_type,omitempty"`
+	State      string `json:"state,omitempty"`
+	Exhaustion string `json:"exhaustion,omitempty"`
+	Since      string `json:"since,omitempty"`
+	Until      string `json:"until,omitempty"`
+	// Key is the record key (UTF-8).
+	Key *string `json:"key,omitempty"`
+	// Q is a substring of the value (case-sensitive).
+	Q string `json:"q,omitempty"`
+	// Path is a dot-separated key path into the JSON payload; Value the value
+	// there (a JSON scalar, or text compared as a string).
+	Path  string          `json:"path,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+	// Header lists header matches: "key" (present) or "key:value".
+	Header []string `json:"header,omitempty"`
+}
+
+// filterParams are the query parameters that make up a filter.
+var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header"}
+
+// filterFromQuery reads a filter from query parameters.
+func filterFromQuery(q url.Values) (*FilterJSON, error) {
+	f := &FilterJSON{Queue: q.Get("queue"), Type: q.Get("type"), ErrorType: q.Get("error_type"), State: q.Get("state"),
+		Exhaustion: q.Get("exhaustion"), Since: q.Get("since"), Until: q.Get("until"), Q: q.Get("q"), Path: q.Get("path"),
+		Header: q["header"]}
+	for _, name := range filterParams {
+		if name != "header" && len(q[name]) > 1 {
+			return nil, invalidParam(name, "given more than once")
+		}
+	}
+	if q.Has("key") {
+		k := q.Get("key")
+		f.Key = &k
+	}
+	if q.Has("value") {
+		v, _ := json.Marshal(q.Get("value"))
+		// A query value that is a JSON scalar (17, true, null) matches as
+		// such or as a string; store.PathMatch handles both.
+		f.Value = v
+	}
+	return f, nil
+}
+
+// toStore validates the filter and converts it; errors name the field, with
+// prefix (e.g. "filter.") for body filters.
+func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
+	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q}
+	if f.State != "" {
+		if !dlq.State(f.State).Valid() {
+			return out, invalidParam(prefix+"state", "must be one of retryable, available, completed, discarded")
+		}
+		out.State = dlq.State(f.State)
+	}
+	if f.Exhaustion != "" {
+		if !dlq.Exhaustion(f.Exhaustion).Valid() {
+			return out, invalidParam(prefix+"exhaustion", "must be dead_letter or discard")
+		}
+		out.Exhaustion = dlq.Exhaustion(f.Exhaustion)
+	}
+	var err error
+	if out.Since, err = parseTime(f.Since, prefix+"since"); err != nil {
+		return out, err
+	}
+	if out.Until, err = parseTime(f.Until, prefix+"until"); err != nil {
+		return out, err
+	}
+	if !out.Since.IsZero() && !out.Until.IsZero() && !out.Until.After(out.Since) {
+		return out, invalidParam(prefix+"until", "must be after since")
+	}
+	if f.Key != nil {
+		out.Key = []byte(*f.Key)
+	}
+	if len(f.Q) > 1024 {
+		return out, invalidParam(prefix+"q", "must be at most 1024 bytes")
+	}
+	if (f.Path == "") != (len(f.Value) == 0) {
+		if f.Path == "" {
+			return out, invalidParam(prefix+"path", "required with value")
+		}
+		return out, invalidParam(prefix+"value", "required with path")
+	}
+	if f.Path != "" {
+		segs := strings.Split(f.Path, ".")
+		for _, s := range segs {
+			if s == "" {
+				return out, invalidParam(prefix+"path", "must be dot-separated keys like customer.id, without empty segments")
+			}
+		}
+		var v any
+		if err := json.Unmarshal(f.Value, &v); err != nil {
+			return out, invalidParam(prefix+"value", "must be a JSON scalar")
+		}
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case float64, bool, nil:
+			text = string(f.Value)
+		default:
+			return out, invalidParam(prefix+"value", "must be a string, number, boolean or null")
+		}
+		out.Paths = []store.PathMatch{{Path: segs, Value: text}}
+	}
+	for _, h := range f.Header {
+		k, v, ok := strings.Cut(h, ":")
+		if k == "" {
+			return out, invalidParam(prefix+"header", "must be key or key:value, got "+jsonString(h))
+		}
+		out.Headers = append(out.Headers, store.HeaderMatch{Key: k, Value: v, ValueSet: ok})
+	}
+	if len(f.Header) > 20 {
+		return out, invalidParam(prefix+"header", "at most 20 header matches")
+	}
+	return out, nil
+}
+
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// DecodeFilter turns a stored task filter back into a store filter; the task
+// runner uses it.
+func DecodeFilter(raw json.RawMessage) (store.Filter, error) {
+	var f FilterJSON
+	if err := decodeStrict(raw, &f); err != nil {
+		return store.Filter{}, err
+	}
+	return f.toStore("filter.")
+}
+
+// parseTime reads an RFC 3339 timestamp; empty is the zero time.
+func parseTime(v, name string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, invalidParam(name, "must be an RFC 3339 timestamp like 2026-02-13T10:00:00Z")
+	}
+	return t, nil
+}

@@ -1,0 +1,338 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// queueJSON is a topic seen as an OJS queue (queue-config spec §9).
+type queueJSON struct {
+	Name  string            `json:"name"`
+	State policy.TopicState `json:"state"`
+	// Source says where the config comes from: file (read-only here), api,
+	// or implicit (defaults only; the topic has records).
+	Source     string          `json:"source"`
+	DeclaredIn *string         `json:"declared_in"`
+	Layers     []string        `json:"layers"`
+	Config     policy.Topic    `json:"config"`
+	APIConfig  json.RawMessage `json:"api_config"`
+	Stats      queueStatsJSON  `json:"stats"`
+	CreatedAt  *jsonTime       `json:"created_at"`
+	UpdatedAt  *jsonTime       `json:"updated_at"`
+}
+
+type queueStatsJSON struct {
+	Depth      int64 `json:"depth"` // retryable + available: records not yet settled
+	Retryable  int64 `json:"retryable"`
+	Available  int64 `json:"available"`
+	Completed  int64 `json:"completed"`
+	Discarded  int64 `json:"discarded"`
+	DeadLetter int64 `json:"dead_letter"`
+	Discard    int64 `json:"discard"`
+	Total      int64 `json:"total"`
+}
+
+func statsOf(m map[string]int64) queueStatsJSON {
+	s := queueStatsJSON{Retryable: m["retryable"], Available: m["available"], Completed: m["completed"],
+		Discarded: m["discarded"], DeadLetter: m["dead_letter"], Discard: m["discard"]}
+	s.Depth = s.Retryable + s.Available
+	s.Total = s.Depth + s.Completed + s.Discarded
+	return s
+}
+
+func (s *Server) queueJSON(name string, counts map[string]int64) queueJSON {
+	t := s.queues.Resolve(name, "")
+	out := queueJSON{Name: name, State: t.State, Source: "implicit", Layers: t.Layers, Config: t,
+		APIConfig: json.RawMessage("null"), Stats: statsOf(counts)}
+	if file := s.queues.DeclaredIn(name); file != "" {
+		out.Source, out.DeclaredIn = "file", &file
+	} else if cfg, _, ok := s.queues.Config(name); ok {
+		out.Source, out.APIConfig = "api", cfg.Config
+		out.CreatedAt, out.UpdatedAt = optTime(&cfg.CreatedAt), optTime(&cfg.UpdatedAt)
+	}
+	if out.Layers == nil {
+		out.Layers = []string{}
+	}
+	return out
+}
+
+func (s *Server) listQueues(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	st, err := s.store.Stats(ctx, "")
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for q := range st.ByQueueState {
+		names[q] = true
+	}
+	for k := range s.queues.Files().Topics() {
+		if !strings.Contains(k, "*") {
+			names[k] = true
+		}
+	}
+	for _, n := range s.queues.Names() {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	slices.Sort(sorted)
+	items := make([]queueJSON, len(sorted))
+	for i, n := range sorted {
+		items[i] = s.queueJSON(n, st.ByQueueState[n])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items,
+		"pagination": paginationJSON{Total: int64(len(items)), Limit: len(items), HasMore: false}})
+}
+
+// queueName reads and checks the :name path parameter.
+func queueName(c echo.Context) (string, error) {
+	name := c.Param("name")
+	if name == queue.DefaultName {
+		return name, nil
+	}
+	if msg := topicProblem(name); msg != "" {
+		return "", invalidParam("name", msg)
+	}
+	return name, nil
+}
+
+func (s *Server) getQueue(c echo.Context) error {
+	name, err := queueName(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	st, err := s.store.Stats(ctx, name)
+	if err != nil {
+		return err
+	}
+	_, _, known := s.queues.Config(name)
+	if !known && st.Total == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
+		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
+	}
+	return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name]))
+}
+
+// readOnly is the 409 for a topic the policy files declare.
+func readOnly(name, file string) error {
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+		Message: "queue " + name + " is declared in " + file + " and is read-only over the API; change the file instead",
+		Details: map[string]any{"declared_in": file}}
+}
+
+// decodeQueueConfig strictly decodes and validates a partial topic policy.
+func (s *Server) decodeQueueConfig(name string, raw json.RawMessage, prefix string) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	spec, err := policy.DecodeTopicSpec(raw)
+	if err != nil {
+		return nil, policyError(err, prefix)
+	}
+	if err := s.queues.Validate(name, spec); err != nil {
+		return nil, policyError(err, prefix)
+	}
+	return queue.Marshal(spec)
+}
+
+type createQueueBody struct {
+	Name   string          `json:"name"`
+	Config json.RawMessage `json:"config"`
+}
+
+func (s *Server) createQueue(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b createQueueBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if b.Name == queue.DefaultName {
+		return invalidParam("name", "_default is not a queue; use PUT /ojs/v1/queues/_default/config")
+	}
+	if msg := topicProblem(b.Name); msg != "" {
+		return invalidParam("name", msg)
+	}
+	noteAudit(c, b.Name, nil, nil)
+	if file := s.queues.DeclaredIn(b.Name); file != "" {
+		return readOnly(b.Name, file)
+	}
+	cfg, err := s.decodeQueueConfig(b.Name, b.Config, "config.")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.store.CreateQueue(ctx, b.Name, cfg); errors.Is(err, store.ErrExists) {
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "queue " + b.Name + " already exists; PUT its config to change it"}
+	} else if err != nil {
+		return err
+	}
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	st, err := s.store.Stats(ctx, b.Name)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/queues/"+b.Name)
+	return c.JSON(http.StatusCreated, s.queueJSON(b.Name, st.ByQueueState[b.Name]))
+}
+
+// queueConfigJSON is GET /queues/{name}/config: the effective config and the
+// API layer.
+type queueConfigJSON struct {
+	Name       string          `json:"name"`
+	Config     policy.Topic    `json:"config"`
+	APIConfig  json.RawMessage `json:"api_config"`
+	DeclaredIn *string         `json:"declared_in"`
+}
+
+func (s *Server) getQueueConfig(c echo.Context) error {
+	name, err := queueName(c)
+	if err != nil {
+		return err
+	}
+	if err := s.queues.Refresh(c.Request().Context()); err != nil {
+		return err
+	}
+	out := queueConfigJSON{Name: name, Config: s.queues.Resolve(name, ""), APIConfig: json.RawMessage("null")}
+	if cfg, _, ok := s.queues.Config(name); ok {
+		out.APIConfig = cfg.Config
+	}
+	if file := s.queues.DeclaredIn(name); file != "" {
+		out.DeclaredIn = &file
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) putQueueConfig(c echo.Context) error {
+	name, err := queueName(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	noteAudit(c, name, nil, nil)
+	if file := s.queues.DeclaredIn(name); file != "" {
+		return readOnly(name, file)
+	}
+	var probe map[string]json.RawMessage
+	if err := decodeStrict(body, &probe); err != nil || probe == nil {
+		if err == nil {
+			err = invalidParam("body", "must be a JSON object")
+		}
+		return err
+	}
+	cfg, err := s.decodeQueueConfig(name, body, "")
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.store.PutQueueConfig(ctx, name, cfg, false); err != nil {
+		return err
+	}
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	s.cfg.Wake() // a resumed or re-targeted topic may have records due
+	return s.getQueueConfig(c)
+}
+
+func (s *Server) deleteQueue(c echo.Context) error {
+	name, err := queueName(c)
+	if err != nil {
+		return err
+	}
+	if name == queue.DefaultName {
+		return invalidParam("name", "_default cannot be deleted; PUT an empty config to reset it")
+	}
+	noteAudit(c, name, nil, nil)
+	if file := s.queues.DeclaredIn(name); file != "" {
+		return readOnly(name, file)
+	}
+	ctx := c.Request().Context()
+	st, err := s.store.Stats(ctx, name)
+	if err != nil {
+		return err
+	}
+	// Strategy reject (queue-config spec §5.3): records still waiting for
+	// redelivery keep their topic's config.
+	if d := statsOf(st.ByQueueState[name]).Depth; d > 0 {
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: "queue " + name + " has records waiting for redelivery; retry, settle or purge them first",
+			Details: map[string]any{"depth": d, "strategy": "reject"}}
+	}
+	if err := s.store.DeleteQueue(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("queue " + name + " has no API config to delete")
+	} else if err != nil {
+		return err
+	}
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"queue": name, "strategy": "reject", "deleted": true})
+}
+
+// setQueueState pauses, resumes or drains a topic: its API config's state.
+func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name, err := queueName(c)
+		if err != nil {
+			return err
+		}
+		if name == queue.DefaultName {
+			return invalidParam("name", "_default has no state of its own; set state in its config")
+		}
+		if err := checkParams(c.QueryParams(), nil); err != nil {
+			return err
+		}
+		noteAudit(c, name, nil, nil)
+		if file := s.queues.DeclaredIn(name); file != "" {
+			return readOnly(name, file)
+		}
+		raw, _ := json.Marshal(map[string]policy.TopicState{"state": state})
+		ctx := c.Request().Context()
+		if _, err := s.store.PutQueueConfig(ctx, name, raw, true); err != nil {
+			return err
+		}
+		if err := s.queues.Refresh(ctx); err != nil {
+			return err
+		}
+		if state == policy.TopicActive {
+			s.cfg.Wake()
+		}
+		st, err := s.store.Stats(ctx, name)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name]))
+	}
+}

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/store"
+)
+
+// taskJSON is a background bulk task.
+type taskJSON struct {
+	ID              string            `json:"id"`
+	Kind            string            `json:"kind"`
+	State           string            `json:"state"`
+	Filter          json.RawMessage   `json:"filter"`
+	RateLimit       float64           `json:"rate_limit"`
+	Total           int64             `json:"total"`
+	Processed       int64             `json:"processed"`
+	Progress        float64           `json:"progress"`
+	Errors          []taskErrorJSON   `json:"errors"`
+	CancelRequested bool              `json:"cancel_requested"`
+	CreatedBy       string            `json:"created_by"`
+	Owner           *string           `json:"owner"`
+	CreatedAt       jsonTime          `json:"created_at"`
+	StartedAt       *jsonTime         `json:"started_at"`
+	UpdatedAt       jsonTime          `json:"updated_at"`
+	FinishedAt      *jsonTime         `json:"finished_at"`
+	Links           map[string]string `json:"links"`
+}
+
+type taskErrorJSON struct {
+	At      jsonTime `json:"at"`
+	Message string   `json:"message"`
+}
+
+func toTaskJSON(t *store.Task) taskJSON {
+	out := taskJSON{ID: t.ID, Kind: t.Kind, State: t.State, Filter: t.Filter, RateLimit: t.RateLimit, Total: t.Total,
+		Processed: t.Processed, Errors: make([]taskErrorJSON, len(t.Errors)), CancelRequested: t.CancelRequested,
+		CreatedBy: t.CreatedBy, Owner: t.LeaseOwner, CreatedAt: jsonTime(t.CreatedAt), StartedAt: optTime(t.StartedAt),
+		UpdatedAt: jsonTime(t.UpdatedAt), FinishedAt: optTime(t.FinishedAt),
+		Links: map[string]string{"self": BasePath + "/tasks/" + t.ID, "cancel": BasePath + "/tasks/" + t.ID + "/cancel"}}
+	for i, e := range t.Errors {
+		out.Errors[i] = taskErrorJSON{At: jsonTime(e.At), Message: e.Message}
+	}
+	switch {
+	case t.State == store.TaskCompleted:
+		out.Progress = 1
+	case t.Total > 0:
+		out.Progress = min(1, float64(t.Processed)/float64(t.Total))
+	}
+	return out
+}
+
+func taskID(c echo.Context) (string, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return "", invalidParam("id", "must be a UUID")
+	}
+	return id.String(), nil
+}
+
+func (s *Server) getTask(c echo.Context) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.GetTask(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no task with id " + id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toTaskJSON(t))
+}
+
+var taskStates = map[string]bool{store.TaskPending: true, store.TaskRunning: true, store.TaskCompleted: true,
+	store.TaskCancelled: true, store.TaskFailed: true}
+
+func (s *Server) listTasks(c echo.Context) error {
+	q := c.QueryParams()
+	if err := checkParams(q, map[string]bool{"state": true, "limit": true, "cursor": true}); err != nil {
+		return err
+	}
+	p := &store.ListTasksParams{State: q.Get("state")}
+	if p.State != "" && !taskStates[p.State] {
+		return invalidParam("state", "must be one of pending, running, completed, cancelled, failed")
+	}
+	var err error
+	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return err
+	}
+	if v := q.Get("cursor"); v != "" {
+		if p.BeforeID, err = decodeCursor(v); err != nil {
+			return invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
+		}
+	}
+	ts, more, err := s.store.ListTasks(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	items := make([]taskJSON, len(ts))
+	for i := range ts {
+		items[i] = toTaskJSON(&ts[i])
+	}
+	pg := paginationJSON{Total: int64(len(items)), Limit: p.Limit, HasMore: more}
+	if more {
+		pg.NextCursor = encodeCursor(ts[len(ts)-1].ID)
+		pg.Total++ // at least one more; tasks are few, an exact count is not worth a query
+		pg.TotalCapped = true
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": pg})
+}
+
+func (s *Server) cancelTask(c echo.Context) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.CancelTask(c.Request().Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("no task with id " + id)
+	case errors.Is(err, store.ErrConflict):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "task " + id + " has already finished"}
+	case err != nil:
+		return err
+	}
+	noteAudit(c, id, nil, &t.Processed)
+	return c.JSON(http.StatusAccepted, toTaskJSON(t))
+}

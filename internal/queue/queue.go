@@ -1,0 +1,181 @@
+// Package queue layers the topic (queue) configurations set through the API
+// over the policy files: a policy.Resolver for the scheduler, ingest and the
+// API. Files win: a topic the files declare (by name or glob) ignores API
+// configs and is read-only over the API.
+//
+// It keeps an in-memory copy of the API configs, refreshed after each change
+// made through this replica and every few seconds for the changes of others;
+// it never blocks Resolve on Postgres.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// DefaultName is the reserved name of the _default layer (queue-config spec §7.1).
+const DefaultName = "_default"
+
+// Resolver resolves effective topic configs: system defaults ← file _default
+// (or, when the files have none, the API's _default) ← file topic entry, or
+// for a topic no file declares, the API's config for it.
+type Resolver struct {
+	files func() *policy.Set
+	store *store.Store
+	log   *slog.Logger
+	specs atomic.Pointer[map[string]*entry]
+}
+
+type entry struct {
+	cfg  store.QueueConfig
+	spec *policy.TopicSpec
+}
+
+// New returns a Resolver over the files' current Set (nil: no files) and the
+// API configs in st. Call Refresh (or Run) to load the API configs.
+func New(files func() *policy.Set, st *store.Store, logger *slog.Logger) *Resolver {
+	if files == nil {
+		files = func() *policy.Set { return nil }
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	r := &Resolver{files: files, store: st, log: logger.With("component", "queue")}
+	empty := map[string]*entry{}
+	r.specs.Store(&empty)
+	return r
+}
+
+// Files returns the policy files' current Set.
+func (r *Resolver) Files() *policy.Set { return r.files() }
+
+// Refresh reloads the API configs from Postgres.
+func (r *Resolver) Refresh(ctx context.Context) error {
+	qs, err := r.store.QueueConfigs(ctx)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]*entry, len(qs))
+	for _, q := range qs {
+		spec, err := policy.DecodeTopicSpec(q.Config)
+		if err != nil {
+			// Only valid configs are stored; one that no longer decodes (a
+			// newer or older version wrote it) is left out, loudly.
+			r.log.Error("ignoring invalid stored queue config", "queue", q.Name, "err", err)
+			continue
+		}
+		m[q.Name] = &entry{cfg: q, spec: spec}
+	}
+	r.specs.Store(&m)
+	return nil
+}
+
+// Run refreshes every interval until ctx is done.
+func (r *Resolver) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("refresh queue configs", "err", err)
+			}
+		}
+	}
+}
+
+// DeclaredIn returns the policy file that declares topic (by name or glob),
+// or "" when no file does. For DefaultName it is the file with _default.
+func (r *Resolver) DeclaredIn(topic string) string {
+	set := r.files()
+	if topic == DefaultName {
+		return fileDefault(set)
+	}
+	return set.Resolve(topic, "").DeclaredIn
+}
+
+// fileDefault finds the file declaring _default from the resolved layers.
+func fileDefault(set *policy.Set) string {
+	for _, l := range set.Resolve("", "").Layers {
+		if rest, ok := strings.CutPrefix(l, DefaultName+" ("); ok {
+			return strings.TrimSuffix(rest, ")")
+		}
+	}
+	return ""
+}
+
+// Resolve implements policy.Resolver.
+func (r *Resolver) Resolve(topic, typ string) policy.Topic {
+	set := r.files()
+	t := set.Resolve(topic, typ)
+	if t.DeclaredIn != "" {
+		return t
+	}
+	specs := *r.specs.Load()
+	if e := specs[DefaultName]; e != nil && fileDefault(set) == "" {
+		t = r.apply(t, "_default (api)", e.spec)
+	}
+	if e := specs[topic]; e != nil && topic != DefaultName {
+		t = r.apply(t, "api", e.spec)
+	}
+	return t
+}
+
+func (r *Resolver) apply(t policy.Topic, label string, spec *policy.TopicSpec) policy.Topic {
+	nt, err := t.Apply(label, spec)
+	if err != nil {
+		r.log.Error("stored queue config does not apply; ignoring it", "queue", t.Name, "layer", label, "err", err)
+		return t
+	}
+	return nt
+}
+
+// Config returns the API config of name, if one is stored.
+func (r *Resolver) Config(name string) (store.QueueConfig, *policy.TopicSpec, bool) {
+	e := (*r.specs.Load())[name]
+	if e == nil {
+		return store.QueueConfig{}, nil, false
+	}
+	return e.cfg, e.spec, true
+}
+
+// Names lists the topics with an API config (DefaultName excluded).
+func (r *Resolver) Names() []string {
+	var out []string
+	for name := range *r.specs.Load() {
+		if name != DefaultName {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// ErrReadOnly is returned for a change to a topic the policy files declare.
+var ErrReadOnly = errors.New("declared in a policy file")
+
+// Validate checks that spec applies cleanly over what topic would otherwise
+// inherit; the error is a policy error (errors.Is policy.ErrInvalid).
+func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
+	set := r.files()
+	base := set.Resolve(topic, "")
+	if topic != DefaultName {
+		if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
+			base = r.apply(base, "_default (api)", e.spec)
+		}
+	}
+	_, err := base.Apply("api", spec)
+	return err
+}
+
+// Marshal renders spec as stored JSON.
+func Marshal(spec *policy.TopicSpec) (json.RawMessage, error) { return json.Marshal(spec) }

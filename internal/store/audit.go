@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AuditEntry is one state-changing API call.
+type AuditEntry struct {
+	ID        int64
+	At        time.Time
+	KeyName   string
+	Action    string
+	Method    string
+	Path      string
+	Target    string
+	Filter    json.RawMessage // nil when the call had none
+	Count     *int64          // records affected (or that would be), when known
+	Status    int
+	RequestID string
+}
+
+// AddAudit appends an entry to the audit log.
+func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
+	var filter any
+	if len(e.Filter) > 0 {
+		filter = e.Filter
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		e.KeyName, e.Action, e.Method, e.Path, e.Target, filter, e.Count, e.Status, e.RequestID)
+	if err != nil {
+		return fmt.Errorf("write audit log: %w", err)
+	}
+	return nil
+}
+
+// AuditParams selects audit entries, newest first.
+type AuditParams struct {
+	KeyName string
+	Action  string
+	Target  string
+	Since   time.Time
+	Until   time.Time
+	Limit   int
+	// BeforeID is the keyset cursor.
+	BeforeID int64
+}
+
+// Audit returns audit entries newest first, how many match in all, and
+// whether more follow.
+func (s *Store) Audit(ctx context.Context, p *AuditParams) ([]AuditEntry, int64, bool, error) {
+	conds := "TRUE"
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		conds += fmt.Sprintf(" AND "+cond, len(args))
+	}
+	if p.KeyName != "" {
+		add("key_name = $%d", p.KeyName)
+	}
+	if p.Action != "" {
+		add("action = $%d", p.Action)
+	}
+	if p.Target != "" {
+		add("target = $%d", p.Target)
+	}
+	if !p.Since.IsZero() {
+		add("at >= $%d", p.Since)
+	}
+	if !p.Until.IsZero() {
+		add("at < $%d", p.Until)
+	}
+	var total int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_audit WHERE "+conds, args...).Scan(&total); err != nil {
+		return nil, 0, false, fmt.Errorf("count audit log: %w", err)
+	}
+	if p.BeforeID > 0 {
+		add("id < $%d", p.BeforeID)
+	}
+	args = append(args, p.Limit+1)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id
+		FROM redrive_audit WHERE %s ORDER BY id DESC LIMIT $%d`, conds, len(args)), args...)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
+	}
+	es, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := row.Scan(&e.ID, &e.At, &e.KeyName, &e.Action, &e.Method, &e.Path, &e.Target, &e.Filter, &e.Count, &e.Status, &e.RequestID)
+		return e, err
+	})
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
+	}
+	if len(es) > p.Limit {
+		return es[:p.Limit], total, true, nil
+	}
+	return es, total, false, nil
+}

@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// ErrConflict is returned when a record exists but is in no state for the
+// change asked (a retry of a completed or already redelivered record).
+var ErrConflict = errors.New("record is in a conflicting state")
+
+// RetryableStates are the states an operator may retry a record from: a dead
+// letter or discard, or a record still waiting for an automatic retry (which
+// a manual retry brings forward). An available record was already redelivered
+// and its outcome is pending; retrying it again would only duplicate it.
+var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable}
+
+// retrySet is the one definition of a manual retry (DESIGN.md §3, OJS
+// dead-letter spec §6.1): available, attempt reset, redelivered as soon as the
+// scheduler sees it; the id and error history are kept.
+const retrySet = `state = 'available', attempt = 0, next_retry_at = now(), enqueued_at = now(),
+	exhaustion = NULL, discarded_at = NULL, updated_at = now()`
+
+// RetryParams is a manual retry of one record with optional changes.
+type RetryParams struct {
+	ID string
+	// Redelivery, when non-nil, replaces the record's pending redelivery
+	// changes (target topic, headers, edited value); the original key, value
+	// and headers stay as received.
+	Redelivery *dlq.Redelivery
+	// Meta is merged into the record's meta (jsonb ||) when non-empty.
+	Meta json.RawMessage
+	// Retry, when non-empty, replaces the record's effective retry policy,
+	// and MaxAttempts its max_attempts.
+	Retry       json.RawMessage
+	MaxAttempts int
+}
+
+// RetryRecord retries one record: ErrNotFound when it does not exist,
+// ErrConflict when its state does not allow a retry (see RetryableStates). A
+// record the scheduler is producing right now (its claim holds the row lock)
+// is waited for; by then it is available, which is a conflict.
+func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, error) {
+	redeliv, err := encodeRedelivery(p.Redelivery)
+	if err != nil {
+		return nil, fmt.Errorf("encode redelivery: %w", err)
+	}
+	var meta, retry []byte
+	if len(p.Meta) > 0 {
+		meta = p.Meta
+	}
+	if len(p.Retry) > 0 {
+		retry = p.Retry
+	}
+	q := fmt.Sprintf(`UPDATE redrive_record SET %s,
+		redelivery = CASE WHEN $2::jsonb IS NULL THEN redelivery ELSE $2::jsonb END,
+		meta = CASE WHEN $3::jsonb IS NULL THEN meta ELSE meta || $3::jsonb END,
+		retry = coalesce($4::jsonb, retry),
+		max_attempts = CASE WHEN $4::jsonb IS NULL THEN max_attempts ELSE $5 END
+		WHERE id = $1 AND state = ANY($6)
+		RETURNING %s`, retrySet, readColumns)
+	rows, err := s.pool.Query(ctx, q, p.ID, redeliv, meta, retry, p.MaxAttempts, stateStrings(RetryableStates))
+	if err != nil {
+		return nil, fmt.Errorf("retry record %s: %w", p.ID, err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanRecord)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.whyNot(ctx, p.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("retry record %s: %w", p.ID, err)
+	}
+	return &r, nil
+}
+
+// whyNot tells ErrNotFound from ErrConflict after a guarded update matched nothing.
+func (s *Store) whyNot(ctx context.Context, id string) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE id = $1)", id).Scan(&exists); err != nil {
+		return fmt.Errorf("look up record %s: %w", id, err)
+	}
+	if !exists {
+		return ErrNotFound
+	}
+	return ErrConflict
+}
+
+// DeleteRecord deletes one record, or returns ErrNotFound. A record the
+// scheduler is producing right now is waited for.
+func (s *Store) DeleteRecord(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_record WHERE id = $1", id)
+	if err != nil {
+		return fmt.Errorf("delete record %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.whyNot(ctx, id)
+	}
+	return nil
+}
+
+// BatchParams is one batch of a bulk operation.
+type BatchParams struct {
+	Filter Filter
+	// AfterID is the keyset cursor: only records with a greater id are touched.
+	AfterID string
+	// Limit is the most records touched.
+	Limit int
+}
+
+// BatchResult is what one batch did.
+type BatchResult struct {
+	// N is how many records were changed.
+	N int
+	// LastID is the greatest id changed, or "" when none was.
+	LastID string
+}
+
+// RetryBatch retries up to Limit matching records in id order, skipping rows
+// another transaction holds (FOR UPDATE SKIP LOCKED), such as the records the
+// scheduler is producing. Only RetryableStates are retried, whatever the filter says.
+func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
+	f := p.Filter
+	f.States = intersectStates(f.States, RetryableStates)
+	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING id")
+}
+
+// PurgeBatch deletes up to Limit matching records in id order, skipping rows
+// another transaction holds.
+func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
+	f := p.Filter
+	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING id")
+}
+
+func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter, stmt string) (BatchResult, error) {
+	cond, args := f.where(nil)
+	if p.AfterID != "" {
+		args = append(args, p.AfterID)
+		cond += fmt.Sprintf(" AND id > $%d", len(args))
+	}
+	args = append(args, p.Limit)
+	sel := fmt.Sprintf("SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED",
+		cond, len(args))
+	rows, err := tx.Query(ctx, fmt.Sprintf(stmt, sel), args...)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
+	}
+	res := BatchResult{N: len(ids)}
+	for _, id := range ids {
+		if id > res.LastID {
+			res.LastID = id
+		}
+	}
+	return res, nil
+}
+
+// CountRetryable counts the records a bulk retry with f would retry.
+func (s *Store) CountRetryable(ctx context.Context, f *Filter) (int64, error) {
+	g := *f
+	g.States = intersectStates(g.States, RetryableStates)
+	return s.Count(ctx, &g)
+}
+
+// RetryOldest retries up to n of the oldest records matching f (a
+// compatibility requeue) and returns their ids.
+func (s *Store) RetryOldest(ctx context.Context, f *Filter, n int) ([]string, error) {
+	g := *f
+	g.States = intersectStates(g.States, RetryableStates)
+	cond, args := g.where(nil)
+	args = append(args, n)
+	q := fmt.Sprintf(`UPDATE redrive_record SET %s WHERE id IN (
+		SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED) RETURNING id`,
+		retrySet, cond, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("requeue records: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("requeue records: %w", err)
+	}
+	return ids, nil
+}
+
+// Redelivered counts how many of ids were produced to Kafka at or after
+// their retry (redelivered_at set and next_retry_at cleared).
+func (s *Store) Redelivered(ctx context.Context, ids []string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM redrive_record
+		WHERE id = ANY($1) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL`, ids).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("check redelivery: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeAll deletes every record matching f in batches and returns how many.
+func (s *Store) PurgeAll(ctx context.Context, f *Filter) (int64, error) {
+	var total int64
+	for {
+		var res BatchResult
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			res, err = s.PurgeBatch(ctx, tx, &BatchParams{Filter: *f, Limit: 5000})
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += int64(res.N)
+		if res.N == 0 {
+			return total, nil
+		}
+	}
+}
+
+// intersectStates narrows want (nil: any) to allowed.
+func intersectStates(want, allowed []dlq.State) []dlq.State {
+	if len(want) == 0 {
+		return allowed
+	}
+	out := []dlq.State{}
+	for _, w := range want {
+		for _, a := range allowed {
+			if w == a {
+				out = append(out, w)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []dlq.State{"none"} // matches nothing
+	}
+	return out
+}
+
+func stateStrings(ss []dlq.State) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Stats are the counts behind GET /dead-letter/stats and the queue list.
+type Stats struct {
+	Total        int64
+	ByQueue      map[string]int64
+	ByErrorType  map[string]int64
+	ByState      map[string]int64
+	ByExhaustion map[string]int64
+	// ByQueueState counts per source topic and state ("dead_letter" and
+	// "discard" split discarded records by exhaustion).
+	ByQueueState map[string]map[string]int64
+	// OldestAt and NewestAt bound created_at; nil when there are no records.
+	OldestAt, NewestAt *time.Time
+}
+
+// Stats reads the record statistics from the count table, which triggers keep
+// current, restricted to one source topic when queue is not empty. It costs a
+// scan of a few hundred rows, whatever the number of records.
+func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
+	st := &Stats{ByQueue: map[string]int64{}, ByErrorType: map[string]int64{}, ByState: map[string]int64{},
+		ByExhaustion: map[string]int64{}, ByQueueState: map[string]map[string]int64{}}
+	rows, err := s.pool.Query(ctx, `SELECT queue, error_type, state, exhaustion, sum(n)::bigint FROM redrive_record_count
+		WHERE $1 = '' OR queue = $1 GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`, queue)
+	if err != nil {
+		return nil, fmt.Errorf("read stats: %w", err)
+	}
+	var q, et, state, exh string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&q, &et, &state, &exh, &n}, func() error {
+		st.Total += n
+		st.ByQueue[q] += n
+		st.ByErrorType[et] += n
+		st.ByState[state] += n
+		if exh != "" {
+			st.ByExhaustion[exh] += n
+		}
+		m := st.ByQueueState[q]
+		if m == nil {
+			m = map[string]int64{}
+			st.ByQueueState[q] = m
+		}
+		m[state] += n
+		if exh != "" {
+			m[exh] += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read stats: %w", err)
+	}
+	// min/max use the created_at index; for one topic, its (queue, id) index
+	// gives the first and last record stored (ids are time-ordered UUIDv7).
+	q = `SELECT min(created_at), max(created_at) FROM redrive_record`
+	var args []any
+	if queue != "" {
+		q = `SELECT (SELECT created_at FROM redrive_record WHERE id = (SELECT min(id) FROM redrive_record WHERE queue = $1)),
+			(SELECT created_at FROM redrive_record WHERE id = (SELECT max(id) FROM redrive_record WHERE queue = $1))`
+		args = append(args, queue)
+	}
+	if err := s.pool.QueryRow(ctx, q, args...).Scan(&st.OldestAt, &st.NewestAt); err != nil {
+		return nil, fmt.Errorf("read stats bounds: %w", err)
+	}
+	return st, nil
+}
+
+// CompactCounts folds the count table's rows into one per dimension tuple.
+// Writers only ever append to it, so this keeps Stats cheap; running it
+// concurrently with writers or with itself is safe (each run folds only the
+// rows its snapshot sees, and deletes what it folds).
+func (s *Store) CompactCounts(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM redrive_record_count RETURNING *)
+		INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, n)
+		SELECT queue, type, error_type, state, exhaustion, sum(n) FROM d
+		GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0`)
+	if err != nil {
+		return fmt.Errorf("compact record counts: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+// Package task runs background bulk operations (retry or purge by filter)
+// that the API creates. Tasks live in Postgres: any replica claims an open
+// task under a lease and works through it in batches, committing progress with
+// each batch, so a task survives restarts and moves to another replica when
+// its owner dies. A rate limit (records/s) keeps a million-record retry from
+// flooding a topic; small batches keep it from locking the table.
+//
+// It never decides which records a filter means: the API turns its filter
+// into a store.Filter when the task is created and this package decodes it.
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Config configures a Runner. Zero fields take the defaults noted.
+type Config struct {
+	// BatchSize is the most records per batch (one transaction). Default 500.
+	BatchSize int
+	// Lease is how long a claim lasts without progress. Default 30s.
+	Lease time.Duration
+	// Poll is how often to look for open tasks when not woken. Default 1s.
+	Poll time.Duration
+	// Decode turns a task's stored filter into a store filter. Required.
+	Decode func(json.RawMessage) (store.Filter, error)
+	// Wake is called after records were retried, so that the scheduler
+	// redelivers them promptly. Optional.
+	Wake func()
+	// Owner names this replica in leases. Default: hostname and pid.
+	Owner  string
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = 500
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.Owner == "" {
+		h, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s/%d/%s", h, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Wake == nil {
+		c.Wake = func() {}
+	}
+	return c
+}
+
+// Runner claims and runs tasks.
+type Runner struct {
+	cfg   Config
+	store *store.Store
+	log   *slog.Logger
+	kick  chan struct{}
+}
+
+// New returns a Runner on st.
+func New(cfg Config, st *store.Store) (*Runner, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Decode == nil {
+		return nil, errors.New("task: Decode is required")
+	}
+	if cfg.BatchSize < 1 || cfg.Lease <= 0 {
+		return nil, errors.New("task: BatchSize and Lease must be positive")
+	}
+	return &Runner{cfg: cfg, store: st, log: cfg.Logger.With("component", "task"), kick: make(chan struct{}, 1)}, nil
+}
+
+// Kick makes the runner look for tasks now (after one was created).
+func (r *Runner) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run works on tasks until ctx is done. A task interrupted by shutdown keeps
+// its progress and is released for any replica to resume.
+func (r *Runner) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Poll)
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			task, err := r.store.ClaimTask(ctx, r.cfg.Owner, r.cfg.Lease)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("claim task", "err", err)
+				}
+				break
+			}
+			r.work(ctx, task)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-r.kick:
+		}
+	}
+}
+
+// maxConsecutiveErrors fails a task that cannot make progress.
+const maxConsecutiveErrors = 10
+
+func (r *Runner) work(ctx context.Context, t *store.Task) {
+	log := r.log.With("task", t.ID, "kind", t.Kind)
+	log.Info("task claimed", "processed", t.Processed, "total", t.Total)
+	filter, err := r.cfg.Decode(t.Filter)
+	if err != nil {
+		_ = r.store.AddTaskError(ctx, t, "invalid stored filter: "+err.Error())
+		r.finish(ctx, t, store.TaskFailed, log)
+		return
+	}
+	if t.MaxID != nil {
+		filter.MaxID = *t.MaxID
+	}
+	batch := t.BatchSize
+	if batch <= 0 || batch > r.cfg.BatchSize {
+		batch = r.cfg.BatchSize
+	}
+	var lim *rate.Limiter
+	if t.RateLimit > 0 {
+		// A batch never asks for more than a second's worth of records, so
+		// the limiter's burst covers it and records flow evenly.
+		batch = max(1, min(batch, int(t.RateLimit)))
+		lim = rate.NewLimiter(rate.Limit(t.RateLimit), batch)
+	}
+	failures := 0
+	for {
+		if ctx.Err() != nil {
+			r.release(t, log)
+			return
+		}
+		cancel, err := r.store.TaskCancelRequested(ctx, t.ID)
+		if err == nil && cancel {
+			r.finish(ctx, t, store.TaskCancelled, log)
+			return
+		}
+		if lim != nil {
+			if err := lim.WaitN(ctx, batch); err != nil {
+				r.release(t, log)
+				return
+			}
+		}
+		cursor := ""
+		if t.CursorID != nil {
+			cursor = *t.CursorID
+		}
+		p := &store.BatchParams{Filter: filter, AfterID: cursor, Limit: batch}
+		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx pgx.Tx) (store.BatchResult, error) {
+			if t.Kind == store.TaskPurge {
+				return r.store.PurgeBatch(ctx, tx, p)
+			}
+			return r.store.RetryBatch(ctx, tx, p)
+		})
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			log.Warn("task lease lost; another replica has it")
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				r.release(t, log)
+				return
+			}
+			failures++
+			log.Warn("task batch failed", "err", err, "consecutive", failures)
+			_ = r.store.AddTaskError(ctx, t, err.Error())
+			if failures >= maxConsecutiveErrors {
+				r.finish(ctx, t, store.TaskFailed, log)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
+			}
+			continue
+		}
+		failures = 0
+		t = nt
+		if res.N > 0 && t.Kind == store.TaskRetry {
+			r.cfg.Wake()
+		}
+		if res.N == 0 {
+			r.finish(ctx, t, store.TaskCompleted, log)
+			return
+		}
+	}
+}
+
+func (r *Runner) finish(ctx context.Context, t *store.Task, state string, log *slog.Logger) {
+	if _, err := r.store.FinishTask(context.WithoutCancel(ctx), t, state); err != nil {
+		log.Warn("finish task", "state", state, "err", err)
+		return
+	}
+	log.Info("task finished", "state", state)
+}
+
+func (r *Runner) release(t *store.Task, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.store.ReleaseTask(ctx, t); err != nil {
+		log.Warn("release task", "err", err)
+		return
+	}
+	log.Info("task released for resumption", "processed", t.Processed)
+}
