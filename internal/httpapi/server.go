@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
@@ -55,6 +57,11 @@ type Config struct {
 	KickTasks func()
 	// NextPruneAt is when the pruner runs next; nil or returning nil shows null.
 	NextPruneAt func() *time.Time
+	// Events streams lifecycle events at /events (SSE); nil answers 503.
+	Events *events.Broker
+	// Replay lists the policy files' replay rules and runs a pass after one
+	// changes through the API. Optional.
+	Replay *maintenance.Replayer
 	// RequeueWait bounds how long the compatibility requeue routes wait for
 	// the scheduler to produce the records. Default 10s.
 	RequeueWait time.Duration
@@ -111,7 +118,7 @@ func New(cfg Config) *Server {
 	}
 	api := e.Group(BasePath)
 	api.GET("/openapi.json", s.openAPI)
-	for _, r := range s.apiRoutes() {
+	for _, r := range append(s.apiRoutes(), s.maintenanceRoutes()...) {
 		s.add(api, BasePath, r)
 	}
 	compat := e.Group(CompatPath)

@@ -1,0 +1,288 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/maintenance"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// replayRuleJSON is a replay rule on the wire (OJS dead-letter spec §7.1 plus
+// rate_limit and window). Rules from policy files are listed with source
+// "policy" and the queues they apply to; they are read-only here.
+type replayRuleJSON struct {
+	Name       string          `json:"name"`
+	Filter     map[string]any  `json:"filter"`
+	Delay      policy.Duration `json:"delay"`
+	MaxReplays int             `json:"max_replays"`
+	Enabled    bool            `json:"enabled"`
+	RateLimit  float64         `json:"rate_limit"`
+	Window     *windowJSON     `json:"window"`
+	Source     string          `json:"source"`
+	Queues     []string        `json:"queues,omitempty"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time      `json:"updated_at,omitempty"`
+}
+
+type windowJSON struct {
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	TimeZone string `json:"time_zone,omitempty"`
+}
+
+// replayRuleBody is the body of POST and PUT: name, filter, delay and
+// max_replays are required; enabled defaults to true, rate_limit to 0
+// (unlimited), window to none.
+type replayRuleBody struct {
+	Name       string         `json:"name"`
+	Filter     map[string]any `json:"filter"`
+	Delay      *string        `json:"delay"`
+	MaxReplays *int           `json:"max_replays"`
+	Enabled    *bool          `json:"enabled"`
+	RateLimit  *float64       `json:"rate_limit"`
+	Window     *windowJSON    `json:"window"`
+}
+
+func (s *Server) listReplayRules(c echo.Context) error {
+	ctx := c.Request().Context()
+	var items []replayRuleJSON
+	if s.cfg.Replay != nil {
+		rules, err := s.cfg.Replay.Rules(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if r.Source == maintenance.SourcePolicy {
+				items = append(items, policyRuleJSON(r))
+			}
+		}
+	}
+	stored, err := s.store.ListReplayRules(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range stored {
+		items = append(items, storedRuleJSON(&stored[i]))
+	}
+	if items == nil {
+		items = []replayRuleJSON{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": map[string]any{
+		"total": len(items), "limit": len(items), "has_more": false}})
+}
+
+func (s *Server) getReplayRule(c echo.Context) error {
+	name := c.Param("name")
+	r, err := s.store.GetReplayRule(c.Request().Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		if pr, ok, perr := s.policyRule(c, name); perr != nil {
+			return perr
+		} else if ok {
+			return c.JSON(http.StatusOK, policyRuleJSON(pr))
+		}
+		return notFound(fmt.Sprintf("replay rule %q not found", name))
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, storedRuleJSON(r))
+}
+
+func (s *Server) createReplayRule(c echo.Context) error {
+	r, err := s.decodeReplayRule(c, "")
+	if err != nil {
+		return err
+	}
+	noteAudit(c, r.Name, nil, nil)
+	if err := s.refusePolicyRule(c, r.Name); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	r.CreatedAt, r.UpdatedAt = now, now
+	if err := s.store.CreateReplayRule(c.Request().Context(), r); errors.Is(err, store.ErrRuleExists) {
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("replay rule %q already exists; use PUT to change it", r.Name), Details: map[string]any{"name": r.Name}}
+	} else if err != nil {
+		return err
+	}
+	s.triggerReplay()
+	return c.JSON(http.StatusCreated, storedRuleJSON(r))
+}
+
+func (s *Server) putReplayRule(c echo.Context) error {
+	name := c.Param("name")
+	r, err := s.decodeReplayRule(c, name)
+	if err != nil {
+		return err
+	}
+	if err := s.refusePolicyRule(c, name); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	r.UpdatedAt = time.Now().UTC()
+	status := http.StatusOK
+	err = s.store.UpdateReplayRule(ctx, r)
+	if errors.Is(err, store.ErrNotFound) {
+		r.CreatedAt, status = r.UpdatedAt, http.StatusCreated
+		err = s.store.CreateReplayRule(ctx, r)
+	}
+	if err != nil {
+		return err
+	}
+	saved, err := s.store.GetReplayRule(ctx, name)
+	if err != nil {
+		return err
+	}
+	s.triggerReplay()
+	return c.JSON(status, storedRuleJSON(saved))
+}
+
+func (s *Server) deleteReplayRule(c echo.Context) error {
+	name := c.Param("name")
+	if err := s.refusePolicyRule(c, name); err != nil {
+		return err
+	}
+	if err := s.store.DeleteReplayRule(c.Request().Context(), name); errors.Is(err, store.ErrNotFound) {
+		return notFound(fmt.Sprintf("replay rule %q not found", name))
+	} else if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "name": name})
+}
+
+func (s *Server) triggerReplay() {
+	if s.cfg.Replay != nil {
+		s.cfg.Replay.Trigger()
+	}
+}
+
+// policyRule finds a rule of the policy files by name.
+func (s *Server) policyRule(c echo.Context, name string) (maintenance.Rule, bool, error) {
+	if s.cfg.Replay == nil {
+		return maintenance.Rule{}, false, nil
+	}
+	rules, err := s.cfg.Replay.Rules(c.Request().Context())
+	if err != nil {
+		return maintenance.Rule{}, false, err
+	}
+	for _, r := range rules {
+		if r.Source == maintenance.SourcePolicy && r.Name == name {
+			return r, true, nil
+		}
+	}
+	return maintenance.Rule{}, false, nil
+}
+
+// refusePolicyRule answers 409 for a rule the policy files declare.
+func (s *Server) refusePolicyRule(c echo.Context, name string) error {
+	_, ok, err := s.policyRule(c, name)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("replay rule %q is declared in the policy files; change it there", name), Details: map[string]any{"name": name}}
+	}
+	return nil
+}
+
+// decodeReplayRule reads and validates a POST or PUT body; pathName is the
+// name in the path for PUT.
+func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.ReplayRule, error) {
+	raw, err := readBody(c, false)
+	if err != nil {
+		return nil, err
+	}
+	var b replayRuleBody
+	if err := decodeStrict(raw, &b); err != nil {
+		return nil, err
+	}
+	if pathName != "" {
+		if b.Name != "" && b.Name != pathName {
+			return nil, invalidParam("name", fmt.Sprintf("%q differs from the name in the path %q", b.Name, pathName))
+		}
+		b.Name = pathName
+	}
+	switch {
+	case strings.TrimSpace(b.Name) == "":
+		return nil, invalidParam("name", "required")
+	case len(b.Name) > 200:
+		return nil, invalidParam("name", "longer than 200 characters")
+	case b.Filter == nil:
+		return nil, invalidParam("filter", "required: an object such as {\"error_type\": \"ConnectionError\"} ({} matches every dead letter)")
+	case b.Delay == nil:
+		return nil, invalidParam("delay", "required: an ISO 8601 duration such as PT1H")
+	case b.MaxReplays == nil:
+		return nil, invalidParam("max_replays", "required: an integer >= 1")
+	case *b.MaxReplays < 1:
+		return nil, invalidParam("max_replays", fmt.Sprintf("must be >= 1, got %d (set enabled: false to turn a rule off)", *b.MaxReplays))
+	case b.RateLimit != nil && *b.RateLimit < 0:
+		return nil, invalidParam("rate_limit", fmt.Sprintf("must be >= 0 (replays per second, 0 = unlimited), got %v", *b.RateLimit))
+	}
+	if _, err := maintenance.ParseFilter(b.Filter); err != nil {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		return nil, invalidParam(field, msg)
+	}
+	delay, err := policy.ParseDuration(*b.Delay)
+	if err != nil || delay < 0 {
+		return nil, invalidParam("delay", fmt.Sprintf("%q is not an ISO 8601 duration (e.g. PT1H, P1D)", *b.Delay))
+	}
+	r := &store.ReplayRule{Name: b.Name, Delay: delay, MaxReplays: *b.MaxReplays, Enabled: true, TimeZone: "UTC"}
+	r.Filter, _ = json.Marshal(b.Filter)
+	if b.Enabled != nil {
+		r.Enabled = *b.Enabled
+	}
+	if b.RateLimit != nil {
+		r.RateLimit = *b.RateLimit
+	}
+	if w := b.Window; w != nil {
+		if w.TimeZone != "" {
+			r.TimeZone = w.TimeZone
+		}
+		if _, err := maintenance.ParseWindow(w.Start, w.End, r.TimeZone); err != nil {
+			field, msg, _ := strings.Cut(err.Error(), ": ")
+			return nil, invalidParam(field, msg)
+		}
+		r.WindowStart, r.WindowEnd = w.Start, w.End
+	}
+	return r, nil
+}
+
+func storedRuleJSON(r *store.ReplayRule) replayRuleJSON {
+	out := replayRuleJSON{Name: r.Name, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+		RateLimit: r.RateLimit, Source: maintenance.SourceAPI, CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt}
+	_ = json.Unmarshal(r.Filter, &out.Filter)
+	if r.WindowStart != "" {
+		out.Window = &windowJSON{Start: r.WindowStart, End: r.WindowEnd, TimeZone: r.TimeZone}
+	}
+	return out
+}
+
+func policyRuleJSON(r maintenance.Rule) replayRuleJSON {
+	f := map[string]any{}
+	if r.Filter.Queue != "" {
+		f["queue"] = r.Filter.Queue
+	}
+	if r.Filter.Type != "" {
+		f["type"] = r.Filter.Type
+	}
+	if r.Filter.ErrorType != "" {
+		f["error_type"] = r.Filter.ErrorType
+	}
+	if !r.Filter.Since.IsZero() {
+		f["since"] = r.Filter.Since
+	}
+	if !r.Filter.Until.IsZero() {
+		f["until"] = r.Filter.Until
+	}
+	return replayRuleJSON{Name: r.Name, Filter: f, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays,
+		Enabled: r.Enabled, Source: maintenance.SourcePolicy, Queues: r.Queues}
+}
