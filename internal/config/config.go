@@ -22,6 +22,9 @@ type Config struct {
 	HTTPAddr       string
 	PoliciesDir    string
 	ArchiveTopic   string
+	EventsTopic    string
+	PruneInterval  time.Duration
+	ReplayInterval time.Duration
 	APIKeysFile    string
 	AuthDisabled   bool
 	MigrateOnStart bool
@@ -68,6 +71,9 @@ var Settings = []Setting{
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
+	{"REDRIVE_EVENTS_TOPIC", "events-topic", "", "Topic lifecycle events are produced to: empty for \"<first dlq topic>.events\", \"off\" to disable (the SSE stream stays on).", setString(func(c *Config) *string { return &c.EventsTopic })},
+	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
+	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
 	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without API keys (dev only; serve refuses to start without a keys file otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
 	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
