@@ -55,6 +55,7 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	metrics  *metrics.Metrics
+	maint    *maint // events, pruner, replay rules, gauges
 }
 
 // New connects to Postgres, checks (or applies) migrations, creates the ingest
@@ -105,7 +106,7 @@ func (a *App) init(ctx context.Context) error {
 	}
 	a.sched, err = redeliver.New(redeliver.Config{
 		Brokers:         cfg.KafkaBrokers,
-		ClientOpts:      kopts,
+		ClientOpts:      a.clientOpts(kopts, "redeliver"),
 		Policies:        a.queues,
 		ArchiveTopic:    archiveTopic(cfg.ArchiveTopic),
 		ArchiveDisabled: cfg.ArchiveTopic == config.Off,
@@ -122,7 +123,7 @@ func (a *App) init(ctx context.Context) error {
 		Group:      cfg.Group,
 		Policies:   a.queues,
 		Wake:       a.sched.Wake,
-		ClientOpts: kopts,
+		ClientOpts: a.clientOpts(kopts, "ingest"),
 		Now:        a.opts.Now,
 		Logger:     a.log,
 		Metrics:    a.metrics,
@@ -136,6 +137,10 @@ func (a *App) init(ctx context.Context) error {
 		a.sched.Close()
 		return err
 	}
+	if err := a.initMaintenance(kopts); err != nil {
+		a.sched.Close()
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
 		Store:        st,
 		Queues:       a.queues,
@@ -143,6 +148,9 @@ func (a *App) init(ctx context.Context) error {
 		AuthDisabled: cfg.AuthDisabled,
 		Wake:         a.sched.Wake,
 		KickTasks:    a.tasks.Kick,
+		NextPruneAt:  a.maint.pruner.NextPruneAt,
+		Events:       a.maint.events.Broker(),
+		Replay:       a.maint.replayer,
 		Registry:     a.metrics.Registry,
 		Logger:       a.log,
 		Ready: []httpapi.Check{
@@ -201,6 +209,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
 	g.Go(func() error { a.queues.Run(gctx, 3*time.Second); return nil })
 	g.Go(func() error { return a.tasks.Run(gctx) })
+	a.runMaintenance(gctx, g)
 	g.Go(func() error { a.compactCounts(gctx, 5*time.Second); return nil })
 	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
 	g.Go(func() error {

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/maintenance"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/policy"
+)
+
+// maint holds the background upkeep: lifecycle events, the pruner, replay
+// rules and the gauges read from Postgres and Kafka.
+type maint struct {
+	events       *events.Publisher
+	eventsClient *kgo.Client // nil when the events topic is off
+	pruneClient  *kgo.Client // produces pruned records to archive topics
+	pruner       *maintenance.Pruner
+	replayer     *maintenance.Replayer
+	gauges       *maintenance.Gauges
+}
+
+// clientOpts returns kopts plus the kprom hooks exporting the client's metrics
+// as client=name. It never aliases kopts.
+func (a *App) clientOpts(kopts []kgo.Opt, name string) []kgo.Opt {
+	return slices.Concat(kopts, []kgo.Opt{metrics.KafkaClientOpts(a.metrics.Registry, name)})
+}
+
+// EventsTopic is the events topic the setting names: empty means
+// "<first dlq topic>.events", "off" none.
+func EventsTopic(cfg config.Config) string {
+	switch cfg.EventsTopic {
+	case config.Off:
+		return ""
+	case "":
+		return cfg.DLQTopics[0] + ".events"
+	}
+	return cfg.EventsTopic
+}
+
+// initMaintenance creates the events publisher and the maintenance services.
+// It needs a.store, a.queues, a.sched and a.ingester.
+func (a *App) initMaintenance(kopts []kgo.Opt) error {
+	cfg := a.opts.Config
+	m := &maint{}
+	a.maint = m
+	if a.opts.Now != nil {
+		a.metrics.DeadLetter.SetClock(a.opts.Now)
+	}
+	topic := EventsTopic(cfg)
+	var err error
+	if topic != "" {
+		m.eventsClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "events"), events.ProducerOpts())...)
+		if err != nil {
+			return fmt.Errorf("events producer: %w", err)
+		}
+	}
+	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events})
+
+	resolve := func(q string) policy.Topic { return a.queues.Resolve(q, "") }
+	var archive *kgo.Client
+	if cfg.ArchiveTopic != config.Off {
+		m.pruneClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "pruner"))...)
+		if err != nil {
+			m.close()
+			return fmt.Errorf("pruner archive producer: %w", err)
+		}
+		archive = m.pruneClient
+	}
+	name := archiveTopic(cfg.ArchiveTopic)
+	m.pruner, err = maintenance.NewPruner(maintenance.PrunerConfig{
+		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval, Archive: archive,
+		ArchiveTopic: func(r *dlq.Record) string { return name(r.DLQ.Topic) },
+		Events:       m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+	})
+	if err != nil {
+		m.close()
+		return err
+	}
+	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
+		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
+		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+	})
+	if err != nil {
+		m.close()
+		return err
+	}
+	m.gauges, err = maintenance.NewGauges(maintenance.GaugesConfig{
+		Store: a.store, Metrics: a.metrics.DeadLetter, Admin: kadm.NewClient(a.ingester.Client()),
+		Group: cfg.Group, Topics: cfg.DLQTopics, Logger: a.log,
+	})
+	if err != nil {
+		m.close()
+		return err
+	}
+	return nil
+}
+
+func (m *maint) close() {
+	if m.eventsClient != nil {
+		m.eventsClient.Close()
+	}
+	if m.pruneClient != nil {
+		m.pruneClient.Close()
+	}
+}
+
+// runMaintenance starts the services on g; they stop when ctx ends.
+func (a *App) runMaintenance(ctx context.Context, g *errgroup.Group) {
+	m := a.maint
+	g.Go(func() error {
+		if m.eventsClient != nil {
+			defer m.eventsClient.Close()
+		}
+		return m.events.Run(ctx)
+	})
+	g.Go(func() error {
+		if m.pruneClient != nil {
+			defer m.pruneClient.Close()
+		}
+		return m.pruner.Run(ctx)
+	})
+	g.Go(func() error { return m.replayer.Run(ctx) })
+	g.Go(func() error { return m.gauges.Run(ctx) })
+}
+
+// Events is the App's lifecycle-event publisher (for components that emit events).
+func (a *App) Events() *events.Publisher { return a.maint.events }
+
+// Pruner is the App's pruner (tests drive it with RunOnce).
+func (a *App) Pruner() *maintenance.Pruner { return a.maint.pruner }
+
+// Replayer is the App's replay-rules engine (tests drive it with RunOnce).
+func (a *App) Replayer() *maintenance.Replayer { return a.maint.replayer }
+
+// Gauges refreshes the gauges read from Postgres and Kafka (tests call RunOnce).
+func (a *App) Gauges() *maintenance.Gauges { return a.maint.gauges }
