@@ -104,6 +104,9 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
 	}
+	if err := a.initEvents(kopts); err != nil {
+		return err
+	}
 	a.sched, err = redeliver.New(redeliver.Config{
 		Brokers:         cfg.KafkaBrokers,
 		ClientOpts:      a.clientOpts(kopts, "redeliver"),
@@ -123,6 +126,7 @@ func (a *App) init(ctx context.Context) error {
 		Group:      cfg.Group,
 		Policies:   a.queues,
 		Wake:       a.sched.Wake,
+		Events:     a.maint.events,
 		ClientOpts: a.clientOpts(kopts, "ingest"),
 		Now:        a.opts.Now,
 		Logger:     a.log,
@@ -149,7 +153,7 @@ func (a *App) init(ctx context.Context) error {
 		Wake:         a.sched.Wake,
 		KickTasks:    a.tasks.Kick,
 		NextPruneAt:  a.maint.pruner.NextPruneAt,
-		Events:       a.maint.events.Broker(),
+		Events:       a.maint.events,
 		Replay:       a.maint.replayer,
 		Registry:     a.metrics.Registry,
 		Logger:       a.log,

@@ -46,9 +46,9 @@ func EventsTopic(cfg config.Config) string {
 	return cfg.EventsTopic
 }
 
-// initMaintenance creates the events publisher and the maintenance services.
-// It needs a.store, a.queues, a.sched and a.ingester.
-func (a *App) initMaintenance(kopts []kgo.Opt) error {
+// initEvents creates the lifecycle-event publisher (before the components
+// that publish).
+func (a *App) initEvents(kopts []kgo.Opt) error {
 	cfg := a.opts.Config
 	m := &maint{}
 	a.maint = m
@@ -56,15 +56,23 @@ func (a *App) initMaintenance(kopts []kgo.Opt) error {
 		a.metrics.DeadLetter.SetClock(a.opts.Now)
 	}
 	topic := EventsTopic(cfg)
-	var err error
 	if topic != "" {
+		var err error
 		m.eventsClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "events"), events.ProducerOpts())...)
 		if err != nil {
 			return fmt.Errorf("events producer: %w", err)
 		}
 	}
 	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events})
+	return nil
+}
 
+// initMaintenance creates the maintenance services. It needs a.store,
+// a.queues, a.sched, a.ingester and initEvents.
+func (a *App) initMaintenance(kopts []kgo.Opt) error {
+	cfg := a.opts.Config
+	m := a.maint
+	var err error
 	resolve := func(q string) policy.Topic { return a.queues.Resolve(q, "") }
 	var archive *kgo.Client
 	if cfg.ArchiveTopic != config.Off {

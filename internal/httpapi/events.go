@@ -29,8 +29,8 @@ func (s *Server) streamEvents(c echo.Context) error {
 	if err != nil {
 		return invalidParam("type", err.Error()[len("type: "):])
 	}
-	if s.cfg.Events == nil {
+	if s.cfg.Events.Broker() == nil {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError, Message: "events are not enabled on this server"}
 	}
-	return events.ServeSSE(c.Response(), c.Request(), s.cfg.Events, f)
+	return events.ServeSSE(c.Response(), c.Request(), s.cfg.Events.Broker(), f)
 }

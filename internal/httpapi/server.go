@@ -57,8 +57,10 @@ type Config struct {
 	KickTasks func()
 	// NextPruneAt is when the pruner runs next; nil or returning nil shows null.
 	NextPruneAt func() *time.Time
-	// Events streams lifecycle events at /events (SSE); nil answers 503.
-	Events *events.Broker
+	// Events publishes lifecycle events (handlers emit dead_letter.retried,
+	// .deleted and queue.*) and streams them at /events (SSE). Nil: nothing
+	// is published and /events answers 503.
+	Events *events.Publisher
 	// Replay lists the policy files' replay rules and runs a pass after one
 	// changes through the API. Optional.
 	Replay *maintenance.Replayer
