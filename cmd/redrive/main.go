@@ -31,7 +31,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), benchCmd())
+	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), benchCmd(), policyCmd())
 	return root
 }
 

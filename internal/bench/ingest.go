@@ -73,15 +73,9 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 		return err
 	}
 	defer cl.Close()
-	pad := make([]byte, size)
 	var firstErr error
 	for i := range n {
-		_, _ = rand.Read(pad[:size/2])
-		value := fmt.Appendf(nil, `{"order_id":%d,"pad":"%s"}`, i, hex.EncodeToString(pad[:size/2]))
-		value = value[:min(len(value), size)]
-		if len(value) < size {
-			value = append(value, bytes.Repeat([]byte(" "), size-len(value))...)
-		}
+		value := distinctValue(i, size)
 		src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i), Value: value,
 			Timestamp: time.Now(), Headers: []kgo.RecordHeader{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
 		rec := envelope.Encode(src, envelope.FailureInfo{
@@ -164,4 +158,17 @@ func counterValue(c prometheus.Counter) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// distinctValue is a JSON value of exactly size bytes, random enough not to
+// compress: equal values would compress to nothing and flatter the figures.
+func distinctValue(i, size int) []byte {
+	pad := make([]byte, size/2)
+	_, _ = rand.Read(pad)
+	value := fmt.Appendf(nil, `{"order_id":%d,"pad":"%s"}`, i, hex.EncodeToString(pad))
+	value = value[:min(len(value), size)]
+	if len(value) < size {
+		value = append(value, bytes.Repeat([]byte(" "), size-len(value))...)
+	}
+	return value
 }

@@ -224,14 +224,11 @@ func (s *Scheduler) redeliverQueue(ctx context.Context, queue string, t policy.T
 	out := make([]*kgo.Record, len(claim.Records))
 	for i := range claim.Records {
 		r := &claim.Records[i]
-		out[i] = envelope.Redelivery(r, target(r, t), partition(r, t), r.Attempt+1, now)
+		out[i] = envelope.Redelivery(r, target(r, t), partition(r, t), r.Attempt, now)
 	}
 	ok, failed := s.produce(ctx, claim.Records, out)
 	if s.afterProduce != nil {
 		s.afterProduce()
-	}
-	if err := claim.Redelivered(ctx, ok, now); err != nil {
-		return 0, err
 	}
 	if err := claim.Postpone(ctx, failed, now.Add(s.cfg.RetryBackoff)); err != nil {
 		return 0, err

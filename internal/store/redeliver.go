@@ -57,32 +57,86 @@ func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.T
 	return out, rows.Err()
 }
 
-// Claim holds due records for redelivery. The records stay locked (the lease)
-// until Complete or Abort; if the holder dies, Postgres ends its session and
-// the records are due again at once — a crash between produce and Complete
-// redelivers them again rather than losing them. LeaseTimeout bounds how long
-// a hung holder can keep them (idle_in_transaction_session_timeout).
+// Claim holds records for redelivery or archiving. The records stay locked
+// (the lease) until Commit or Abort; if the holder dies, Postgres ends its
+// session, the claim rolls back and the records are due again at once — a crash
+// between produce and Commit redelivers them again rather than losing them.
+// The lease bounds how long a hung holder can keep them
+// (idle_in_transaction_session_timeout).
 type Claim struct {
 	tx      pgx.Tx
 	Records []dlq.Record
+	prior   map[string]prior // ClaimDue: each record's state before the claim
+}
+
+// prior is what ClaimDue changed, so Postpone can undo it.
+type prior struct {
+	state         string
+	redeliveredAt *time.Time
 }
 
 // ClaimDue locks up to limit records of queue due at now, skipping records
-// other claims hold. An empty claim is already finished.
+// other claims hold, and marks them redelivered at now — state available,
+// attempt + 1, nothing waiting — within the claim: one statement, the same work
+// as a bare claim-and-update. Produce them, Postpone those whose produce
+// failed, then Commit. The records carry only what a redelivery needs (no error
+// history, policy or meta), with Attempt already the new attempt and
+// NextRetryAt the time they were due. An empty claim is already finished.
 func (s *Store) ClaimDue(ctx context.Context, queue string, now time.Time, limit int, lease time.Duration) (*Claim, error) {
-	return s.claim(ctx, lease, fmt.Sprintf(`SELECT %s FROM redrive_record
-		WHERE queue = $1 AND next_retry_at <= $2
-		ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED`, readColumns), queue, now, limit)
+	c, err := s.claim(ctx, lease, scanForRedelivery, `
+		WITH due AS (
+			SELECT id, state, next_retry_at, redelivered_at FROM redrive_record
+			WHERE queue = $1 AND next_retry_at <= $2
+			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		UPDATE redrive_record r
+		SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+		    discarded_at = NULL, redelivered_at = $2, updated_at = $2
+		FROM due WHERE r.id = due.id
+		RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
+		          r.redelivery, due.next_retry_at, due.state, due.redelivered_at`, queue, now, limit)
+	if err != nil || len(c.Records) == 0 {
+		return c, err
+	}
+	c.prior = make(map[string]prior, len(c.Records))
+	for i := range c.Records {
+		r := &c.Records[i]
+		c.prior[r.ID] = prior{state: string(r.State), redeliveredAt: r.RedeliveredAt}
+		r.State, r.RedeliveredAt = dlq.StateAvailable, &now
+	}
+	return c, nil
+}
+
+// scanForRedelivery reads the columns ClaimDue returns.
+func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, error) {
+	var (
+		r                dlq.Record
+		format, state    string
+		headers, redeliv []byte
+	)
+	if err := row.Scan(&r.ID, &r.Queue, &format, &r.Attempt, &r.Source.Partition,
+		&r.Key, &r.Value, &headers, &redeliv, &r.NextRetryAt, &state, &r.RedeliveredAt); err != nil {
+		return r, err
+	}
+	r.Format, r.State = dlq.Format(format), dlq.State(state)
+	if r.Format != dlq.FormatUnparseable {
+		r.Source.Topic = r.Queue
+	}
+	var err error
+	if r.Headers, err = decodeHeaders(headers); err != nil {
+		return r, err
+	}
+	r.Redelivery, err = decodeRedelivery(redeliv)
+	return r, err
 }
 
 // ClaimArchive locks up to limit records waiting to be copied to the archive
 // topic: discarded and not archived since.
 func (s *Store) ClaimArchive(ctx context.Context, limit int, lease time.Duration) (*Claim, error) {
-	return s.claim(ctx, lease, fmt.Sprintf(`SELECT %s FROM redrive_record
+	return s.claim(ctx, lease, scanRecord, fmt.Sprintf(`SELECT %s FROM redrive_record
 		WHERE state = 'discarded' AND archived_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, readColumns), limit)
 }
 
-func (s *Store) claim(ctx context.Context, lease time.Duration, query string, args ...any) (*Claim, error) {
+func (s *Store) claim(ctx context.Context, lease time.Duration, scan pgx.RowToFunc[dlq.Record], query string, args ...any) (*Claim, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim: begin: %w", err)
@@ -96,7 +150,7 @@ func (s *Store) claim(ctx context.Context, lease time.Duration, query string, ar
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("claim records: %w", err)
 	}
-	recs, err := pgx.CollectRows(rows, scanRecord)
+	recs, err := pgx.CollectRows(rows, scan)
 	if err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, fmt.Errorf("claim records: %w", err)
@@ -108,28 +162,19 @@ func (s *Store) claim(ctx context.Context, lease time.Duration, query string, ar
 	return c, nil
 }
 
-// Redelivered marks records produced to their topic at `at`: state available,
-// attempt + 1, nothing waiting any more.
-func (c *Claim) Redelivered(ctx context.Context, ids []string, at time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := c.tx.Exec(ctx, `UPDATE redrive_record
-		SET state = 'available', attempt = attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-		    discarded_at = NULL, redelivered_at = $2, updated_at = $2
-		WHERE id = ANY($1)`, ids, at)
-	if err != nil {
-		return fmt.Errorf("mark redelivered: %w", err)
-	}
-	return nil
-}
-
-// Postpone makes records due again at `at` (their produce failed).
+// Postpone undoes ClaimDue for records whose produce failed: they are due
+// again at `at`, in the state and attempt they had.
 func (c *Claim) Postpone(ctx context.Context, ids []string, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET next_retry_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
+	batch := &pgx.Batch{}
+	for _, id := range ids {
+		p := c.prior[id]
+		batch.Queue(`UPDATE redrive_record SET state = $2, attempt = attempt - 1, next_retry_at = $3, redelivered_at = $4
+			WHERE id = $1`, id, p.state, at, p.redeliveredAt)
+	}
+	if err := c.tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("postpone redelivery: %w", err)
 	}
 	return nil

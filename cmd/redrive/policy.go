@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/internal/policy"
+)
+
+func policyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Check policy files and show the effective policy of a topic",
+	}
+	cmd.AddCommand(policyValidateCmd(), policyExplainCmd())
+	return cmd
+}
+
+// defaultPoliciesDir is REDRIVE_POLICIES_DIR, else "policies".
+func defaultPoliciesDir() string {
+	if dir, ok := os.LookupEnv("REDRIVE_POLICIES_DIR"); ok && dir != "" {
+		return dir
+	}
+	return "policies"
+}
+
+func policyValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [DIR]",
+		Short: "Load every policy file in DIR (default: REDRIVE_POLICIES_DIR or ./policies) and report every problem",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := defaultPoliciesDir()
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			set, err := policy.LoadDir(dir)
+			if err != nil {
+				return err
+			}
+			topics := set.Topics()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d file(s), %d topic entr(ies): valid\n", dir, len(set.Files()), len(topics))
+			return nil
+		},
+	}
+}
+
+func policyExplainCmd() *cobra.Command {
+	var dir, typ string
+	cmd := &cobra.Command{
+		Use:   "explain TOPIC",
+		Short: "Print the effective merged policy of TOPIC and its delay schedule (without jitter)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, err := policy.LoadDir(dir)
+			if err != nil {
+				return err
+			}
+			return policy.Explain(set.Resolve(args[0], typ), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&dir, "policies", defaultPoliciesDir(), "policy directory")
+	cmd.Flags().StringVar(&typ, "type", "", "record (event/job) type, for per-type overrides")
+	return cmd
+}
