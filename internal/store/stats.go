@@ -62,8 +62,8 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 	q = `SELECT min(created_at), max(created_at) FROM redrive_record`
 	var args []any
 	if queue != "" {
-		q = `SELECT (SELECT created_at FROM redrive_record WHERE id = (SELECT min(id) FROM redrive_record WHERE queue = $1)),
-			(SELECT created_at FROM redrive_record WHERE id = (SELECT max(id) FROM redrive_record WHERE queue = $1))`
+		q = `SELECT (SELECT created_at FROM redrive_record WHERE queue = $1 ORDER BY queue, id LIMIT 1),
+			(SELECT created_at FROM redrive_record WHERE queue = $1 ORDER BY queue DESC, id DESC LIMIT 1)`
 		args = append(args, queue)
 	}
 	if err := s.pool.QueryRow(ctx, q, args...).Scan(&st.OldestAt, &st.NewestAt); err != nil {
