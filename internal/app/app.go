@@ -49,6 +49,7 @@ type App struct {
 	ingester *ingest.Ingester
 	sched    *redeliver.Scheduler
 	policies *policy.Watcher
+	hangup   chan os.Signal
 	queues   *queue.Resolver // API topic configs over the policy files
 	tasks    *task.Runner
 	store    *store.Store
@@ -75,6 +76,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a := &App{opts: opts, log: log, pool: pool, metrics: metrics.New()}
 	if err := a.init(ctx); err != nil {
+		if a.hangup != nil {
+			signal.Stop(a.hangup)
+		}
 		pool.Close()
 		return nil, err
 	}
@@ -95,6 +99,10 @@ func (a *App) init(ctx context.Context) error {
 	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
+	// Registered now, not in Run: a SIGHUP that arrives in between must reload
+	// the policies, not kill the process.
+	a.hangup = make(chan os.Signal, 1)
+	signal.Notify(a.hangup, syscall.SIGHUP)
 	keys, err := apiKeys(cfg, a.log)
 	if err != nil {
 		return err
@@ -239,14 +247,12 @@ func (a *App) Run(ctx context.Context) error {
 // reloadOnHangup reloads the policy files on SIGHUP; a broken file keeps the
 // last good policies (the watcher logs why).
 func (a *App) reloadOnHangup(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	defer signal.Stop(a.hangup)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hup:
+		case <-a.hangup:
 			_ = a.policies.Reload()
 		}
 	}

@@ -30,21 +30,27 @@ const dlqTopic = "dead_letter_queue"
 type bundle struct {
 	brokers []string
 	base    string // http://host:port
+	app     *app.App
 }
 
 // setup runs a whole processor against a fresh database and in-process Kafka.
-func setup(t *testing.T) *bundle {
+// env overrides settings, as "NAME", "value" pairs.
+func setup(t *testing.T, env ...string) *bundle {
 	t.Helper()
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders")
+	settings := map[string]string{
+		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
+		"REDRIVE_DATABASE_URL":  pgtest.URL(t),
+		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
+		"REDRIVE_AUTH_DISABLED": "true",
+		"REDRIVE_POLICIES_DIR":  "",
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		settings[env[i]] = env[i+1]
+	}
 	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := map[string]string{
-			"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-			"REDRIVE_DATABASE_URL":  pgtest.URL(t),
-			"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
-			"REDRIVE_AUTH_DISABLED": "true",
-			"REDRIVE_POLICIES_DIR":  "",
-		}[k]
+		v, ok := settings[k]
 		return v, ok
 	}, nil)
 	if err != nil {
@@ -63,7 +69,7 @@ func setup(t *testing.T) *bundle {
 			t.Errorf("app Run: %v", err)
 		}
 	})
-	return &bundle{brokers: brokers, base: "http://" + a.Addr()}
+	return &bundle{brokers: brokers, base: "http://" + a.Addr(), app: a}
 }
 
 func (b *bundle) get(t *testing.T, path string, out any) int {
