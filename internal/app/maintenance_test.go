@@ -1,0 +1,412 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/app"
+	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/maintenance"
+	"github.com/redrive/redrive/internal/pgtest"
+)
+
+// mclock is the injected clock of the maintenance scenario.
+type mclock struct{ ns atomic.Int64 }
+
+func (c *mclock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *mclock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// mApp is one running processor of the maintenance scenario.
+type mApp struct {
+	app  *app.App
+	base string
+}
+
+// startApp runs a processor on dbURL and brokers with the clock; it stops at
+// the end of the test or when stop is called.
+func startApp(t *testing.T, dbURL string, brokers []string, policies string, clk *mclock) (*mApp, func()) {
+	t.Helper()
+	cfg, err := config.Load(func(k string) (string, bool) {
+		v, ok := map[string]string{
+			"REDRIVE_KAFKA_BROKERS":   strings.Join(brokers, ","),
+			"REDRIVE_DATABASE_URL":    dbURL,
+			"REDRIVE_HTTP_ADDR":       "127.0.0.1:0",
+			"REDRIVE_AUTH_DISABLED":   "true",
+			"REDRIVE_POLICIES_DIR":    policies,
+			"REDRIVE_PRUNE_INTERVAL":  "1h", // the test drives passes with RunOnce
+			"REDRIVE_REPLAY_INTERVAL": "1h",
+		}[k]
+		return v, ok
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers), Now: clk.now})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("app Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &mApp{app: a, base: "http://" + a.Addr()}, stop
+}
+
+// metric returns the value of the sample `name{labels}` on /metrics, or -1.
+func (m *mApp) metric(t *testing.T, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(m.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+func (m *mApp) wantMetric(t *testing.T, sample string, want float64) {
+	t.Helper()
+	if got := m.metric(t, sample); got != want {
+		t.Errorf("%s = %v, want %v", sample, got, want)
+	}
+}
+
+func (m *mApp) do(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, m.base+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// sse reads the event stream at path into a channel of "type subject" strings.
+func (m *mApp) sse(t *testing.T, path string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.base+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	out := make(chan string, 100)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var ev struct{ Type, Subject string }
+				_ = json.Unmarshal([]byte(data), &ev)
+				out <- ev.Type + " " + ev.Subject
+			}
+		}
+	}()
+	return out
+}
+
+func collect(t *testing.T, ch <-chan string, n int) []string {
+	t.Helper()
+	var out []string
+	timeout := time.After(20 * time.Second)
+	for len(out) < n {
+		select {
+		case s := <-ch:
+			out = append(out, s)
+		case <-timeout:
+			t.Fatalf("got %d of %d events: %v", len(out), n, out)
+		}
+	}
+	return out
+}
+
+func failure(at time.Time, queue, typ, errType string, code dlq.Code, key string) *kgo.Record {
+	src := &kgo.Record{Topic: queue, Key: []byte(key), Value: []byte(`{"key":"` + key + `"}`)}
+	return envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, Group: "billing-svc", Type: typ,
+		ErrorType: errType, Message: "boom", Code: code, FailedAt: at})
+}
+
+func recordIDs(t *testing.T, m *mApp, query string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var l struct {
+			Items []struct {
+				ID string `json:"id"`
+			} `json:"items"`
+		}
+		status, body := m.do(t, http.MethodGet, "/ojs/v1/dead-letter?"+query, "")
+		_ = json.Unmarshal(body, &l)
+		if status == http.StatusOK && len(l.Items) == n {
+			ids := make([]string, n)
+			for i, it := range l.Items {
+				ids[i] = it.ID
+			}
+			return ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET ?%s: %d %s, want %d records", query, status, body, n)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// TestDeadLetterMetricsEventsAndMaintenance scripts a scenario end to end and
+// checks /metrics, the SSE stream and the events topic after each step:
+// failures arrive, a replay rule replays one, a second replica (a restart)
+// reports the same DLQ sizes without having seen anything, an operator
+// deletes one, and the pruner removes the rest.
+func TestDeadLetterMetricsEventsAndMaintenance(t *testing.T) {
+	t.Parallel()
+	const eventsTopic = dlqTopic + ".events"
+	brokers := kafkatest.New(t, dlqTopic, "orders", "billing", eventsTopic, dlqTopic+".archive")
+	dbURL := pgtest.URL(t)
+	policies := t.TempDir()
+	err := os.WriteFile(filepath.Join(policies, "policies.yaml"), []byte(`
+topics:
+  orders:
+    pruning_policy: archive
+replay_rules:
+  - {name: policy-timeouts, filter: {error_type: db.never}, delay: PT1H, max_replays: 1}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &mclock{}
+	clk.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	a, stopA := startApp(t, dbURL, brokers, policies, clk)
+	all := a.sse(t, "/ojs/v1/events")
+	billingOnly := a.sse(t, "/ojs/v1/events?topic=billing&type=dead_letter.replayed,dead_letter.added")
+	time.Sleep(50 * time.Millisecond) // let the subscriptions register
+
+	// 1. Three dead letters on orders, two on billing.
+	producer := kafkatest.Client(t, brokers)
+	kafkatest.Produce(t, producer,
+		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o1"),
+		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o2"),
+		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o3"),
+		failure(clk.now(), "billing", "invoice.retry", "db.timeout", dlq.CodeDeadLetter, "b1"),
+		failure(clk.now(), "billing", "invoice.send", "smtp.down", dlq.CodeDeadLetter, "b2"),
+	)
+	recordIDs(t, a, "queue=orders&state=discarded", 3)
+	billing := recordIDs(t, a, "queue=billing&state=discarded", 2)
+	mustOK(t, a.app.Gauges().RunOnce(context.Background()))
+	a.wantMetric(t, `ojs_dead_letter_total{queue="orders"}`, 3)
+	a.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 2)
+	a.wantMetric(t, `ojs_dead_letter_added_total{queue="orders",type="order.created"}`, 3)
+	a.wantMetric(t, `ojs_dead_letter_added_total{queue="billing",type="invoice.retry"}`, 1)
+	a.wantMetric(t, `redrive_dead_letter_oldest_age_seconds{queue="orders"}`, 0)
+	added := collect(t, all, 5)
+	for _, e := range added {
+		if !strings.HasPrefix(e, "dead_letter.added ") {
+			t.Errorf("event %q, want dead_letter.added", e)
+		}
+	}
+	if got := collect(t, billingOnly, 2); !strings.HasPrefix(got[0], "dead_letter.added") {
+		t.Errorf("billing stream %v", got)
+	}
+
+	// 2. A replay rule through the API replays the invoice.retry one after its delay.
+	status, body := a.do(t, http.MethodPost, "/ojs/v1/dead-letter/replay-rules",
+		`{"name":"invoices","filter":{"queue":"billing","type":"invoice.retry"},"delay":"PT1H","max_replays":1}`)
+	if status != http.StatusCreated {
+		t.Fatalf("create rule: %d %s", status, body)
+	}
+	status, body = a.do(t, http.MethodGet, "/ojs/v1/dead-letter/replay-rules", "")
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"invoices"`)) || !bytes.Contains(body, []byte(`"name":"policy-timeouts","filter":{"error_type":"db.never"}`)) {
+		t.Errorf("list rules: %d %s", status, body)
+	}
+	if status, body := a.do(t, http.MethodPut, "/ojs/v1/dead-letter/replay-rules/policy-timeouts", `{"filter":{},"delay":"PT1M","max_replays":1}`); status != http.StatusConflict {
+		t.Errorf("changing a policy-file rule: %d %s", status, body)
+	}
+	if status, body := a.do(t, http.MethodPost, "/ojs/v1/dead-letter/replay-rules", `{"name":"x","filter":{"colour":"red"},"delay":"PT1H","max_replays":1}`); status != http.StatusBadRequest ||
+		!bytes.Contains(body, []byte("filter.colour")) {
+		t.Errorf("bad filter: %d %s", status, body)
+	}
+	// Creating the rule triggered a pass (the second, after the one at start);
+	// let it finish before moving the clock, so this test's pass does the replay.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.metric(t, `redrive_replay_runs_total{result="ok"}`) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	clk.advance(2 * time.Hour)
+	res := runReplay(t, a)
+	if len(res.Replayed) != 1 || res.Replayed[0].Queue != "billing" {
+		_, dbg := a.do(t, http.MethodGet, "/ojs/v1/dead-letter?queue=billing", "")
+		rules, _ := a.app.Replayer().Rules(context.Background())
+		t.Fatalf("replayed %+v at %v; rules %+v; records %s", res.Replayed, clk.now(), rules, dbg)
+	}
+	replayed := res.Replayed[0].ID
+	mustOK(t, a.app.Gauges().RunOnce(context.Background()))
+	a.wantMetric(t, `ojs_dead_letter_replayed_total{queue="billing",rule="invoices"}`, 1)
+	a.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 1)
+	a.wantMetric(t, `redrive_dead_letter_oldest_age_seconds{queue="orders"}`, 7200)
+	if got := collect(t, all, 1)[0]; got != "dead_letter.replayed "+replayed {
+		t.Errorf("event %q", got)
+	}
+	if got := collect(t, billingOnly, 1)[0]; got != "dead_letter.replayed "+replayed {
+		t.Errorf("billing stream event %q", got)
+	}
+
+	// 3. A restart: a fresh replica on the same database reports the same sizes.
+	stopA()
+	b, _ := startApp(t, dbURL, brokers, policies, clk)
+	if v := b.metric(t, `ojs_dead_letter_total{queue="orders"}`); v != -1 {
+		t.Errorf("before its first refresh a replica must not report a size, got %v", v)
+	}
+	mustOK(t, b.app.Gauges().RunOnce(context.Background()))
+	b.wantMetric(t, `ojs_dead_letter_total{queue="orders"}`, 3)
+	b.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 1)
+	all = b.sse(t, "/ojs/v1/events")
+	time.Sleep(50 * time.Millisecond)
+
+	// 4. An operator deletes billing's last dead letter: its size drops to 0.
+	other := billing[0]
+	if other == replayed {
+		other = billing[1]
+	}
+	if status, body := b.do(t, http.MethodDelete, "/ojs/v1/dead-letter/"+other, ""); status != http.StatusOK {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	mustOK(t, b.app.Gauges().RunOnce(context.Background()))
+	b.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 0)
+
+	// 5. 181 days later the pruner archives and removes orders' dead letters.
+	clk.advance(181 * 24 * time.Hour)
+	pres := runPrune(t, b)
+	if pres.Total() != 3 {
+		t.Fatalf("pruned %+v", pres.Pruned)
+	}
+	mustOK(t, b.app.Gauges().RunOnce(context.Background()))
+	b.wantMetric(t, `ojs_dead_letter_total{queue="orders"}`, 0)
+	b.wantMetric(t, `ojs_dead_letter_pruned_total{queue="orders"}`, 3)
+	b.wantMetric(t, `redrive_pruned_records_total{queue="orders",reason="max_age",state="discarded"}`, 3)
+	b.wantMetric(t, `redrive_pruner_runs_total{result="ok"}`, 2) // at start, and this one
+	b.wantMetric(t, `redrive_dead_letter_oldest_age_seconds{queue="orders"}`, 0)
+	if got := collect(t, all, 1)[0]; got != "dead_letter.pruned orders" {
+		t.Errorf("event %q", got)
+	}
+	archived := kafkatest.Consume(t, brokers, dlqTopic+".archive", 3, 10*time.Second)
+	keys := map[string]bool{}
+	for _, r := range archived {
+		keys[string(r.Key)] = true
+	}
+	if !keys["o1"] || !keys["o2"] || !keys["o3"] {
+		t.Errorf("archived keys %v", keys)
+	}
+	var next struct {
+		Retention struct {
+			NextPruneAt *time.Time `json:"next_prune_at"`
+		} `json:"retention"`
+	}
+	_, body = b.do(t, http.MethodGet, "/ojs/v1/dead-letter/stats", "")
+	if err := json.Unmarshal(body, &next); err != nil || next.Retention.NextPruneAt == nil {
+		t.Errorf("stats next_prune_at: %s", body)
+	}
+
+	// The events topic got every event the scenario caused, from both replicas.
+	got := kafkatest.Consume(t, brokers, eventsTopic, 5+1+1, 10*time.Second)
+	counts := map[string]int{}
+	for _, r := range got {
+		var ev struct {
+			SpecVersion, Type, Source string
+		}
+		_ = json.Unmarshal(r.Value, &ev)
+		if ev.SpecVersion != "1.0" || ev.Source != "redrive" {
+			t.Errorf("event %s", r.Value)
+		}
+		counts[ev.Type]++
+	}
+	if want := fmt.Sprint(map[string]int{"dead_letter.added": 5, "dead_letter.pruned": 1, "dead_letter.replayed": 1}); fmt.Sprint(counts) != want {
+		t.Errorf("events topic: %v, want %v", counts, want)
+	}
+	// kprom client metrics are exported for every client.
+	for _, client := range []string{"ingest", "redeliver", "events", "pruner"} {
+		if v := b.metric(t, `redrive_kafka_connects_total{client="`+client+`",node_id="0"}`); v < 1 {
+			t.Errorf("kprom connects for client %s = %v", client, v)
+		}
+	}
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runReplay runs a replay pass, waiting out a pass the app runs itself (a
+// rule change triggers one).
+func runReplay(t *testing.T, m *mApp) *maintenance.ReplayResult {
+	t.Helper()
+	for range 500 {
+		res, err := m.app.Replayer().RunOnce(context.Background())
+		mustOK(t, err)
+		if res.Leader {
+			return res
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("replay lock never free")
+	return nil
+}
+
+func runPrune(t *testing.T, m *mApp) *maintenance.PruneResult {
+	t.Helper()
+	for range 500 {
+		res, err := m.app.Pruner().RunOnce(context.Background())
+		mustOK(t, err)
+		if res.Leader {
+			return res
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("pruner lock never free")
+	return nil
+}
