@@ -242,6 +242,9 @@ replay_rules:
 	a.wantMetric(t, `ojs_dead_letter_added_total{queue="orders",type="order.created"}`, 3)
 	a.wantMetric(t, `ojs_dead_letter_added_total{queue="billing",type="invoice.retry"}`, 1)
 	a.wantMetric(t, `redrive_dead_letter_oldest_age_seconds{queue="orders"}`, 0)
+	a.wantMetric(t, `redrive_records{exhaustion="dead_letter",queue="orders",state="discarded"}`, 3)
+	a.wantMetric(t, `redrive_dead_letter_error_types{error_type="db.timeout",queue="orders"}`, 3)
+	a.wantMetric(t, `redrive_dead_letter_error_types{error_type="smtp.down",queue="billing"}`, 1)
 	added := collect(t, all, 5)
 	for _, e := range added {
 		if !strings.HasPrefix(e, "dead_letter.added ") {
@@ -316,6 +319,7 @@ replay_rules:
 	}
 	mustOK(t, b.app.Gauges().RunOnce(context.Background()))
 	b.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 0)
+	b.wantMetric(t, `redrive_dead_letter_error_types{error_type="smtp.down",queue="billing"}`, 0)
 
 	// 5. 181 days later the pruner archives and removes orders' dead letters.
 	clk.advance(181 * 24 * time.Hour)

@@ -72,6 +72,16 @@ func (g *Gauges) RunOnce(ctx context.Context) error {
 		out[q] = metrics.QueueDepth{Count: d.Count, Oldest: d.Oldest}
 	}
 	m.SetDepth(out)
+	counts, err := g.cfg.Store.RecordCounts(ctx)
+	if err != nil {
+		m.StatsErrors.Inc()
+		return err
+	}
+	rows := make([]metrics.RecordCount, len(counts))
+	for i, c := range counts {
+		rows[i] = metrics.RecordCount{Queue: c.Queue, State: c.State, Exhaustion: c.Exhaustion, ErrorType: c.ErrorType, N: c.N}
+	}
+	m.SetRecordCounts(rows)
 	if g.cfg.Admin == nil || g.cfg.Group == "" {
 		return nil
 	}

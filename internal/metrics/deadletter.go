@@ -3,6 +3,7 @@ package metrics
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +106,7 @@ func NewDeadLetter(reg prometheus.Registerer, now func() time.Time) *DeadLetter 
 			Name: "redrive_stats_refresh_errors_total",
 			Help: "Failed refreshes of the gauges read from Postgres (ojs_dead_letter_total, oldest age); the gauges keep their last values.",
 		}),
-		depth: &depthCollector{now: now, known: map[string]QueueDepth{}},
+		depth: &depthCollector{now: now, known: map[string]QueueDepth{}, states: map[[3]string]float64{}, errorTypes: map[[2]string]float64{}},
 	}
 	for _, r := range []string{"ok", "error", "not_leader"} {
 		d.PrunerRuns.WithLabelValues(r)
@@ -147,6 +148,70 @@ func (d *DeadLetter) SetDepth(depth map[string]QueueDepth) {
 	c.ready = true
 }
 
+// RecordCount is the number of records of one queue, state, exhaustion and
+// error type (from the statistics table).
+type RecordCount struct {
+	Queue, State, Exhaustion, ErrorType string
+	N                                   int64
+}
+
+// MaxErrorTypesPerQueue bounds the error_type label of
+// redrive_dead_letter_error_types per queue; smaller ones are summed as "other".
+const MaxErrorTypesPerQueue = 20
+
+// SetRecordCounts replaces the per-state record counts and the dead letters
+// per error type. Series seen before and missing now report 0.
+func (d *DeadLetter) SetRecordCounts(rows []RecordCount) {
+	states := map[[3]string]float64{}
+	byType := map[string]map[string]float64{}
+	for _, r := range rows {
+		states[[3]string{r.Queue, r.State, r.Exhaustion}] += float64(r.N)
+		if r.State == "discarded" && r.Exhaustion == "dead_letter" {
+			if byType[r.Queue] == nil {
+				byType[r.Queue] = map[string]float64{}
+			}
+			byType[r.Queue][r.ErrorType] += float64(r.N)
+		}
+	}
+	errs := map[[2]string]float64{}
+	for q, types := range byType {
+		names := slices.SortedFunc(maps.Keys(types), func(a, b string) int {
+			if types[a] != types[b] {
+				return cmpFloat(types[b], types[a])
+			}
+			return strings.Compare(a, b)
+		})
+		for i, et := range names {
+			if i >= MaxErrorTypesPerQueue {
+				et = "other"
+			}
+			errs[[2]string{q, et}] += types[names[i]]
+		}
+	}
+	c := d.depth
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.states {
+		c.states[k] = 0
+	}
+	maps.Copy(c.states, states)
+	for k := range c.errorTypes {
+		c.errorTypes[k] = 0
+	}
+	maps.Copy(c.errorTypes, errs)
+	c.countsReady = true
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // depthCollector exports ojs_dead_letter_total and the oldest age from the
 // last snapshot; nothing until the first one, so a restart never shows a fake 0.
 type depthCollector struct {
@@ -154,6 +219,10 @@ type depthCollector struct {
 	mu    sync.Mutex
 	known map[string]QueueDepth
 	ready bool
+
+	states      map[[3]string]float64 // queue, state, exhaustion
+	errorTypes  map[[2]string]float64 // queue, error_type
+	countsReady bool
 }
 
 var (
@@ -161,16 +230,30 @@ var (
 		"Current dead-letter queue size per queue (records discarded as dead_letter), read from Postgres.", []string{"queue"}, nil)
 	oldestDesc = prometheus.NewDesc("redrive_dead_letter_oldest_age_seconds",
 		"Age of the oldest dead letter per queue (now - discarded_at); 0 when the queue is empty.", []string{"queue"}, nil)
+	recordsDesc = prometheus.NewDesc("redrive_records",
+		"Records stored per queue, state and exhaustion (empty unless discarded), read from Postgres.", []string{"queue", "state", "exhaustion"}, nil)
+	errorTypesDesc = prometheus.NewDesc("redrive_dead_letter_error_types",
+		"Dead letters per queue and error type of their last failure (the 20 largest per queue; the rest as \"other\").", []string{"queue", "error_type"}, nil)
 )
 
 func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- totalDesc
 	ch <- oldestDesc
+	ch <- recordsDesc
+	ch <- errorTypesDesc
 }
 
 func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.countsReady {
+		for k, v := range c.states {
+			ch <- prometheus.MustNewConstMetric(recordsDesc, prometheus.GaugeValue, v, k[0], k[1], k[2])
+		}
+		for k, v := range c.errorTypes {
+			ch <- prometheus.MustNewConstMetric(errorTypesDesc, prometheus.GaugeValue, v, k[0], k[1])
+		}
+	}
 	if !c.ready {
 		return
 	}

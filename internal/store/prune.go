@@ -221,3 +221,30 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (release func(),
 		conn.Release()
 	}, true, nil
 }
+
+// RecordCountRow is the number of records of one queue, state, exhaustion
+// ("" when none) and error type.
+type RecordCountRow struct {
+	Queue, State, Exhaustion, ErrorType string
+	N                                   int64
+}
+
+// RecordCounts sums the statistics table the triggers maintain: cheap at any
+// table size (a few hundred rows once compacted).
+func (s *Store) RecordCounts(ctx context.Context) ([]RecordCountRow, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT queue, state, exhaustion, error_type, sum(n)::bigint FROM redrive_record_count
+		GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`)
+	if err != nil {
+		return nil, fmt.Errorf("record counts: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordCountRow, error) {
+		var r RecordCountRow
+		err := row.Scan(&r.Queue, &r.State, &r.Exhaustion, &r.ErrorType, &r.N)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record counts: %w", err)
+	}
+	return out, nil
+}
