@@ -39,6 +39,9 @@ type Options struct {
 	ExtraKafkaOpts []kgo.Opt
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// RequeueWait bounds how long the compatibility requeue routes wait for
+	// Kafka before answering 503. Default: 10s.
+	RequeueWait time.Duration
 }
 
 // App is a running processor.
@@ -160,6 +163,7 @@ func (a *App) init(ctx context.Context) error {
 		AuthDisabled: cfg.AuthDisabled,
 		Wake:         a.sched.Wake,
 		KickTasks:    a.tasks.Kick,
+		RequeueWait:  a.opts.RequeueWait,
 		NextPruneAt:  a.maint.pruner.NextPruneAt,
 		Events:       a.maint.events,
 		Replay:       a.maint.replayer,

@@ -112,7 +112,7 @@ func start(t *testing.T, o options) *bundle {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers), Logger: testLogger()})
+	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers), Logger: testLogger(), RequeueWait: 2 * time.Second})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -121,17 +121,18 @@ type BatchResult struct {
 	LastID string
 }
 
-// RetryBatch retries up to Limit matching records in id order, skipping rows
-// another transaction holds (FOR UPDATE SKIP LOCKED), such as the records the
-// scheduler is producing. Only RetryableStates are retried, whatever the filter says.
+// RetryBatch retries up to Limit matching records in id order. Rows another
+// transaction holds (the scheduler producing or archiving them) are waited
+// for, not skipped: the keyset cursor moves past every id of a batch, so a
+// skipped row would never be seen again. Batches stay small, so the waits do. Only RetryableStates are retried, whatever the filter says.
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
 	f.States = intersectStates(f.States, RetryableStates)
 	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING id")
 }
 
-// PurgeBatch deletes up to Limit matching records in id order, skipping rows
-// another transaction holds.
+// PurgeBatch deletes up to Limit matching records in id order (rows held by
+// another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
 	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING id")
@@ -144,7 +145,7 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter,
 		cond += fmt.Sprintf(" AND id > $%d", len(args))
 	}
 	args = append(args, p.Limit)
-	sel := fmt.Sprintf("SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED",
+	sel := fmt.Sprintf("SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE",
 		cond, len(args))
 	rows, err := tx.Query(ctx, fmt.Sprintf(stmt, sel), args...)
 	if err != nil {
@@ -178,7 +179,7 @@ func (s *Store) RetryOldest(ctx context.Context, f *Filter, n int) ([]string, er
 	cond, args := g.where(nil)
 	args = append(args, n)
 	q := fmt.Sprintf(`UPDATE redrive_record SET %s WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE SKIP LOCKED) RETURNING id`,
+		SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE) RETURNING id`,
 		retrySet, cond, len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -110,7 +110,7 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 	}
 	t, err := s.oneTask(ctx, `INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
 		max_id, created_at, updated_at)
-		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, (SELECT max(id) FROM redrive_record), now(), now())
+		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, (SELECT id FROM redrive_record ORDER BY id DESC LIMIT 1), now(), now())
 		RETURNING `+taskColumns, id.String(), p.Kind, p.Filter, p.RateLimit, p.BatchSize, p.Total, p.CreatedBy)
 	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
