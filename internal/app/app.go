@@ -147,7 +147,10 @@ func (a *App) init(ctx context.Context) error {
 		a.sched.Close()
 		return err
 	}
-	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log}, st)
+	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log,
+		OnBatch: func(kind string, rows []store.BatchRow) {
+			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
+		}}, st)
 	if err != nil {
 		a.sched.Close()
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
@@ -83,6 +84,8 @@ func (s *Server) retryRecord(c echo.Context) error {
 		return err
 	}
 	s.cfg.Wake()
+	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
+		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
 	return c.JSON(http.StatusOK, toRecordJSON(r))
 }
 
@@ -208,7 +211,7 @@ func (s *Server) deleteRecord(c echo.Context) error {
 		return err
 	}
 	noteAudit(c, id, nil, count64(1))
-	err = s.store.DeleteRecord(c.Request().Context(), id)
+	row, err := s.store.DeleteRecord(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		noteAudit(c, id, nil, count64(0))
 		return notFound("no dead-letter record with id " + id)
@@ -216,6 +219,8 @@ func (s *Server) deleteRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.cfg.Events.Publish(c.Request().Context(), events.Record(events.DeadLetterDeleted,
+		events.RecordData{ID: row.ID, Queue: row.Queue, Type: row.Type}))
 	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id})
 }
 
@@ -352,3 +357,17 @@ func topicProblem(name string) string {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// BatchEvents turns the records a bulk task changed into lifecycle events
+// (dead_letter.retried or dead_letter.deleted); the App publishes them.
+func BatchEvents(kind string, rows []store.BatchRow) []events.Event {
+	t := events.DeadLetterRetried
+	if kind == store.TaskPurge {
+		t = events.DeadLetterDeleted
+	}
+	out := make([]events.Event, len(rows))
+	for i, r := range rows {
+		out[i] = events.Record(t, events.RecordData{ID: r.ID, Queue: r.Queue, Type: r.Type})
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
@@ -200,6 +201,7 @@ func (s *Server) createQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.publishQueue(c, events.QueueConfigUpdated, b.Name)
 	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/queues/"+b.Name)
 	return c.JSON(http.StatusCreated, s.queueJSON(b.Name, st.ByQueueState[b.Name]))
 }
@@ -263,6 +265,7 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 		return err
 	}
 	s.cfg.Wake() // a resumed or re-targeted topic may have records due
+	s.publishQueue(c, events.QueueConfigUpdated, name)
 	return s.getQueueConfig(c)
 }
 
@@ -326,13 +329,26 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		if err := s.queues.Refresh(ctx); err != nil {
 			return err
 		}
-		if state == policy.TopicActive {
+		ev := events.QueueConfigUpdated
+		switch state {
+		case policy.TopicActive:
 			s.cfg.Wake()
+			ev = events.QueueResumed
+		case policy.TopicPaused:
+			ev = events.QueuePaused
 		}
+		s.publishQueue(c, ev, name)
 		st, err := s.store.Stats(ctx, name)
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name]))
 	}
+}
+
+// publishQueue emits a queue event with the topic's state and effective config.
+func (s *Server) publishQueue(c echo.Context, t events.Type, name string) {
+	eff := s.queues.Resolve(name, "")
+	cfg, _ := json.Marshal(eff)
+	s.cfg.Events.Publish(c.Request().Context(), events.Queue(t, events.QueueData{Queue: name, State: string(eff.State), Config: cfg}))
 }

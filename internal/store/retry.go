@@ -93,15 +93,24 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 
 // DeleteRecord deletes one record, or returns ErrNotFound. A record the
 // scheduler is producing right now is waited for.
-func (s *Store) DeleteRecord(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_record WHERE id = $1", id)
+func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
+	rows, err := s.pool.Query(ctx, "DELETE FROM redrive_record WHERE id = $1 RETURNING id, queue, type", id)
 	if err != nil {
-		return fmt.Errorf("delete record %s: %w", id, err)
+		return BatchRow{}, fmt.Errorf("delete record %s: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return s.whyNot(ctx, id)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[BatchRow])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, ErrNotFound
 	}
-	return nil
+	if err != nil {
+		return r, fmt.Errorf("delete record %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// BatchRow is a record a bulk change touched.
+type BatchRow struct {
+	ID, Queue, Type string
 }
 
 // BatchParams is one batch of a bulk operation.
@@ -119,6 +128,8 @@ type BatchResult struct {
 	N int
 	// LastID is the greatest id changed, or "" when none was.
 	LastID string
+	// Rows are the records changed.
+	Rows []BatchRow
 }
 
 // RetryBatch retries up to Limit matching records in id order. Rows another
@@ -128,14 +139,14 @@ type BatchResult struct {
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
 	f.States = intersectStates(f.States, RetryableStates)
-	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING id")
+	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING id, queue, type")
 }
 
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
-	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING id")
+	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING id, queue, type")
 }
 
 func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter, stmt string) (BatchResult, error) {
@@ -151,14 +162,14 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter,
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	changed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BatchRow])
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
 	}
-	res := BatchResult{N: len(ids)}
-	for _, id := range ids {
-		if id > res.LastID {
-			res.LastID = id
+	res := BatchResult{N: len(changed), Rows: changed}
+	for _, r := range changed {
+		if r.ID > res.LastID {
+			res.LastID = r.ID
 		}
 	}
 	return res, nil

@@ -38,6 +38,9 @@ type Config struct {
 	// Wake is called after records were retried, so that the scheduler
 	// redelivers them promptly. Optional.
 	Wake func()
+	// OnBatch is called after each committed batch with the records it
+	// retried or deleted (to publish events). Optional.
+	OnBatch func(kind string, rows []store.BatchRow)
 	// Owner names this replica in leases. Default: hostname and pid.
 	Owner  string
 	Logger *slog.Logger
@@ -62,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Wake == nil {
 		c.Wake = func() {}
+	}
+	if c.OnBatch == nil {
+		c.OnBatch = func(string, []store.BatchRow) {}
 	}
 	return c
 }
@@ -200,8 +206,11 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		}
 		failures = 0
 		t = nt
-		if res.N > 0 && t.Kind == store.TaskRetry {
-			r.cfg.Wake()
+		if res.N > 0 {
+			if t.Kind == store.TaskRetry {
+				r.cfg.Wake()
+			}
+			r.cfg.OnBatch(t.Kind, res.Rows)
 		}
 		if res.N == 0 {
 			r.finish(ctx, t, store.TaskCompleted, log)
