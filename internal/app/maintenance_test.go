@@ -333,8 +333,8 @@ replay_rules:
 	b.wantMetric(t, `redrive_pruned_records_total{queue="orders",reason="max_age",state="discarded"}`, 3)
 	b.wantMetric(t, `redrive_pruner_runs_total{result="ok"}`, 2) // at start, and this one
 	b.wantMetric(t, `redrive_dead_letter_oldest_age_seconds{queue="orders"}`, 0)
-	if got := collect(t, all, 1)[0]; got != "dead_letter.pruned orders" {
-		t.Errorf("event %q", got)
+	if got := collect(t, all, 2); got[0] != "dead_letter.deleted "+other || got[1] != "dead_letter.pruned orders" {
+		t.Errorf("events %q", got)
 	}
 	archived := kafkatest.Consume(t, brokers, dlqTopic+".archive", 3, 10*time.Second)
 	keys := map[string]bool{}
@@ -355,7 +355,7 @@ replay_rules:
 	}
 
 	// The events topic got every event the scenario caused, from both replicas.
-	got := kafkatest.Consume(t, brokers, eventsTopic, 5+1+1, 10*time.Second)
+	got := kafkatest.Consume(t, brokers, eventsTopic, 5+1+1+1, 10*time.Second)
 	counts := map[string]int{}
 	for _, r := range got {
 		var ev struct {
@@ -367,7 +367,7 @@ replay_rules:
 		}
 		counts[ev.Type]++
 	}
-	if want := fmt.Sprint(map[string]int{"dead_letter.added": 5, "dead_letter.pruned": 1, "dead_letter.replayed": 1}); fmt.Sprint(counts) != want {
+	if want := fmt.Sprint(map[string]int{"dead_letter.added": 5, "dead_letter.deleted": 1, "dead_letter.pruned": 1, "dead_letter.replayed": 1}); fmt.Sprint(counts) != want {
 		t.Errorf("events topic: %v, want %v", counts, want)
 	}
 	// kprom client metrics are exported for every client.
