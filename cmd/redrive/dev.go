@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/config"
@@ -81,7 +82,9 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	log.Info("in-process kafka started", "component", "dev", "brokers", cfg.KafkaBrokers, "dlq_topics", cfg.DLQTopics)
 	log.Warn("AUTH DISABLED: redrive dev serves the API without authentication; never expose it", "component", "dev")
 
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log})
+	// Topics appear on first use, as on a laptop broker: redelivering to a
+	// topic nobody created yet (the README's tour) just works.
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, ExtraKafkaOpts: []kgo.Opt{kgo.AllowAutoTopicCreation()}})
 	if err != nil {
 		return err
 	}
