@@ -2,16 +2,20 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -35,11 +39,19 @@ func setup(t *testing.T) *bundle {
 	return &bundle{brokers: brokers, pool: pool, store: store.New(pool), cl: kafkatest.Client(t, brokers)}
 }
 
-// start runs an ingester until the test ends (or until the returned stop is called).
-func start(t *testing.T, b *bundle, st *store.Store, group string) (stop func()) {
+// started is a running ingester.
+type started struct {
+	in      *ingest.Ingester
+	metrics *metrics.Metrics
+	stop    func()
+}
+
+// start runs an ingester until the test ends (or until stop is called).
+func start(t *testing.T, b *bundle, st *store.Store, group string) *started {
 	t.Helper()
+	m := metrics.New()
 	in, err := ingest.New(ingest.Config{
-		Brokers: b.brokers, Group: group, BatchSize: 100,
+		Brokers: b.brokers, Group: group, BatchSize: 100, Metrics: m,
 		ClientOpts:      kafkatest.ClientOpts(b.brokers),
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
 	}, st)
@@ -50,7 +62,7 @@ func start(t *testing.T, b *bundle, st *store.Store, group string) (stop func())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
 	stopped := false
-	stop = func() {
+	stop := func() {
 		if stopped {
 			return
 		}
@@ -61,7 +73,7 @@ func start(t *testing.T, b *bundle, st *store.Store, group string) (stop func())
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return &started{in: in, metrics: m, stop: stop}
 }
 
 func waitForCount(t *testing.T, st *store.Store, want int64) {
@@ -118,13 +130,15 @@ func TestSameBatchConsumedTwiceStoresNoDuplicates(t *testing.T) {
 	}
 	kafkatest.Produce(t, b.cl, recs...)
 
-	stop := start(t, b, b.store, "first")
+	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 50)
-	stop()
+	first.stop()
 	// A second group consumes the same records from the start: exactly what
 	// happens when a crash comes between the insert and the offset commit.
-	start(t, b, b.store, "second")
-	kafkatest.Produce(t, b.cl, garbage(99)) // a marker: once it is stored, the replay is done
+	second := start(t, b, b.store, "second")
+	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
+	waitFor(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
+	kafkatest.Produce(t, b.cl, garbage(99))
 	waitForCount(t, b.store, 51)
 }
 
@@ -137,7 +151,7 @@ func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
-	start(t, b, st, "outage")
+	in := start(t, b, st, "outage").in
 
 	produce := func(from, to int) {
 		var recs []*kgo.Record
@@ -153,7 +167,7 @@ func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(200, 500) // consumed while Postgres is down: must wait, not be dropped or committed
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
 	if err := cluster.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -168,4 +182,26 @@ func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 	if distinct != 600 {
 		t.Fatalf("distinct DLQ coordinates = %d, want 600", distinct)
 	}
+	if err := in.Ready(); err != nil {
+		t.Fatalf("after Postgres came back ingest is not ready: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }
