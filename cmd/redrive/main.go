@@ -32,6 +32,7 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), devCmd(), migrateCmd(), benchCmd(), policyCmd())
+	root.AddCommand(dlqCmd(), tasksCmd(), topicsCmd(), apikeyCmd())
 	return root
 }
 

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/internal/app"
+	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const cliKey = "rdk_cli_test_key"
+
+// cliServer runs a processor with one write key and seeds records.
+func cliServer(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	brokers := kafkatest.New(t, "dead_letter_queue", "dead_letter_queue.archive", "dead_letter_queue.events", "orders")
+	dbURL := pgtest.URL(t)
+	keys := filepath.Join(t.TempDir(), "keys.yaml")
+	if err := os.WriteFile(keys, fmt.Appendf(nil, "keys:\n  - {name: cli, scope: write, sha256: %s}\n", auth.Digest(cliKey)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(func(k string) (string, bool) {
+		v, ok := map[string]string{"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","), "REDRIVE_DATABASE_URL": dbURL,
+			"REDRIVE_HTTP_ADDR": "127.0.0.1:0", "REDRIVE_POLICIES_DIR": "", "REDRIVE_API_KEYS_FILE": keys}[k]
+		return v, ok
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return "http://" + a.Addr(), pool
+}
+
+func seedDiscarded(t *testing.T, pool *pgxpool.Pool, queue string, n int) []string {
+	t.Helper()
+	now := time.Now().UTC()
+	recs := make([]dlq.Record, n)
+	ids := make([]string, n)
+	for i := range recs {
+		id, _ := uuid.NewV7()
+		ids[i] = id.String()
+		recs[i] = dlq.Record{ID: ids[i], Queue: queue, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
+			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive, Source: dlq.Source{Topic: queue},
+			DLQ:   dlq.Coord{Topic: "dead_letter_queue", Offset: int64(i)},
+			Value: fmt.Appendf(nil, `{"n":%d}`, i), Retry: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`),
+			Errors:    []dlq.ErrorEntry{{Attempt: 3, Type: "db.timeout", Message: "boom", Code: dlq.CodeRetry, OccurredAt: now}},
+			CreatedAt: now, UpdatedAt: now, DiscardedAt: &now}
+	}
+	if _, err := store.New(pool).InsertRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// run executes the CLI with args and returns stdout and stderr.
+func run(t *testing.T, base string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := rootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	if base != "" {
+		args = append(args, "--api-url", base, "--api-key", cliKey)
+	}
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestCLIAgainstTheAPI(t *testing.T) {
+	base, pool := cliServer(t)
+	ids := seedDiscarded(t, pool, "orders", 40)
+
+	out, _, err := run(t, base, "dlq", "list", "--queue", "orders", "--limit", "5")
+	if err != nil || !strings.Contains(out, "ERROR TYPE") || strings.Count(out, "orders") != 5 {
+		t.Fatalf("dlq list: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "list", "--queue", "orders", "-o", "json")
+	var page struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Items) != 40 {
+		t.Fatalf("dlq list -o json: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "show", ids[0])
+	if err != nil || !strings.Contains(out, `"id": "`+ids[0]+`"`) {
+		t.Fatalf("dlq show: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "retry", ids[0], "--new-value", `{"n":"edited"}`, "--set-header", "x-by=cli")
+	if err != nil || !strings.Contains(out, "retried "+ids[0]) {
+		t.Fatalf("dlq retry ID: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "stats")
+	if err != nil || !strings.Contains(out, "total") || !strings.Contains(out, "P180D") {
+		t.Fatalf("dlq stats: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "retry", "--all", "--queue", "orders")
+	if err != nil || !strings.Contains(out, "would retry 39 records; nothing changed") {
+		t.Fatalf("dlq retry --all (dry run): %v\n%s", err, out)
+	}
+	out, errOut, err := run(t, base, "dlq", "retry", "--all", "--queue", "orders", "--yes", "--wait", "--rate-limit", "200")
+	if err != nil || !strings.Contains(out, "completed: 39 of 39 records") || !strings.Contains(errOut, "100%") {
+		t.Fatalf("dlq retry --all --yes --wait: %v\n%s\n%s", err, out, errOut)
+	}
+	out, _, err = run(t, base, "tasks")
+	if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "200/s") {
+		t.Fatalf("tasks: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "topics")
+	if err != nil || !strings.Contains(out, "orders") {
+		t.Fatalf("topics: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "topics", "pause", "orders")
+	if err != nil || out != "topic orders is paused\n" {
+		t.Fatalf("topics pause: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "purge", ids[1])
+	if err != nil || !strings.Contains(out, "deleted "+ids[1]) {
+		t.Fatalf("dlq purge ID: %v\n%s", err, out)
+	}
+	_, _, err = run(t, base, "dlq", "list", "--state", "dead")
+	if err == nil || !strings.Contains(err.Error(), "invalid_request (HTTP 400): state:") {
+		t.Fatalf("bad filter error = %v", err)
+	}
+	out, _, err = run(t, "", "apikey", "new", "--name", "ops", "--scope", "read")
+	if err != nil || !strings.Contains(out, "key:  rdk_") || !strings.Contains(out, `scope: read, sha256: `) {
+		t.Fatalf("apikey new: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// apiClient talks to a Redrive server's HTTP API for the admin commands.
+type apiClient struct {
+	base   string
+	key    string
+	output string // table or json
+	http   *http.Client
+	out    io.Writer
+	errOut io.Writer
+}
+
+// clientFlags are the flags every API command takes.
+type clientFlags struct {
+	url, key, output string
+}
+
+// register adds --api-url, --api-key and --output to fs (persistent flags of
+// a command group).
+func (f *clientFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.url, "api-url", "", "Redrive API base URL (env REDRIVE_API_URL, default http://localhost:8080)")
+	fs.StringVar(&f.key, "api-key", "", "API key (env REDRIVE_API_KEY); sent as Authorization: Bearer")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+}
+
+func (f *clientFlags) client(cmd *cobra.Command) (*apiClient, error) {
+	base := f.url
+	if base == "" {
+		base = os.Getenv("REDRIVE_API_URL")
+	}
+	if base == "" {
+		base = "http://localhost:8080"
+	}
+	key := f.key
+	if key == "" {
+		key = os.Getenv("REDRIVE_API_KEY")
+	}
+	if f.output != "table" && f.output != "json" {
+		return nil, fmt.Errorf("--output: must be table or json, got %q", f.output)
+	}
+	if _, err := url.Parse(base); err != nil {
+		return nil, fmt.Errorf("--api-url: %w", err)
+	}
+	return &apiClient{base: strings.TrimSuffix(base, "/"), key: key, output: f.output,
+		http: &http.Client{Timeout: 60 * time.Second}, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}, nil
+}
+
+// apiError is an error answer of the API.
+type apiError struct {
+	Status  int
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d): %s", e.Code, e.Status, e.Message)
+}
+
+// do sends a request; a non-2xx answer is an *apiError. out receives the
+// JSON body when non-nil; the raw body is returned as well.
+func (c *apiClient) do(ctx context.Context, method, path string, body any, out any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		var env struct {
+			Error apiError `json:"error"`
+		}
+		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
+			env.Error.Status = resp.StatusCode
+			return raw, &env.Error
+		}
+		return raw, &apiError{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return raw, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return raw, nil
+}
+
+// printJSON writes raw JSON indented.
+func (c *apiClient) printJSON(raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		_, err = c.out.Write(raw)
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := c.out.Write(buf.Bytes())
+	return err
+}
+
+// table writes rows under a header, aligned.
+func (c *apiClient) table(header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(c.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// progressBar renders a task's progress on one terminal line.
+func progressBar(done, total int64, state string) string {
+	const width = 30
+	frac := 1.0
+	if total > 0 {
+		frac = min(1, float64(done)/float64(total))
+	}
+	n := int(frac * width)
+	return fmt.Sprintf("\r[%s%s] %3.0f%% %d/%d %s ", strings.Repeat("#", n), strings.Repeat(".", width-n), frac*100, done, total, state)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// dlqFilter holds the filter flags of dlq list, retry --all and purge.
+type dlqFilter struct {
+	queue, typ, errorType, state, exhaustion, since, until, key, q, path, value string
+	headers                                                                     []string
+}
+
+func (f *dlqFilter) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.queue, "queue", "", "source topic")
+	fs.StringVar(&f.typ, "type", "", "record type")
+	fs.StringVar(&f.errorType, "error-type", "", "type of the most recent error")
+	fs.StringVar(&f.state, "state", "", "retryable, available, completed or discarded")
+	fs.StringVar(&f.exhaustion, "exhaustion", "", "dead_letter or discard")
+	fs.StringVar(&f.since, "since", "", "created at or after (RFC 3339)")
+	fs.StringVar(&f.until, "until", "", "created before (RFC 3339)")
+	fs.StringVar(&f.key, "key", "", "record key (exact)")
+	fs.StringVar(&f.q, "q", "", "substring of the value")
+	fs.StringVar(&f.path, "path", "", "JSON path in the payload, e.g. customer.id (with --value)")
+	fs.StringVar(&f.value, "value", "", "value at --path (JSON scalar or text)")
+	fs.StringArrayVar(&f.headers, "header", nil, "header that must be present: key or key:value (repeatable)")
+}
+
+// query renders the filter as query parameters.
+func (f *dlqFilter) query(cmd *cobra.Command) url.Values {
+	q := url.Values{}
+	set := func(flag, name, v string) {
+		if cmd.Flags().Changed(flag) {
+			q.Set(name, v)
+		}
+	}
+	set("queue", "queue", f.queue)
+	set("type", "type", f.typ)
+	set("error-type", "error_type", f.errorType)
+	set("state", "state", f.state)
+	set("exhaustion", "exhaustion", f.exhaustion)
+	set("since", "since", f.since)
+	set("until", "until", f.until)
+	set("key", "key", f.key)
+	set("q", "q", f.q)
+	set("path", "path", f.path)
+	set("value", "value", f.value)
+	for _, h := range f.headers {
+		q.Add("header", h)
+	}
+	return q
+}
+
+// body renders the filter as the JSON filter of the bulk operations.
+func (f *dlqFilter) body(cmd *cobra.Command) map[string]any {
+	out := map[string]any{}
+	for name, vs := range f.query(cmd) {
+		if name == "header" {
+			out[name] = vs
+			continue
+		}
+		out[name] = vs[0]
+	}
+	return out
+}
+
+func dlqCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Inspect, retry and purge dead-letter records through the API",
+		Long: `dlq talks to a running Redrive's API (REDRIVE_API_URL, default http://localhost:8080)
+with the key in REDRIVE_API_KEY (or --api-key). Output is a table, or JSON with -o json.`,
+	}
+	cf.register(cmd.PersistentFlags())
+	cmd.AddCommand(dlqListCmd(&cf), dlqShowCmd(&cf), dlqRetryCmd(&cf), dlqPurgeCmd(&cf), dlqStatsCmd(&cf))
+	return cmd
+}
+
+type recordRow struct {
+	ID         string  `json:"id"`
+	Queue      string  `json:"queue"`
+	Type       string  `json:"type"`
+	State      string  `json:"state"`
+	Exhaustion *string `json:"exhaustion"`
+	Attempt    int     `json:"attempt"`
+	MaxAttempt int     `json:"max_attempts"`
+	ErrorType  string  `json:"error_type"`
+	CreatedAt  string  `json:"created_at"`
+}
+
+func dlqListCmd(cf *clientFlags) *cobra.Command {
+	var f dlqFilter
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List records, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			q := f.query(cmd)
+			q.Set("limit", strconv.Itoa(limit))
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			var page struct {
+				Items      []recordRow `json:"items"`
+				Pagination struct {
+					Total       int64  `json:"total"`
+					TotalCapped bool   `json:"total_capped"`
+					NextCursor  string `json:"next_cursor"`
+				} `json:"pagination"`
+			}
+			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/dead-letter?"+q.Encode(), nil, &page)
+			if err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return c.printJSON(raw)
+			}
+			rows := make([][]string, len(page.Items))
+			for i, r := range page.Items {
+				state := r.State
+				if r.Exhaustion != nil {
+					state += "/" + *r.Exhaustion
+				}
+				rows[i] = []string{r.ID, r.Queue, orDash(r.Type), state, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempt), r.ErrorType, r.CreatedAt}
+			}
+			if err := c.table([]string{"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "ERROR TYPE", "CREATED"}, rows); err != nil {
+				return err
+			}
+			more := ""
+			if page.Pagination.TotalCapped {
+				more = "+"
+			}
+			fmt.Fprintf(c.errOut, "%d of %d%s records", len(page.Items), page.Pagination.Total, more)
+			if page.Pagination.NextCursor != "" {
+				fmt.Fprintf(c.errOut, "; next page: --cursor %s", page.Pagination.NextCursor)
+			}
+			fmt.Fprintln(c.errOut)
+			return nil
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().IntVar(&limit, "limit", 50, "records per page (1-1000)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
+	return cmd
+}
+
+func dlqShowCmd(cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one record with its error history (JSON)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/dead-letter/"+url.PathEscape(args[0]), nil, nil)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(raw) // a record is nested: JSON is its table
+		},
+	}
+}
+
+func dlqRetryCmd(cf *clientFlags) *cobra.Command {
+	var f dlqFilter
+	var all, yes, wait bool
+	var rateLimit float64
+	var target, value, valueFile, valueEncoding, meta, retry string
+	var headers []string
+	cmd := &cobra.Command{
+		Use:   "retry [ID]",
+		Short: "Retry one record (with optional edits), or every record matching a filter with --all",
+		Long: `retry ID redelivers one record at once, optionally to another topic (--target),
+with an edited value (--new-value or --new-value-file), extra headers, merged meta or a
+retry policy. The original value stays recorded next to the edit.
+
+retry --all [filters] shows how many records would be retried; add --yes to
+start a background task (optionally --rate-limit records/s) and --wait to
+follow its progress.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			if all == (len(args) == 1) {
+				return errors.New("give a record ID, or --all with filters")
+			}
+			if all {
+				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", f.body(cmd), yes, wait, rateLimit, "retry")
+			}
+			override := map[string]any{}
+			if target != "" {
+				override["queue"] = target
+			}
+			editValue := cmd.Flags().Changed("new-value")
+			if valueFile != "" {
+				b, err := os.ReadFile(valueFile)
+				if err != nil {
+					return err
+				}
+				value, editValue = string(b), true
+			}
+			if editValue {
+				override["value"] = value
+				if valueEncoding != "" {
+					override["value_encoding"] = valueEncoding
+				}
+			}
+			var hs []map[string]string
+			for _, h := range headers {
+				k, v, ok := strings.Cut(h, "=")
+				if !ok {
+					return fmt.Errorf("--set-header %q: want key=value", h)
+				}
+				hs = append(hs, map[string]string{"key": k, "value": v})
+			}
+			if hs != nil {
+				override["headers"] = hs
+			}
+			for name, s := range map[string]string{"meta": meta, "retry": retry} {
+				if s != "" {
+					var v any
+					if err := json.Unmarshal([]byte(s), &v); err != nil {
+						return fmt.Errorf("--%s: not JSON: %w", name, err)
+					}
+					override[name] = v
+				}
+			}
+			var body any
+			if len(override) > 0 {
+				body = map[string]any{"override": override}
+			}
+			var rec recordRow
+			raw, err := c.do(cmd.Context(), http.MethodPost, "/ojs/v1/dead-letter/"+url.PathEscape(args[0])+"/retry", body, &rec)
+			if err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return c.printJSON(raw)
+			}
+			fmt.Fprintf(c.out, "retried %s (%s): state %s, attempt %d\n", rec.ID, rec.Queue, rec.State, rec.Attempt)
+			return nil
+		},
+	}
+	f.register(cmd.Flags())
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "retry every record matching the filter flags")
+	fl.BoolVar(&yes, "yes", false, "with --all: really do it (without it, only count)")
+	fl.BoolVar(&wait, "wait", false, "with --all --yes: follow the task with a progress bar")
+	fl.Float64Var(&rateLimit, "rate-limit", 0, "with --all: records per second (0: unlimited)")
+	fl.StringVar(&target, "target", "", "redeliver to this topic instead")
+	fl.StringVar(&value, "new-value", "", "redeliver this value instead (the original stays recorded)")
+	fl.StringVar(&valueFile, "new-value-file", "", "redeliver this file's content as the value")
+	fl.StringVar(&valueEncoding, "new-value-encoding", "", "encoding of the edited value: utf8 or base64")
+	fl.StringArrayVar(&headers, "set-header", nil, "header key=value set on the redelivery (repeatable)")
+	fl.StringVar(&meta, "meta", "", "JSON object merged into the record's meta")
+	fl.StringVar(&retry, "retry", "", `JSON retry policy for the record, e.g. '{"max_attempts":1}'`)
+	return cmd
+}
+
+func dlqPurgeCmd(cf *clientFlags) *cobra.Command {
+	var f dlqFilter
+	var yes, wait bool
+	var rateLimit float64
+	cmd := &cobra.Command{
+		Use:   "purge [ID]",
+		Short: "Delete one record, or every record matching the filter flags",
+		Long: `purge ID deletes one record. purge [filters] shows how many records would be
+deleted; add --yes to start a background task and --wait to follow it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				raw, err := c.do(cmd.Context(), http.MethodDelete, "/ojs/v1/dead-letter/"+url.PathEscape(args[0]), nil, nil)
+				if err != nil {
+					return err
+				}
+				if c.output == "json" {
+					return c.printJSON(raw)
+				}
+				fmt.Fprintf(c.out, "deleted %s\n", args[0])
+				return nil
+			}
+			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", f.body(cmd), yes, wait, rateLimit, "delete")
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&yes, "yes", false, "really delete (without it, only count)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "with --yes: follow the task with a progress bar")
+	cmd.Flags().Float64Var(&rateLimit, "rate-limit", 0, "records per second (0: unlimited)")
+	return cmd
+}
+
+// bulk runs a bulk operation: a dry run, or a task (followed with --wait).
+func bulk(cmd *cobra.Command, c *apiClient, method, path string, filter map[string]any, yes, wait bool, rate float64, verb string) error {
+	body := map[string]any{"filter": filter, "confirm": yes}
+	if rate > 0 {
+		body["rate_limit"] = rate
+	}
+	var ans struct {
+		DryRun      bool     `json:"dry_run"`
+		WouldAffect int64    `json:"would_affect"`
+		Task        taskView `json:"task"`
+	}
+	raw, err := c.do(cmd.Context(), method, path, body, &ans)
+	if err != nil {
+		return err
+	}
+	if ans.DryRun {
+		if c.output == "json" {
+			return c.printJSON(raw)
+		}
+		fmt.Fprintf(c.out, "would %s %d records; nothing changed (add --yes to %s them)\n", verb, ans.WouldAffect, verb)
+		return nil
+	}
+	if !wait {
+		if c.output == "json" {
+			return c.printJSON(raw)
+		}
+		fmt.Fprintf(c.out, "task %s started: %s %d records (follow: redrive tasks show %s --wait)\n", ans.Task.ID, verb, ans.WouldAffect, ans.Task.ID)
+		return nil
+	}
+	return waitTask(cmd, c, ans.Task.ID)
+}
+
+func dlqStatsCmd(cf *clientFlags) *cobra.Command {
+	var queue string
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Record counts by queue, error type and state; oldest and newest; retention",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			path := "/ojs/v1/dead-letter/stats"
+			if queue != "" {
+				path += "?queue=" + url.QueryEscape(queue)
+			}
+			var st struct {
+				Total       int64            `json:"total"`
+				ByQueue     map[string]int64 `json:"by_queue"`
+				ByErrorType map[string]int64 `json:"by_error_type"`
+				ByState     map[string]int64 `json:"by_state"`
+				OldestAt    *string          `json:"oldest_at"`
+				NewestAt    *string          `json:"newest_at"`
+				Retention   map[string]any   `json:"retention"`
+			}
+			raw, err := c.do(cmd.Context(), http.MethodGet, path, nil, &st)
+			if err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return c.printJSON(raw)
+			}
+			var rows [][]string
+			add := func(group string, m map[string]int64) {
+				for k, v := range m {
+					rows = append(rows, []string{group, k, strconv.FormatInt(v, 10)})
+				}
+			}
+			add("queue", st.ByQueue)
+			add("error_type", st.ByErrorType)
+			add("state", st.ByState)
+			rows = append(rows, []string{"total", "", strconv.FormatInt(st.Total, 10)})
+			if err := c.table([]string{"BY", "NAME", "RECORDS"}, rows); err != nil {
+				return err
+			}
+			deref := func(s *string) string {
+				if s == nil {
+					return "-"
+				}
+				return *s
+			}
+			fmt.Fprintf(c.out, "oldest %s, newest %s; retention max_age %v, max_count %v\n",
+				deref(st.OldestAt), deref(st.NewestAt), st.Retention["max_age"], st.Retention["max_count"])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&queue, "queue", "", "only this source topic")
+	return cmd
+}
+
+// taskView is a task as the CLI reads it.
+type taskView struct {
+	ID        string  `json:"id"`
+	Kind      string  `json:"kind"`
+	State     string  `json:"state"`
+	Total     int64   `json:"total"`
+	Processed int64   `json:"processed"`
+	Progress  float64 `json:"progress"`
+	RateLimit float64 `json:"rate_limit"`
+	CreatedBy string  `json:"created_by"`
+	CreatedAt string  `json:"created_at"`
+	Errors    []struct {
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+func (t taskView) finished() bool {
+	return t.State == "completed" || t.State == "cancelled" || t.State == "failed"
+}
+
+// waitTask follows a task with a progress bar on stderr until it finishes.
+func waitTask(cmd *cobra.Command, c *apiClient, id string) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var t taskView
+		raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/tasks/"+url.PathEscape(id), nil, &t)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(c.errOut, progressBar(t.Processed, t.Total, t.State))
+		if t.finished() {
+			fmt.Fprintln(c.errOut)
+			if c.output == "json" {
+				return c.printJSON(raw)
+			}
+			fmt.Fprintf(c.out, "task %s %s: %d of %d records\n", t.ID, t.State, t.Processed, t.Total)
+			if t.State == "failed" {
+				return fmt.Errorf("task %s failed: %d errors", t.ID, len(t.Errors))
+			}
+			return nil
+		}
+		select {
+		case <-cmd.Context().Done():
+			fmt.Fprintln(c.errOut)
+			return cmd.Context().Err()
+		case <-tick.C:
+		}
+	}
+}

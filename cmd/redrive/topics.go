@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+func topicsCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "topics",
+		Short: "List topics (OJS queues) with live stats; show, configure, pause, resume or drain one",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return listTopics(cmd, &cf) },
+	}
+	cf.register(cmd.PersistentFlags())
+	list := &cobra.Command{Use: "list", Short: "List topics", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listTopics(cmd, &cf) }}
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a topic's state, effective config, where it comes from, and stats (JSON)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			path := "/ojs/v1/queues/" + url.PathEscape(args[0])
+			if args[0] == "_default" {
+				path += "/config"
+			}
+			raw, err := c.do(cmd.Context(), http.MethodGet, path, nil, nil)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(raw)
+		},
+	}
+	var file string
+	set := &cobra.Command{
+		Use:   "set NAME --file CONFIG.json",
+		Short: "Replace a topic's API config (a partial policy in JSON, as in policies/*.yaml); _default for the default",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			var body any
+			if err := json.Unmarshal(data, &body); err != nil {
+				return fmt.Errorf("--file %s: not JSON: %w", file, err)
+			}
+			raw, err := c.do(cmd.Context(), http.MethodPut, "/ojs/v1/queues/"+url.PathEscape(args[0])+"/config", body, nil)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(raw)
+		},
+	}
+	set.Flags().StringVar(&file, "file", "", "JSON file with the config (required)")
+	_ = set.MarkFlagRequired("file")
+	cmd.AddCommand(list, show, set, topicStateCmd(&cf, "pause", "Pause redelivery (failures are still stored)"),
+		topicStateCmd(&cf, "resume", "Resume redelivery"), topicStateCmd(&cf, "drain", "Drain: scheduled retries go out, no new replays"))
+	return cmd
+}
+
+func topicStateCmd(cf *clientFlags, verb, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			var q topicView
+			raw, err := c.do(cmd.Context(), http.MethodPost, "/ojs/v1/queues/"+url.PathEscape(args[0])+"/"+verb, nil, &q)
+			if err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return c.printJSON(raw)
+			}
+			fmt.Fprintf(c.out, "topic %s is %s\n", q.Name, q.State)
+			return nil
+		},
+	}
+}
+
+type topicView struct {
+	Name       string           `json:"name"`
+	State      string           `json:"state"`
+	Source     string           `json:"source"`
+	DeclaredIn *string          `json:"declared_in"`
+	Stats      map[string]int64 `json:"stats"`
+}
+
+func listTopics(cmd *cobra.Command, cf *clientFlags) error {
+	c, err := cf.client(cmd)
+	if err != nil {
+		return err
+	}
+	var page struct {
+		Items []topicView `json:"items"`
+	}
+	raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/queues", nil, &page)
+	if err != nil {
+		return err
+	}
+	if c.output == "json" {
+		return c.printJSON(raw)
+	}
+	rows := make([][]string, len(page.Items))
+	for i, q := range page.Items {
+		src := q.Source
+		if q.DeclaredIn != nil {
+			src += " (" + *q.DeclaredIn + ")"
+		}
+		n := func(k string) string { return strconv.FormatInt(q.Stats[k], 10) }
+		rows[i] = []string{q.Name, q.State, src, n("retryable"), n("available"), n("dead_letter"), n("discard"), n("completed")}
+	}
+	return c.table([]string{"TOPIC", "STATE", "CONFIG", "RETRYABLE", "AVAILABLE", "DEAD LETTERS", "DISCARDS", "COMPLETED"}, rows)
+}
