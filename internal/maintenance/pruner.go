@@ -152,7 +152,7 @@ func (p *Pruner) setNext(t time.Time) {
 // RunOnce runs one pruning pass if no other replica is running one.
 func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 	m := p.cfg.Metrics
-	release, ok, err := p.cfg.Store.TryAdvisoryLock(ctx, lockPruner)
+	lock, ok, err := p.cfg.Store.TryAdvisoryLock(ctx, lockPruner)
 	if err != nil {
 		m.PrunerRuns.WithLabelValues("error").Inc()
 		return nil, err
@@ -161,10 +161,10 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 		m.PrunerRuns.WithLabelValues("not_leader").Inc()
 		return &PruneResult{}, nil
 	}
-	defer release()
+	defer lock.Release()
 	start := time.Now()
 	res := &PruneResult{Leader: true}
-	err = p.prune(ctx, res)
+	err = p.prune(ctx, lock.Maint(), res)
 	m.PrunerDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		m.PrunerRuns.WithLabelValues("error").Inc()
@@ -178,15 +178,16 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 	return res, nil
 }
 
-func (p *Pruner) prune(ctx context.Context, res *PruneResult) error {
-	queues, err := p.cfg.Store.TerminalQueues(ctx)
+// prune runs a pass on db, the connection holding the pruning lock.
+func (p *Pruner) prune(ctx context.Context, db *store.Maint, res *PruneResult) error {
+	queues, err := db.TerminalQueues(ctx)
 	if err != nil {
 		return err
 	}
 	now := p.cfg.Now()
 	var errs []error
 	for _, q := range queues {
-		if err := p.pruneQueue(ctx, q, p.cfg.Policy(q), now, res); err != nil {
+		if err := p.pruneQueue(ctx, db, q, p.cfg.Policy(q), now, res); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -197,47 +198,47 @@ func (p *Pruner) prune(ctx context.Context, res *PruneResult) error {
 	return errors.Join(errs...)
 }
 
-func (p *Pruner) pruneQueue(ctx context.Context, q string, t policy.Topic, now time.Time, res *PruneResult) error {
+func (p *Pruner) pruneQueue(ctx context.Context, db *store.Maint, q string, t policy.Topic, now time.Time, res *PruneResult) error {
 	dead := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}
 	ret := t.DeadLetter.Retention
 	if ret.MaxAge > 0 {
-		if err := p.byAge(ctx, dead, now.Add(-ret.MaxAge), ReasonMaxAge, t, res); err != nil {
+		if err := p.byAge(ctx, db, dead, now.Add(-ret.MaxAge), ReasonMaxAge, t, res); err != nil {
 			return err
 		}
 	}
 	if ret.MaxCount > 0 {
-		n, err := p.cfg.Store.CountPruneSet(ctx, &dead)
+		n, err := db.CountPruneSet(ctx, &dead)
 		if err != nil {
 			return err
 		}
 		if excess := n - int64(ret.MaxCount); excess > 0 {
-			if err := p.batches(ctx, store.PruneBatchParams{PruneSet: dead}, excess, ReasonMaxCount, t, res); err != nil {
+			if err := p.batches(ctx, db, store.PruneBatchParams{PruneSet: dead}, excess, ReasonMaxCount, t, res); err != nil {
 				return err
 			}
 		}
 	}
 	if d := t.Retention.Discarded; d > 0 {
 		set := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard}
-		if err := p.byAge(ctx, set, now.Add(-d), ReasonRetentionDiscarded, t, res); err != nil {
+		if err := p.byAge(ctx, db, set, now.Add(-d), ReasonRetentionDiscarded, t, res); err != nil {
 			return err
 		}
 	}
 	if d := t.Retention.Completed; d > 0 {
 		set := store.PruneSet{Queue: q, State: dlq.StateCompleted}
-		if err := p.byAge(ctx, set, now.Add(-d), ReasonRetentionCompleted, t, res); err != nil {
+		if err := p.byAge(ctx, db, set, now.Add(-d), ReasonRetentionCompleted, t, res); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Pruner) byAge(ctx context.Context, set store.PruneSet, before time.Time, reason string, t policy.Topic, res *PruneResult) error {
-	return p.batches(ctx, store.PruneBatchParams{PruneSet: set, Before: before}, -1, reason, t, res)
+func (p *Pruner) byAge(ctx context.Context, db *store.Maint, set store.PruneSet, before time.Time, reason string, t policy.Topic, res *PruneResult) error {
+	return p.batches(ctx, db, store.PruneBatchParams{PruneSet: set, Before: before}, -1, reason, t, res)
 }
 
 // batches deletes in batches until nothing matches or max records (max < 0:
 // no bound) are gone, then reports the count.
-func (p *Pruner) batches(ctx context.Context, params store.PruneBatchParams, max int64, reason string, t policy.Topic, res *PruneResult) error {
+func (p *Pruner) batches(ctx context.Context, db *store.Maint, params store.PruneBatchParams, max int64, reason string, t policy.Topic, res *PruneResult) error {
 	var archive func(context.Context, []dlq.Record) error
 	if t.PruningPolicy == policy.PruneArchive {
 		archive = p.archive
@@ -250,7 +251,7 @@ func (p *Pruner) batches(ctx context.Context, params store.PruneBatchParams, max
 			params.Limit = int(min(int64(p.cfg.BatchSize), max-total))
 		}
 		var n int64
-		n, err = p.cfg.Store.PruneBatch(ctx, &params, archive)
+		n, err = db.PruneBatch(ctx, &params, archive)
 		total += n
 		if err != nil || n < int64(params.Limit) {
 			break

@@ -208,7 +208,7 @@ func TestPrunerOneReplicaAtATime(t *testing.T) {
 	b.insert(t, deadLetter("orders", b.clock.now().Add(-400*day)))
 	p := b.pruner(t, maintenance.DefaultPolicy, maintenance.PrunerConfig{})
 	// Another replica holds the lock.
-	release, ok, err := b.store.TryAdvisoryLock(ctx, 0x7265647269766501)
+	lock, ok, err := b.store.TryAdvisoryLock(ctx, 0x7265647269766501)
 	if err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
@@ -217,7 +217,7 @@ func TestPrunerOneReplicaAtATime(t *testing.T) {
 	if res.Leader || res.Total() != 0 || b.count(t, "TRUE") != 1 {
 		t.Fatalf("pruned while another replica held the lock: %+v", res)
 	}
-	release()
+	lock.Release()
 	res, err = p.RunOnce(ctx)
 	mustNoErr(t, err)
 	if !res.Leader || res.Total() != 1 {

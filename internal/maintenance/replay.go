@@ -323,7 +323,7 @@ type ReplayedRecord struct {
 // RunOnce runs one pass of every enabled rule, unless another replica is.
 func (r *Replayer) RunOnce(ctx context.Context) (*ReplayResult, error) {
 	m := r.cfg.Metrics
-	release, ok, err := r.cfg.Store.TryAdvisoryLock(ctx, lockReplay)
+	lock, ok, err := r.cfg.Store.TryAdvisoryLock(ctx, lockReplay)
 	if err != nil {
 		m.ReplayRuns.WithLabelValues("error").Inc()
 		return nil, err
@@ -332,9 +332,9 @@ func (r *Replayer) RunOnce(ctx context.Context) (*ReplayResult, error) {
 		m.ReplayRuns.WithLabelValues("not_leader").Inc()
 		return &ReplayResult{}, nil
 	}
-	defer release()
+	defer lock.Release()
 	res := &ReplayResult{Leader: true}
-	err = r.replay(ctx, res)
+	err = r.replay(ctx, lock.Maint(), res)
 	if len(res.Replayed) > 0 {
 		r.cfg.Wake()
 		r.report(ctx, res.Replayed)
@@ -347,7 +347,8 @@ func (r *Replayer) RunOnce(ctx context.Context) (*ReplayResult, error) {
 	return res, nil
 }
 
-func (r *Replayer) replay(ctx context.Context, res *ReplayResult) error {
+// replay runs a pass on db, the connection holding the replay lock.
+func (r *Replayer) replay(ctx context.Context, db *store.Maint, res *ReplayResult) error {
 	rules, draining, err := r.rules(ctx)
 	if err != nil {
 		return err
@@ -367,7 +368,7 @@ func (r *Replayer) replay(ctx context.Context, res *ReplayResult) error {
 			if limit == 0 {
 				continue
 			}
-			done, err := r.cfg.Store.Replay(ctx, &store.ReplayParams{
+			done, err := db.Replay(ctx, &store.ReplayParams{
 				Rule: rule.Name, Filter: rule.Filter, Queue: q, ExcludeQueues: draining,
 				DiscardedBefore: now.Add(-rule.Delay), MaxReplays: rule.MaxReplays, Limit: limit, Now: now,
 			})

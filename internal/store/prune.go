@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
 )
@@ -14,8 +16,8 @@ import (
 // TerminalQueues lists the queues that have discarded or completed records, by
 // loose scans of the partial indexes on them: the cost grows with the number
 // of queues, not of records.
-func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
+func (m *Maint) TerminalQueues(ctx context.Context) ([]string, error) {
+	rows, err := m.db.Query(ctx, `
 		WITH RECURSIVE d(queue) AS (
 			SELECT min(queue) FROM redrive_record WHERE state = 'discarded'
 			UNION ALL
@@ -67,13 +69,13 @@ func (p *PruneSet) where(args []any) (cond string, tsCol string, out []any, err 
 }
 
 // CountPruneSet counts the records of the set.
-func (s *Store) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
+func (m *Maint) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
 	cond, _, args, err := p.where(nil)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s records of %s: %w", p.State, p.Queue, err)
 	}
 	return n, nil
@@ -97,7 +99,7 @@ type PruneBatchParams struct {
 // with the records (it must produce them to the archive topic and wait for
 // the broker's ack), and only if it succeeds are the rows deleted, in the
 // same transaction. An archive error leaves every row in place.
-func (s *Store) PruneBatch(ctx context.Context, p *PruneBatchParams, archive func(context.Context, []dlq.Record) error) (int64, error) {
+func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams, archive func(context.Context, []dlq.Record) error) (int64, error) {
 	if p.Limit <= 0 {
 		return 0, errors.New("prune batch: limit must be > 0")
 	}
@@ -115,7 +117,7 @@ func (s *Store) PruneBatch(ctx context.Context, p *PruneBatchParams, archive fun
 	pick := fmt.Sprintf("SELECT %%s FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED", cond, tsCol, len(args))
 
 	if archive == nil {
-		tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_record WHERE id IN ("+fmt.Sprintf(pick, "id")+")", args...)
+		tag, err := m.db.Exec(ctx, "DELETE FROM redrive_record WHERE id IN ("+fmt.Sprintf(pick, "id")+")", args...)
 		if err != nil {
 			return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
 		}
@@ -123,7 +125,7 @@ func (s *Store) PruneBatch(ctx context.Context, p *PruneBatchParams, archive fun
 	}
 
 	var n int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, fmt.Sprintf(pick, readColumns), args...)
 		if err != nil {
 			return err
@@ -194,11 +196,39 @@ type DepthRow struct {
 	Oldest time.Time
 }
 
-// TryAdvisoryLock takes the session-level advisory lock key on a connection
-// of its own, without waiting. When ok, the caller holds it until release;
-// release also returns the connection (destroying it if the unlock fails, so
-// the lock can never linger on a pooled session).
-func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (release func(), ok bool, err error) {
+// dbtx is what maintenance statements run on: the pool, or the one
+// connection that holds a maintenance lock.
+type dbtx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Maint runs the pruning and replay statements, on the pool (Store.Maint) or
+// on the connection of an AdvisoryLock, so that a maintenance pass uses one
+// connection however long it runs.
+type Maint struct{ db dbtx }
+
+// Maint runs maintenance statements on the pool.
+func (s *Store) Maint() *Maint { return &Maint{db: s.pool} }
+
+// TerminalQueues is Maint().TerminalQueues.
+func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
+	return s.Maint().TerminalQueues(ctx)
+}
+
+// AdvisoryLock is a session-level Postgres advisory lock held on a
+// connection of its own. Run the locked work on Maint (the same connection)
+// and Release it when done.
+type AdvisoryLock struct {
+	conn *pgxpool.Conn
+	key  int64
+}
+
+// TryAdvisoryLock takes the session-level advisory lock key without waiting.
+// ok is false when another session holds it.
+func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (lock *AdvisoryLock, ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("advisory lock %d: acquire connection: %w", key, err)
@@ -211,15 +241,22 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (release func(),
 		conn.Release()
 		return nil, false, nil
 	}
-	return func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		var unlocked bool
-		if err := conn.QueryRow(uctx, "SELECT pg_advisory_unlock($1)", key).Scan(&unlocked); err != nil || !unlocked {
-			_ = conn.Conn().Close(uctx)
-		}
-		conn.Release()
-	}, true, nil
+	return &AdvisoryLock{conn: conn, key: key}, true, nil
+}
+
+// Maint runs statements on the lock's connection.
+func (l *AdvisoryLock) Maint() *Maint { return &Maint{db: l.conn} }
+
+// Release unlocks and returns the connection; if the unlock fails the
+// connection is closed, so the lock never lingers on a pooled session.
+func (l *AdvisoryLock) Release() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var unlocked bool
+	if err := l.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.key).Scan(&unlocked); err != nil || !unlocked {
+		_ = l.conn.Conn().Close(ctx)
+	}
+	l.conn.Release()
 }
 
 // RecordCountRow is the number of records of one queue, state, exhaustion

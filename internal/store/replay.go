@@ -56,6 +56,11 @@ type Replayed struct {
 // replayed no longer matches (it is not discarded any more), so two replicas
 // never replay the same record twice.
 func (s *Store) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error) {
+	return s.Maint().Replay(ctx, p)
+}
+
+// Replay is Store.Replay on m's connection.
+func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error) {
 	if p.Limit <= 0 {
 		return nil, errors.New("replay: limit must be > 0")
 	}
@@ -95,7 +100,7 @@ func (s *Store) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 		FROM picked WHERE r.id = picked.id
 		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int`,
 		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"))
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := m.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
 	}
