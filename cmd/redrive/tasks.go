@@ -16,7 +16,7 @@ func tasksCmd() *cobra.Command {
 		Use:   "tasks",
 		Short: "List background bulk tasks (retry/purge by filter); show, follow or cancel one",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return listTasks(cmd, &cf, state) },
+		RunE:  func(cmd *cobra.Command, _ []string) error { return listTasks(cmd, &cf, state) },
 	}
 	cf.register(cmd.PersistentFlags())
 	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state: pending, running, completed, cancelled, failed")
