@@ -246,7 +246,7 @@ func specificType(err error, depth int) string {
 		}
 		return name
 	}
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // walks the Unwrap chain one level at a time, on purpose
 	case interface{ Unwrap() error }:
 		return specificType(u.Unwrap(), depth+1)
 	case interface{ Unwrap() []error }:

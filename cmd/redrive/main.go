@@ -16,12 +16,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := rootCmd().ExecuteContext(ctx); err != nil {
+	if err := execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "redrive:", err)
 		os.Exit(1)
 	}
+}
+
+func execute() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return rootCmd().ExecuteContext(ctx)
 }
 
 func rootCmd() *cobra.Command {

@@ -178,7 +178,7 @@ func (a *App) init(ctx context.Context) error {
 			{Name: "ingest", Check: func(context.Context) error { return a.ingester.Ready() }},
 		},
 	})
-	a.listener, err = net.Listen("tcp", cfg.HTTPAddr)
+	a.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}

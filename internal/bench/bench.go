@@ -45,7 +45,7 @@ func (c Config) withDefaults() Config {
 }
 
 // quiet discards the components' logs so they do not disturb the figures.
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // scratchDB creates a fresh, migrated database and returns a pool on it and a
 // cleanup function.

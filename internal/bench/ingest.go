@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -107,7 +108,12 @@ func timeIngest(ctx context.Context, pool *pgxpool.Pool, brokers []string, n int
 	ictx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ictx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stopping:", err)
+		}
+	}()
 
 	stored := m.IngestRecords.WithLabelValues(benchTopic, string(dlq.FormatRedrive))
 	var start time.Time
@@ -123,7 +129,7 @@ func timeIngest(ctx context.Context, pool *pgxpool.Pool, brokers []string, n int
 		}
 		select {
 		case err := <-done:
-			return 0, 0, fmt.Errorf("ingest stopped: %v", err)
+			return 0, 0, fmt.Errorf("ingest stopped: %w", err)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

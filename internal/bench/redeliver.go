@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -178,7 +179,12 @@ func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n,
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- s.Run(sctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stopping:", err)
+		}
+	}()
 	redelivered := m.Redelivery.Redelivered.WithLabelValues(redeliverQueue)
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -187,7 +193,7 @@ func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n,
 		}
 		select {
 		case err := <-done:
-			return 0, fmt.Errorf("scheduler stopped: %v", err)
+			return 0, fmt.Errorf("scheduler stopped: %w", err)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

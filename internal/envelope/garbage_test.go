@@ -114,6 +114,7 @@ func TestDecodeGarbage(t *testing.T) {
 			value:   []byte("v"),
 			headers: hdr(HeaderSourceTopic, huge, HeaderErrorType, huge, HeaderErrorMessage, huge, HeaderErrorBacktrace, huge, HeaderErrorDetails, `{"a":"`+huge+`"}`, HeaderType, huge),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Format != dlq.FormatRedrive || len(f.Source.Topic) > maxNameBytes || len(f.Error.Message) > maxTextBytes {
 					t.Fatalf("format %q topic %d bytes message %d bytes", f.Format, len(f.Source.Topic), len(f.Error.Message))
 				}
@@ -129,6 +130,7 @@ func TestDecodeGarbage(t *testing.T) {
 			name:    "huge spring stacktrace",
 			headers: hdr("kafka_dlt-original-topic", "orders", "kafka_dlt-exception-stacktrace", strings.Repeat("\tat a.b.C.d(C.java:1)\n", 50000)),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Format != dlq.FormatSpring || len(f.Error.Backtrace) == 0 {
 					t.Fatalf("format %q, %d backtrace lines", f.Format, len(f.Error.Backtrace))
 				}
@@ -140,6 +142,7 @@ func TestDecodeGarbage(t *testing.T) {
 			value:   []byte(badUTF8),
 			headers: hdr(HeaderSourceTopic, badUTF8, HeaderSourceGroup, badUTF8, HeaderErrorType, badUTF8, HeaderErrorMessage, badUTF8, HeaderErrorBacktrace, badUTF8, "type", badUTF8),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Source.Topic != "caf\uFFFD( \uFFFDnul" {
 					t.Fatalf("topic = %q", f.Source.Topic)
 				}
@@ -149,6 +152,7 @@ func TestDecodeGarbage(t *testing.T) {
 			name:    "NUL escapes in JSON details and retry",
 			headers: hdr(HeaderSourceTopic, "t", HeaderErrorDetails, `{"a\u0000":"b\u0000c","n":12345678901234567890}`, HeaderRetry, `{"x":"\u0000"}`),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if !jsonEqual(f.Error.Details, []byte(`{"a":"bc","n":12345678901234567890}`)) || !jsonEqual(f.Retry, []byte(`{"x":""}`)) {
 					t.Fatalf("details %s retry %s", f.Error.Details, f.Retry)
 				}
@@ -161,6 +165,7 @@ func TestDecodeGarbage(t *testing.T) {
 			name:    "spring truncated and oversized binary numbers",
 			headers: hdr("kafka_dlt-original-topic", "t", "kafka_dlt-original-partition", "\x00\x00\x01", "kafka_dlt-original-offset", "\xff\xff\xff\xff\xff\xff\xff\xff", "kafka_dlt-original-timestamp", "\x7f\xff\xff\xff\xff\xff\xff\xff"),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Source.Partition != -1 || f.Source.Offset != -1 || !f.Source.Timestamp.IsZero() {
 					t.Fatalf("source = %+v", f.Source)
 				}
@@ -170,6 +175,7 @@ func TestDecodeGarbage(t *testing.T) {
 			name:    "spring negative partition",
 			headers: hdr("kafka_dlt-original-topic", "t", "kafka_dlt-original-partition", be32(-7), "kafka_dlt-original-offset", be32(12)),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Source.Partition != -1 || f.Source.Offset != 12 {
 					t.Fatalf("source = %+v", f.Source)
 				}
@@ -199,6 +205,7 @@ func TestDecodeGarbage(t *testing.T) {
 			name:  "json with odd field types still decodes",
 			value: []byte(`{"original_topic":"t","event":"x","error":42,"error_type":["a"],"failed_at":-5,"original_partition":1e99,"original_offset":"abc","stack_trace":{"k":1}}`),
 			check: func(t *testing.T, f dlq.Failure) {
+				t.Helper()
 				if f.Format != dlq.FormatJSON || f.Error.Message != "42" || f.Error.Type != ErrorTypeUnknown || f.Source.Partition != -1 || f.Source.Offset != -1 {
 					t.Fatalf("got %+v", f)
 				}

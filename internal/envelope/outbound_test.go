@@ -18,7 +18,7 @@ func testRecord() *dlq.Record {
 		DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 1, Offset: 9},
 		Key:    []byte("k"), Value: []byte(`{"id":1}`),
 		Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "tenant", Value: []byte("a")}},
-		Errors: []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "m1"}, {Attempt: 3, Type: "db.down", Message: "m3", Code: dlq.CodeRetry}},
+		Errors:  []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "m1"}, {Attempt: 3, Type: "db.down", Message: "m3", Code: dlq.CodeRetry}},
 	}
 }
 

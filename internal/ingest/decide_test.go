@@ -45,7 +45,12 @@ topics:
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
 
 	now := time.Now()
 	fail := func(topic, errType string, code dlq.Code, failedAt time.Time, retry string) *kgo.Record {

@@ -119,7 +119,8 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 		return fmt.Errorf("create server log: %w", err)
 	}
 	c.logf = logf
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
+	// Not CommandContext(ctx): ctx bounds the start, the server outlives it.
+	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), filepath.Join(bin, "postgres"), args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	// Pdeathsig: if this process dies without calling Stop, the server goes too.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
@@ -199,7 +200,7 @@ func (c *Cluster) Pause() error {
 func (c *Cluster) Resume(ctx context.Context) error {
 	old := c.cmd
 	c.done = make(chan struct{})
-	c.cmd = exec.Command(old.Path, old.Args[1:]...)
+	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), old.Path, old.Args[1:]...)
 	c.cmd.Stdout, c.cmd.Stderr = c.logf, c.logf
 	c.cmd.SysProcAttr = old.SysProcAttr
 	if err := c.cmd.Start(); err != nil {

@@ -89,6 +89,7 @@ func TestBackoffAppendixA(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.strategy), func(t *testing.T) {
+			t.Parallel()
 			r := base
 			r.BackoffStrategy = tt.strategy
 			checkSchedule(t, r, tt.want)

@@ -44,6 +44,7 @@ func schemaDef(s map[string]any, name string) map[string]any {
 }
 
 func durationPattern(tb testing.TB) *regexp.Regexp {
+	tb.Helper()
 	return regexp.MustCompile(schemaDef(loadSchema(tb), "duration")["pattern"].(string))
 }
 
@@ -63,6 +64,7 @@ var schemaKeywords = map[string]bool{"$ref": true, "type": true, "properties": t
 
 // checkKeywords fails on any keyword the validator would silently ignore.
 func checkKeywords(t *testing.T, s any, at string) {
+	t.Helper()
 	m, ok := s.(map[string]any)
 	if !ok {
 		if _, isBool := s.(bool); !isBool {

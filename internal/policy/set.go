@@ -189,13 +189,10 @@ func parseFile(path string, data []byte) (f *fileSpec, lines map[string]int, err
 	d.checkTopicSpec(f.Default, "_default", levelDefault)
 	for key, spec := range f.Topics {
 		p := child("topics", key)
-		switch {
-		case key == "_default":
+		if key == "_default" {
 			d.addf(p, "the name _default is reserved; put defaults under the top-level _default key")
-		default:
-			if msg := topicNameProblem(key, true); msg != "" {
-				d.addf(p, "topic %s", msg)
-			}
+		} else if msg := topicNameProblem(key, true); msg != "" {
+			d.addf(p, "topic %s", msg)
 		}
 		d.checkTopicSpec(spec, p, levelTopic)
 	}

@@ -54,7 +54,12 @@ func (b *bundle) ingest(t *testing.T, cfg ingest.Config) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
 }
 
 // waitRecord waits until the only record of queue satisfies cond.

@@ -212,7 +212,12 @@ func TestRunWakesWhenARecordBecomesDue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	}()
 
 	// A record due shortly: the scheduler, woken as ingest wakes it, sleeps
 	// until the due time rather than until its next poll a minute away.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestGetRoundTripsRecord(t *testing.T) {
 	if len(got.Errors) != 1 || got.Errors[0].Message != "bad\uFFFDbyte" {
 		t.Fatalf("errors = %+v; want NUL replaced", got.Errors)
 	}
-	if _, err := s.Get(ctx, uuid.Must(uuid.NewV7()).String()); err != store.ErrNotFound {
+	if _, err := s.Get(ctx, uuid.Must(uuid.NewV7()).String()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing record: err = %v, want ErrNotFound", err)
 	}
 }
