@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -294,14 +295,13 @@ func partition(r *dlq.Record, t policy.Topic) int32 {
 // key as Kafka's default partitioner does (murmur2), so keyed records keep
 // their per-key order; null keys spread evenly.
 func partitionFor(string) func(*kgo.Record, int) int {
-	var rr int
+	var rr atomic.Uint32
 	return func(r *kgo.Record, n int) int {
 		switch {
 		case r.Partition >= 0 && int(r.Partition) < n:
 			return int(r.Partition)
 		case r.Key == nil:
-			rr++
-			return rr % n
+			return int(rr.Add(1) % uint32(n))
 		}
 		return int(murmur2(r.Key)&0x7fffffff) % n
 	}
