@@ -129,7 +129,7 @@ func (m *mApp) sse(t *testing.T, path string) <-chan string {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.base+path, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the reader goroutine closes it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,10 @@ func (m *mApp) sse(t *testing.T, path string) <-chan string {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var ev struct{ Type, Subject string }
+				var ev struct {
+					Type    string `json:"type"`
+					Subject string `json:"subject"`
+				}
 				_ = json.Unmarshal([]byte(data), &ev)
 				out <- ev.Type + " " + ev.Subject
 			}
@@ -359,7 +362,9 @@ replay_rules:
 	counts := map[string]int{}
 	for _, r := range got {
 		var ev struct {
-			SpecVersion, Type, Source string
+			SpecVersion string `json:"specversion"`
+			Type        string `json:"type"`
+			Source      string `json:"source"`
 		}
 		_ = json.Unmarshal(r.Value, &ev)
 		if ev.SpecVersion != "1.0" || ev.Source != "redrive" {

@@ -27,11 +27,12 @@ func everyType() []events.Event {
 	var evs []events.Event
 	for i, typ := range events.Types {
 		q := []string{"orders", "billing"}[i%2]
-		if strings.HasPrefix(string(typ), "queue.") {
+		switch {
+		case strings.HasPrefix(string(typ), "queue."):
 			evs = append(evs, events.Queue(typ, events.QueueData{Queue: q, State: "paused"}))
-		} else if typ == events.DeadLetterPruned {
+		case typ == events.DeadLetterPruned:
 			evs = append(evs, events.Event{Type: typ, Subject: q, Queue: q, Data: events.PrunedData{Queue: q, Count: 3, Reason: "max_age"}})
-		} else {
+		default:
 			evs = append(evs, events.Record(typ, events.RecordData{ID: uuid.NewString(), Queue: q, Type: "order.created"}))
 		}
 	}

@@ -2,8 +2,6 @@ package maintenance_test
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,17 +149,6 @@ func mustNoErr(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-func ids(n int, f func(i int) string) map[string]bool {
-	m := map[string]bool{}
-	for i := range n {
-		m[f(i)] = true
-	}
-	return m
-}
-
-var _ = fmt.Sprint
-var _ sync.Mutex
 
 // value reads a counter or gauge.
 func value(t *testing.T, c prometheus.Metric) float64 {

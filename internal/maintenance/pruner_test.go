@@ -3,6 +3,7 @@ package maintenance_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestPruneByAgeThenCount(t *testing.T) {
 		t.Fatalf("pruned %+v, want %+v", res.Pruned, want)
 	}
 	for _, id := range append(old, young[:2]...) {
-		if _, err := b.store.Get(ctx, id); err != store.ErrNotFound {
+		if _, err := b.store.Get(ctx, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("record %s should be pruned: %v", id, err)
 		}
 	}

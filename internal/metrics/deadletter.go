@@ -260,7 +260,7 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	for _, q := range slices.Sorted(maps.Keys(c.known)) {
 		d := c.known[q]
-		ch <- prometheus.MustNewConstMetric(totalDesc, prometheus.GaugeValue, float64(d.Count), q)
+		ch <- prometheus.MustNewConstMetric(totalDesc, prometheus.GaugeValue, float64(d.Count), q) //nolint:promlinter // the OJS dead-letter spec §11.2 name (ojs.dead_letter.total)
 		age := 0.0
 		if d.Count > 0 && !d.Oldest.IsZero() {
 			age = max(0, now.Sub(d.Oldest).Seconds())
