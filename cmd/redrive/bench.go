@@ -22,6 +22,7 @@ var benchSuites = map[string]func(context.Context, bench.Config) error{
 		return err
 	},
 	"prune": bench.Prune,
+	"api":   bench.API,
 }
 
 func benchCmd() *cobra.Command {
@@ -60,7 +61,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Records, "records", 200_000, "DLQ records to ingest")
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
-	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune"}, "suites to run, in order")
+	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api"}, "suites to run, in order")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd
 }

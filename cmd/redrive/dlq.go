@@ -120,9 +120,10 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 			var page struct {
 				Items      []recordRow `json:"items"`
 				Pagination struct {
-					Total       int64  `json:"total"`
-					TotalCapped bool   `json:"total_capped"`
-					NextCursor  string `json:"next_cursor"`
+					Total          int64  `json:"total"`
+					TotalCapped    bool   `json:"total_capped"`
+					TotalEstimated bool   `json:"total_estimated"`
+					NextCursor     string `json:"next_cursor"`
 				} `json:"pagination"`
 			}
 			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/dead-letter?"+q.Encode(), nil, &page)
@@ -143,11 +144,14 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 			if err := c.table([]string{"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "ERROR TYPE", "CREATED"}, rows); err != nil {
 				return err
 			}
-			more := ""
+			about, more := "", ""
 			if page.Pagination.TotalCapped {
 				more = "+"
 			}
-			fmt.Fprintf(c.errOut, "%d of %d%s records", len(page.Items), page.Pagination.Total, more)
+			if page.Pagination.TotalEstimated {
+				about = "~"
+			}
+			fmt.Fprintf(c.errOut, "%d of %s%d%s records", len(page.Items), about, page.Pagination.Total, more)
 			if page.Pagination.NextCursor != "" {
 				fmt.Fprintf(c.errOut, "; next page: --cursor %s", page.Pagination.NextCursor)
 			}

@@ -275,7 +275,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	if err != nil {
 		return err
 	}
-	noteAudit(c, "", b.Filter, &n)
+	noteAudit(c, "dry_run", b.Filter, &n)
 	if !b.Confirm {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "would_affect": n, "filter": b.Filter,
 			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"})
@@ -289,6 +289,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	if err != nil {
 		return err
 	}
+	noteAudit(c, "task:"+t.ID, b.Filter, &n)
 	s.cfg.KickTasks()
 	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/tasks/"+t.ID)
 	return c.JSON(http.StatusAccepted, map[string]any{"dry_run": false, "would_affect": n, "task": toTaskJSON(t)})

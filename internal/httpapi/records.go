@@ -22,10 +22,13 @@ type paginationJSON struct {
 	Total int64 `json:"total"`
 	// TotalCapped says Total is a lower bound: the filter needs a scan, and
 	// counting stops at 10,000.
-	TotalCapped bool   `json:"total_capped,omitempty"`
-	Limit       int    `json:"limit"`
-	HasMore     bool   `json:"has_more"`
-	NextCursor  string `json:"next_cursor,omitempty"`
+	TotalCapped bool `json:"total_capped,omitempty"`
+	// TotalEstimated says Total is Postgres's estimate: an exact count of
+	// this filter would have taken too long.
+	TotalEstimated bool   `json:"total_estimated,omitempty"`
+	Limit          int    `json:"limit"`
+	HasMore        bool   `json:"has_more"`
+	NextCursor     string `json:"next_cursor,omitempty"`
 }
 
 type listJSON struct {
@@ -52,7 +55,8 @@ func (s *Server) listRecords(c echo.Context) error {
 		return err
 	}
 	out := listJSON{Items: make([]recordJSON, len(page.Records)),
-		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, Limit: p.Limit, HasMore: page.HasMore}}
+		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
+			Limit: p.Limit, HasMore: page.HasMore}}
 	for i := range page.Records {
 		out.Items[i] = toRecordJSON(&page.Records[i])
 	}

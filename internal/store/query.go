@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/internal/dlq"
 )
@@ -174,7 +175,10 @@ type Page struct {
 	Total   int64 // records matching the filter, across all pages
 	// TotalCapped says Total is a lower bound (countCap) rather than exact.
 	TotalCapped bool
-	HasMore     bool
+	// TotalEstimated says Total is the planner's estimate: counting exceeded
+	// its time budget.
+	TotalEstimated bool
+	HasMore        bool
 }
 
 // countCap bounds exact counting for filters the count table cannot answer:
@@ -184,7 +188,7 @@ const countCap = 10000
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
 	cond, args := p.Filter.where(nil)
-	total, capped, err := s.countFor(ctx, &p.Filter)
+	total, capped, estimated, err := s.countFor(ctx, &p.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -207,30 +211,63 @@ func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
 	}
-	page := &Page{Records: records, Total: total, TotalCapped: capped}
+	page := &Page{Records: records, Total: total, TotalCapped: capped, TotalEstimated: estimated}
 	if len(records) > p.Limit {
 		page.Records, page.HasMore = records[:p.Limit], true
 	}
 	return page, nil
 }
 
+// countBudget bounds the time spent counting for a filter the count table
+// cannot answer; past it, a listing shows the planner's estimate instead.
+const countBudget = 25 * time.Millisecond
+
 // countFor counts the records matching f: exactly from the count table when f
-// uses only its dimensions, else by scanning at most countCap+1 rows.
-func (s *Store) countFor(ctx context.Context, f *Filter) (n int64, capped bool, err error) {
+// uses only its dimensions, else by scanning at most countCap+1 rows within
+// countBudget; beyond the budget it returns the planner's estimate (estimated).
+func (s *Store) countFor(ctx context.Context, f *Filter) (n int64, capped, estimated bool, err error) {
 	if f.dimsOnly() {
 		n, err = s.countDims(ctx, f)
-		return n, false, err
+		return n, false, false, err
 	}
 	cond, args := f.where(nil)
 	args = append(args, countCap+1)
 	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE %s LIMIT $%d) c", cond, len(args))
-	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-		return 0, false, fmt.Errorf("count records: %w", err)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", countBudget.Milliseconds())); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, q, args...).Scan(&n)
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil { // query_canceled: over budget
+		est, err := s.estimate(ctx, "SELECT 1 FROM redrive_record WHERE "+cond, args[:len(args)-1])
+		return est, false, true, err
+	}
+	if err != nil {
+		return 0, false, false, fmt.Errorf("count records: %w", err)
 	}
 	if n > countCap {
-		return countCap, true, nil
+		return countCap, true, false, nil
 	}
-	return n, false, nil
+	return n, false, false, nil
+}
+
+// estimate is the planner's row estimate for a query.
+func (s *Store) estimate(ctx context.Context, query string, args []any) (int64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	var raw []byte
+	if err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw); err != nil {
+		return 0, fmt.Errorf("estimate records: %w", err)
+	}
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
+		return 0, fmt.Errorf("estimate records: unreadable plan: %v", err)
+	}
+	return int64(plan[0].Plan.Rows), nil
 }
 
 // countDims sums the count table over the filter's dimensions.

@@ -175,6 +175,25 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter,
 	return res, nil
 }
 
+// RemainsAfter reports whether a record matching f (with kind's state
+// restriction) is left after the cursor: a batch can change nothing while
+// records remain, when every row it locked changed under it meanwhile.
+func (s *Store) RemainsAfter(ctx context.Context, kind string, f Filter, afterID string) (bool, error) {
+	if kind == "retry" {
+		f.States = intersectStates(f.States, RetryableStates)
+	}
+	cond, args := f.where(nil)
+	if afterID != "" {
+		args = append(args, afterID)
+		cond += fmt.Sprintf(" AND id > $%d", len(args))
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE "+cond+")", args...).Scan(&ok); err != nil {
+		return false, fmt.Errorf("check remaining records: %w", err)
+	}
+	return ok, nil
+}
+
 // CountRetryable counts the records a bulk retry with f would retry.
 func (s *Store) CountRetryable(ctx context.Context, f *Filter) (int64, error) {
 	g := *f

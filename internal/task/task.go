@@ -154,7 +154,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		batch = max(1, min(batch, int(t.RateLimit)))
 		lim = rate.NewLimiter(rate.Limit(t.RateLimit), batch)
 	}
-	failures := 0
+	failures, empty := 0, 0
 	for {
 		if ctx.Err() != nil {
 			r.release(t, log)
@@ -205,6 +205,9 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			continue
 		}
 		failures = 0
+		if res.N > 0 {
+			empty = 0
+		}
 		t = nt
 		if res.N > 0 {
 			if t.Kind == store.TaskRetry {
@@ -213,6 +216,14 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			r.cfg.OnBatch(t.Kind, res.Rows)
 		}
 		if res.N == 0 {
+			after := ""
+			if t.CursorID != nil {
+				after = *t.CursorID
+			}
+			empty++
+			if more, err := r.store.RemainsAfter(ctx, t.Kind, filter, after); err == nil && more && empty < 5 {
+				continue // the rows it locked all changed meanwhile; go on
+			}
 			r.finish(ctx, t, store.TaskCompleted, log)
 			return
 		}

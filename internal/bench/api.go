@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/httpapi"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// APIRecords is how many records the api suite stores before measuring.
+const APIRecords = 1_000_000
+
+// Targets of the api suite (p99, ms).
+const (
+	apiListTarget  = 50 * time.Millisecond
+	apiStatsTarget = 20 * time.Millisecond
+	apiPathTarget  = 200 * time.Millisecond
+)
+
+// apiSamples is how many timed requests each query gets (after a warm-up).
+const apiSamples = 200
+
+// APIResult holds the latencies of one run.
+type APIResult struct {
+	Load                          time.Duration
+	List, Stats, PathSearch, Misc map[string]Latency
+}
+
+// Latency is a p50/p99 pair.
+type Latency struct{ P50, P99 time.Duration }
+
+// API stores APIRecords records (COPY, then ANALYZE) and measures the HTTP
+// API in process (no network, auth off): filtered lists, stats and payload
+// JSON-path searches, printing p50/p99 against the targets.
+func API(ctx context.Context, cfg Config) error {
+	_, err := RunAPI(ctx, cfg)
+	return err
+}
+
+// RunAPI is API returning the figures.
+func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
+	cfg = cfg.withDefaults()
+	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	st := store.New(pool)
+	fmt.Fprintf(cfg.Out, "api: %d stored records, %d requests per query, in-process HTTP\n", APIRecords, apiSamples)
+	res := &APIResult{}
+	start := time.Now()
+	if err := loadAPIRecords(ctx, st, APIRecords); err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+		return nil, err
+	}
+	if err := st.CompactCounts(ctx); err != nil {
+		return nil, err
+	}
+	res.Load = time.Since(start)
+	fmt.Fprintf(cfg.Out, "  loaded in %v (COPY, indexes and statistics triggers included)\n", res.Load.Round(time.Second))
+
+	srv := httpapi.New(httpapi.Config{Store: st, AuthDisabled: true, Logger: quiet,
+		Queues: queue.New(func() *policy.Set { return nil }, st, quiet)})
+	rng := rand.New(rand.NewPCG(1, 2))
+	since := time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	qs := func(kv ...string) func() string {
+		return func() string {
+			v := url.Values{}
+			for i := 0; i < len(kv); i += 2 {
+				val := kv[i+1]
+				if val == "%q" {
+					val = fmt.Sprintf("q%d", rng.IntN(apiQueues))
+				}
+				v.Set(kv[i], val)
+			}
+			return "/ojs/v1/dead-letter?" + v.Encode()
+		}
+	}
+	lists := []struct {
+		name string
+		path func() string
+	}{
+		{"queue+state", qs("queue", "%q", "state", "discarded", "limit", "50")},
+		{"queue+error_type", func() string {
+			q := rng.IntN(apiQueues)
+			return fmt.Sprintf("/ojs/v1/dead-letter?queue=q%d&error_type=%s&limit=50", q, errorTypeOf(q, rng.IntN(apiErrTypes)))
+		}},
+		{"type+exhaustion", func() string {
+			return fmt.Sprintf("/ojs/v1/dead-letter?type=%s&exhaustion=dead_letter&limit=50", typeOf(rng.IntN(apiQueues), rng.IntN(2)))
+		}},
+		{"queue+since", qs("queue", "%q", "since", since, "limit", "50")},
+		{"key", func() string { return fmt.Sprintf("/ojs/v1/dead-letter?key=order-%d", rng.IntN(APIRecords)) }},
+	}
+	measure := func(path func() string) (Latency, error) {
+		for range 20 { // warm-up
+			if _, err := call(srv, path()); err != nil {
+				return Latency{}, err
+			}
+		}
+		ds := make([]time.Duration, apiSamples)
+		for i := range ds {
+			t0 := time.Now()
+			if _, err := call(srv, path()); err != nil {
+				return Latency{}, err
+			}
+			ds[i] = time.Since(t0)
+		}
+		slices.Sort(ds)
+		return Latency{P50: ds[len(ds)/2], P99: ds[len(ds)*99/100]}, nil
+	}
+	report := func(group, name string, l Latency, target time.Duration) {
+		ok := "ok"
+		if l.P99 > target {
+			ok = "MISSED"
+		}
+		fmt.Fprintf(cfg.Out, "  %-6s %-28s p50 %7.2f ms  p99 %7.2f ms  (target p99 <= %v: %s)\n", group, name,
+			ms(l.P50), ms(l.P99), target, ok)
+	}
+	res.List, res.Stats, res.PathSearch = map[string]Latency{}, map[string]Latency{}, map[string]Latency{}
+	for _, l := range lists {
+		lat, err := measure(l.path)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.name, err)
+		}
+		res.List[l.name] = lat
+		report("list", l.name, lat, apiListTarget)
+	}
+	// Page 2 through the keyset cursor.
+	first, err := call(srv, "/ojs/v1/dead-letter?queue=q1&limit=50")
+	if err != nil {
+		return nil, err
+	}
+	var page struct {
+		Pagination struct {
+			NextCursor string `json:"next_cursor"`
+		} `json:"pagination"`
+	}
+	_ = json.Unmarshal(first, &page)
+	lat, err := measure(func() string { return "/ojs/v1/dead-letter?queue=q1&limit=50&cursor=" + page.Pagination.NextCursor })
+	if err != nil {
+		return nil, err
+	}
+	res.List["cursor page 2"] = lat
+	report("list", "cursor page 2", lat, apiListTarget)
+
+	for name, path := range map[string]func() string{
+		"all":       func() string { return "/ojs/v1/dead-letter/stats" },
+		"one queue": func() string { return fmt.Sprintf("/ojs/v1/dead-letter/stats?queue=q%d", rng.IntN(apiQueues)) },
+	} {
+		lat, err := measure(path)
+		if err != nil {
+			return nil, fmt.Errorf("stats: %w", err)
+		}
+		res.Stats[name] = lat
+		report("stats", name, lat, apiStatsTarget)
+	}
+	for name, path := range map[string]func() string{
+		"customer.id (number)": func() string {
+			return fmt.Sprintf("/ojs/v1/dead-letter?path=customer.id&value=%d&limit=50", rng.IntN(apiCustomers))
+		},
+		"customer.tier+queue": func() string {
+			return fmt.Sprintf("/ojs/v1/dead-letter?path=customer.tier&value=platinum&queue=q%d&limit=50", rng.IntN(apiQueues))
+		},
+	} {
+		lat, err := measure(path)
+		if err != nil {
+			return nil, fmt.Errorf("path search: %w", err)
+		}
+		res.PathSearch[name] = lat
+		report("path", name, lat, apiPathTarget)
+	}
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// call serves one GET in process and fails on a non-200 answer.
+func call(h http.Handler, path string) ([]byte, error) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	body, _ := io.ReadAll(w.Result().Body)
+	if w.Code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d %s", path, w.Code, body)
+	}
+	return body, nil
+}
+
+// The shape of the loaded data: topics with a couple of types and a handful of
+// error types each, as real DLQs look (statistics tables stay small).
+const (
+	apiQueues    = 20
+	apiErrTypes  = 5
+	apiCustomers = 100_000
+)
+
+func typeOf(q, i int) string      { return fmt.Sprintf("t%d.%d", q, i) }
+func errorTypeOf(q, i int) string { return fmt.Sprintf("err%d.%d", q, i) }
+
+var tiers = []string{"bronze", "silver", "gold", "platinum"}
+
+// loadAPIRecords COPYs n records: 70% dead letters, 10% discards, 15%
+// retryable (due in a day), 5% completed, created over the last 90 days.
+func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
+	rng := rand.New(rand.NewPCG(7, 8))
+	now := time.Now().UTC()
+	retry, _ := json.Marshal(policy.Default())
+	const batch = 10_000
+	recs := make([]dlq.Record, 0, batch)
+	for i := range n {
+		q := rng.IntN(apiQueues)
+		created := now.Add(-time.Duration(rng.Int64N(int64(90 * 24 * time.Hour))))
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		r := dlq.Record{ID: id.String(), Queue: fmt.Sprintf("q%d", q), Type: typeOf(q, rng.IntN(2)),
+			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive,
+			Source:  dlq.Source{Topic: fmt.Sprintf("q%d", q), Partition: int32(rng.IntN(12)), Offset: int64(i)},
+			DLQ:     dlq.Coord{Topic: "dead_letter_queue", Partition: int32(i % 12), Offset: int64(i)},
+			Key:     fmt.Appendf(nil, "order-%d", i),
+			Value:   fmt.Appendf(nil, `{"order_id":%d,"customer":{"id":%d,"tier":%q},"amount":%d,"currency":"EUR","note":"%x"}`, i, rng.IntN(apiCustomers), tiers[rng.IntN(len(tiers))], rng.IntN(100000), rng.Uint64()),
+			Headers: []dlq.Header{{Key: "traceparent", Value: fmt.Appendf(nil, "00-%032x-%016x-01", rng.Uint64(), rng.Uint64())}},
+			Retry:   retry, Meta: json.RawMessage(`{}`),
+			CreatedAt: created, UpdatedAt: created,
+			Errors: []dlq.ErrorEntry{{Attempt: 3, Type: errorTypeOf(q, rng.IntN(apiErrTypes)), Message: "failed", Code: dlq.CodeRetry,
+				OccurredAt: created}},
+		}
+		switch p := rng.IntN(100); {
+		case p < 70:
+			r.State, r.Exhaustion, r.DiscardedAt = dlq.StateDiscarded, dlq.ExhaustionDeadLetter, &created
+		case p < 80:
+			r.State, r.Exhaustion, r.DiscardedAt = dlq.StateDiscarded, dlq.ExhaustionDiscard, &created
+		case p < 95:
+			next := now.Add(24 * time.Hour)
+			r.State, r.NextRetryAt = dlq.StateRetryable, &next
+		default:
+			r.State, r.CompletedAt = dlq.StateCompleted, &created
+		}
+		recs = append(recs, r)
+		if len(recs) == batch || i == n-1 {
+			if _, err := st.InsertRecords(ctx, recs); err != nil {
+				return fmt.Errorf("load records: %w", err)
+			}
+			recs = recs[:0]
+		}
+	}
+	return nil
+}
