@@ -62,9 +62,14 @@ func (f *clientFlags) client(cmd *cobra.Command) (*apiClient, error) {
 		http: &http.Client{Timeout: 60 * time.Second}, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}, nil
 }
 
+// errorEnvelope is the API's error envelope.
+type errorEnvelope struct {
+	Error apiError `json:"error"`
+}
+
 // apiError is an error answer of the API.
 type apiError struct {
-	Status  int
+	Status  int            `json:"-"`
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details"`
@@ -105,9 +110,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, out a
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		var env struct {
-			Error apiError `json:"error"`
-		}
+		var env errorEnvelope
 		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
 			env.Error.Status = resp.StatusCode
 			return raw, &env.Error

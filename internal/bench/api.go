@@ -192,7 +192,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // call serves one GET in process and fails on a non-200 answer.
 func call(h http.Handler, path string) ([]byte, error) {
-	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req := httptest.NewRequestWithContext(context.Background(), http.MethodGet, path, nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	body, _ := io.ReadAll(w.Result().Body)

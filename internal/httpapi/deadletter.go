@@ -350,7 +350,7 @@ func topicProblem(name string) string {
 		return "is not a legal Kafka topic name"
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
 			return "may only contain letters, digits, '.', '_' and '-'"
 		}
 	}

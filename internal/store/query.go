@@ -187,7 +187,7 @@ const countCap = 10000
 
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
-	cond, args := p.Filter.where(nil)
+	cond, args := p.where(nil)
 	total, capped, estimated, err := s.countFor(ctx, &p.Filter)
 	if err != nil {
 		return nil, err
@@ -264,8 +264,11 @@ func (s *Store) estimate(ctx context.Context, query string, args []any) (int64, 
 	if err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw); err != nil {
 		return 0, fmt.Errorf("estimate records: %w", err)
 	}
-	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
-		return 0, fmt.Errorf("estimate records: unreadable plan: %v", err)
+	if err := json.Unmarshal(raw, &plan); err != nil {
+		return 0, fmt.Errorf("estimate records: unreadable plan: %w", err)
+	}
+	if len(plan) == 0 {
+		return 0, errors.New("estimate records: empty plan")
 	}
 	return int64(plan[0].Plan.Rows), nil
 }
