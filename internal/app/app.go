@@ -297,6 +297,9 @@ func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
 	}
 	if cfg.AuthDisabled {
 		log.Warn("AUTH DISABLED although REDRIVE_API_KEYS_FILE is set: keys are ignored", "component", "app")
+	} else if keys.Len() == 0 {
+		log.Warn("the API keys file holds no key: every API call will be refused (add one with `redrive apikey new`)",
+			"component", "app", "file", cfg.APIKeysFile)
 	}
 	return keys, nil
 }
