@@ -63,7 +63,14 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 			return fmt.Errorf("events producer: %w", err)
 		}
 	}
-	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events})
+	dl := a.metrics.DeadLetter
+	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events,
+		// Manual retries are counted where the API announces them, one event per record.
+		Observe: func(ev *events.Event) {
+			if ev.Type == events.DeadLetterRetried {
+				dl.Retried(ev.Queue, 1)
+			}
+		}})
 	return nil
 }
 

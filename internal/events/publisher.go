@@ -32,6 +32,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts events. Default: a private, unregistered set.
 	Metrics *metrics.Events
+	// Observe, if set, sees every event synchronously in Publish, before any
+	// can be dropped (the app counts ojs_dead_letter_retried_total with it).
+	// It must be cheap and must not keep the event.
+	Observe func(*Event)
 }
 
 // ProducerOpts are the options of an events client: a bounded buffer (Publish
@@ -113,6 +117,9 @@ func (p *Publisher) Publish(_ context.Context, evs ...Event) {
 	for i := range evs {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
+		}
+		if p.cfg.Observe != nil {
+			p.cfg.Observe(&evs[i])
 		}
 	}
 	select {
