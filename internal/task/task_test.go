@@ -1,0 +1,109 @@
+package task_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/task"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func decode(raw json.RawMessage) (store.Filter, error) {
+	var f struct {
+		Queue string `json:"queue"`
+	}
+	err := json.Unmarshal(raw, &f)
+	return store.Filter{Queue: f.Queue}, err
+}
+
+var offsets atomic.Int64
+
+func seed(t *testing.T, st *store.Store, queue string, n int) {
+	t.Helper()
+	now := time.Now().UTC()
+	recs := make([]dlq.Record, n)
+	for i := range recs {
+		id, _ := uuid.NewV7()
+		recs[i] = dlq.Record{ID: id.String(), Queue: queue, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
+			Attempt: 1, MaxAttempts: 1, Format: dlq.FormatRedrive, DLQ: dlq.Coord{Topic: "dlq", Offset: offsets.Add(1)},
+			Value: fmt.Appendf(nil, "%d", i), Retry: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`),
+			Errors: []dlq.ErrorEntry{{Attempt: 1, Type: "x", Code: dlq.CodeRetry, OccurredAt: now}}, CreatedAt: now, UpdatedAt: now,
+			DiscardedAt: &now}
+	}
+	if _, err := st.InsertRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A replica that dies holding a task (no release) loses it when its lease
+// runs out; another replica resumes and finishes it.
+func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
+	t.Parallel()
+	st := store.New(pgtest.New(t))
+	ctx := context.Background()
+	seed(t, st, "orders", 1200)
+	seed(t, st, "other", 10)
+	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 500, Total: 1200, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead replica: claims, does one batch, never comes back.
+	dead, err := st.ClaimTask(ctx, "dead", 300*time.Millisecond)
+	if err != nil || dead.ID != created.ID {
+		t.Fatalf("claim = %+v, %v", dead, err)
+	}
+	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx pgx.Tx) (store.BatchResult, error) {
+		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: store.Filter{Queue: "orders"}, Limit: 500})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimTask(ctx, "early", time.Minute); err == nil {
+		t.Fatal("a live lease was taken over")
+	}
+	var batches atomic.Int64
+	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond, Owner: "alive",
+		OnBatch: func(string, []store.BatchRow) { batches.Add(1) }}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := st.GetTask(ctx, created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == store.TaskCompleted {
+			if got.Processed != 1200 {
+				t.Errorf("processed %d, want 1200", got.Processed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not taken over: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if batches.Load() != 2 { // 700 left: 500 + 200
+		t.Errorf("%d batches after the takeover, want 2", batches.Load())
+	}
+	n, err := st.Count(ctx, &store.Filter{Queue: "other", State: dlq.StateDiscarded})
+	if err != nil || n != 10 {
+		t.Errorf("another queue's records were touched: %d left, %v", n, err)
+	}
+}
