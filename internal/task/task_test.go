@@ -81,7 +81,12 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(rctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		got, err := st.GetTask(ctx, created.ID)
