@@ -346,13 +346,34 @@ replay_rules:
 	b.wantMetric(t, `ojs_dead_letter_total{queue="billing"}`, 1)
 	all = b.sse(t, "/ojs/v1/events")
 
-	// 4. An operator deletes billing's last dead letter: its size drops to 0.
+	// 4. An operator purges billing's dead letters (a bulk task): its size drops to 0.
 	other := billing[0]
 	if other == replayed {
 		other = billing[1]
 	}
-	if status, body := b.do(t, http.MethodDelete, "/ojs/v1/dead-letter/"+other, ""); status != http.StatusOK {
-		t.Fatalf("delete: %d %s", status, body)
+	status, body = b.do(t, http.MethodDelete, "/ojs/v1/dead-letter", `{"filter":{"queue":"billing","state":"discarded"},"confirm":true}`)
+	var purge struct {
+		Task struct {
+			ID string `json:"id"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(body, &purge); status != http.StatusAccepted || err != nil {
+		t.Fatalf("purge: %d %s", status, body)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		var task struct {
+			State string `json:"state"`
+		}
+		_, body := b.do(t, http.MethodGet, "/ojs/v1/tasks/"+purge.Task.ID, "")
+		_ = json.Unmarshal(body, &task)
+		if task.State == "completed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("purge task: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// and retries one of orders' (the API announces it; the app counts it).
 	retried := recordIDs(t, b, "queue=orders&state=discarded", 3)[0]
