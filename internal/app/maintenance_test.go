@@ -208,8 +208,8 @@ func recordIDs(t *testing.T, m *mApp, query string, n int) []string {
 // TestDeadLetterMetricsEventsAndMaintenance scripts a scenario end to end and
 // checks /metrics, the SSE stream and the events topic after each step:
 // failures arrive, a replay rule replays one, a second replica (a restart)
-// reports the same DLQ sizes without having seen anything, an operator
-// deletes one, and the pruner removes the rest.
+// reports the same DLQ sizes without having seen anything, an operator purges
+// one queue and retries a record, and the pruner archives and removes the rest.
 func TestDeadLetterMetricsEventsAndMaintenance(t *testing.T) {
 	t.Parallel()
 	const eventsTopic = dlqTopic + ".events"
