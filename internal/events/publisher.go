@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,6 +77,8 @@ type Publisher struct {
 	log    *slog.Logger
 	queue  chan []Event
 	broker *Broker
+
+	lastWarn atomic.Int64 // unix nanos of the last produce warning
 }
 
 // New returns a Publisher. Call Run to deliver events.
@@ -201,7 +204,10 @@ func (p *Publisher) produced(_ *kgo.Record, err error) {
 		return
 	}
 	p.cfg.Metrics.Failed.WithLabelValues("produce").Inc()
-	if !errors.Is(err, context.Canceled) {
-		p.log.Warn("produce event", "err", err)
+	// A missing topic fails every event: log once a minute, count them all.
+	now := time.Now().UnixNano()
+	last := p.lastWarn.Load()
+	if !errors.Is(err, context.Canceled) && now-last > int64(time.Minute) && p.lastWarn.CompareAndSwap(last, now) {
+		p.log.Warn("produce event (repeats are counted in redrive_events_failed_total, not logged)", "topic", p.cfg.Topic, "err", err)
 	}
 }
