@@ -280,6 +280,9 @@ func TestComposeRedriveConfig(t *testing.T) {
 	if !cfg.MigrateOnStart && !f.hasMigrateService() {
 		t.Error("redrive: nothing migrates the schema: set REDRIVE_MIGRATE_ON_START=true or add a `redrive migrate up` service")
 	}
+	if cfg.APIKeysFile == "" && !cfg.AuthDisabled {
+		t.Error("redrive: neither REDRIVE_API_KEYS_FILE nor REDRIVE_AUTH_DISABLED=true; serve refuses to start without one")
+	}
 }
 
 func (f composeFile) hasMigrateService() bool {
