@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -101,7 +102,7 @@ func (a *App) initMaintenance(kopts []kgo.Opt) error {
 		return err
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
-		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
+		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake, DecodeFilter: httpapi.DecodeFilter,
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
 	})
 	if err != nil {

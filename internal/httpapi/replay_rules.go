@@ -227,16 +227,20 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 	case b.RateLimit != nil && *b.RateLimit < 0:
 		return nil, invalidParam("rate_limit", fmt.Sprintf("must be >= 0 (replays per second, 0 = unlimited), got %v", *b.RateLimit))
 	}
-	if _, err := maintenance.ParseFilter(b.Filter); err != nil {
-		field, msg, _ := strings.Cut(err.Error(), ": ")
-		return nil, invalidParam(field, msg)
+	filter, err := json.Marshal(b.Filter)
+	if err != nil {
+		return nil, invalidParam("filter", err.Error())
+	}
+	// The bulk-retry filter, exactly as POST /dead-letter/retry reads it.
+	if _, err := DecodeFilter(filter); err != nil {
+		return nil, underFilter(err)
 	}
 	delay, err := policy.ParseDuration(*b.Delay)
 	if err != nil || delay < 0 {
 		return nil, invalidParam("delay", fmt.Sprintf("%q is not an ISO 8601 duration (e.g. PT1H, P1D)", *b.Delay))
 	}
 	r := &store.ReplayRule{Name: b.Name, Delay: delay, MaxReplays: *b.MaxReplays, Enabled: true, TimeZone: "UTC"}
-	r.Filter, _ = json.Marshal(b.Filter)
+	r.Filter = filter
 	if b.Enabled != nil {
 		r.Enabled = *b.Enabled
 	}
@@ -267,22 +271,24 @@ func storedRuleJSON(r *store.ReplayRule) replayRuleJSON {
 }
 
 func policyRuleJSON(r maintenance.Rule) replayRuleJSON {
-	f := map[string]any{}
-	if r.Filter.Queue != "" {
-		f["queue"] = r.Filter.Queue
-	}
-	if r.Filter.Type != "" {
-		f["type"] = r.Filter.Type
-	}
-	if r.Filter.ErrorType != "" {
-		f["error_type"] = r.Filter.ErrorType
-	}
-	if !r.Filter.Since.IsZero() {
-		f["since"] = r.Filter.Since
-	}
-	if !r.Filter.Until.IsZero() {
-		f["until"] = r.Filter.Until
+	f := r.FilterSpec
+	if f == nil {
+		f = map[string]any{}
 	}
 	return replayRuleJSON{Name: r.Name, Filter: f, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays,
 		Enabled: r.Enabled, Source: maintenance.SourcePolicy, Queues: r.Queues}
+}
+
+// underFilter names the offending field as filter.<field>.
+func underFilter(err error) error {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	out := *apiErr
+	if p, ok := out.Details["parameter"].(string); ok && !strings.HasPrefix(p, "filter.") {
+		out.Details = map[string]any{"parameter": "filter." + p}
+		out.Message = "filter." + p + ": " + strings.TrimPrefix(apiErr.Message, p+": ")
+	}
+	return &out
 }

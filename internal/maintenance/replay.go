@@ -27,8 +27,11 @@ const (
 // Rule is a replay rule as the engine runs it (OJS dead-letter spec §7.1, plus
 // a rate limit and a daily window).
 type Rule struct {
-	Name       string
-	Filter     store.Filter
+	Name string
+	// Filter is FilterSpec decoded.
+	Filter store.Filter
+	// FilterSpec is the filter as written (JSON values).
+	FilterSpec map[string]any
 	Delay      time.Duration
 	MaxReplays int
 	Enabled    bool
@@ -135,13 +138,23 @@ func ParseFilter(m map[string]any) (store.Filter, error) {
 	return f, nil
 }
 
-// RuleFromStore converts an API rule.
-func RuleFromStore(r *store.ReplayRule) (Rule, error) {
+// DecodeFilter reads a rule's filter (a JSON object) with ParseFilter; the
+// app uses the API's bulk-retry filter decoder instead.
+func DecodeFilter(raw json.RawMessage) (store.Filter, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return store.Filter{}, fmt.Errorf("filter: %w", err)
+	}
+	return ParseFilter(m)
+}
+
+// RuleFromStore converts an API rule, decoding its filter with decode.
+func RuleFromStore(r *store.ReplayRule, decode func(json.RawMessage) (store.Filter, error)) (Rule, error) {
 	var m map[string]any
 	if err := json.Unmarshal(r.Filter, &m); err != nil {
 		return Rule{}, fmt.Errorf("filter: %w", err)
 	}
-	f, err := ParseFilter(m)
+	f, err := decode(r.Filter)
 	if err != nil {
 		return Rule{}, err
 	}
@@ -149,7 +162,7 @@ func RuleFromStore(r *store.ReplayRule) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	return Rule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+	return Rule{Name: r.Name, Filter: f, FilterSpec: m, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 		RateLimit: r.RateLimit, Window: w, Source: SourceAPI}, nil
 }
 
@@ -163,6 +176,10 @@ type ReplayerConfig struct {
 	Interval time.Duration
 	// BatchSize is the most records one rule replays per pass. Default 500.
 	BatchSize int
+	// DecodeFilter reads a rule's filter. Default DecodeFilter (queue, type,
+	// error_type, since, until); the app passes the API's bulk-retry filter
+	// decoder, so rules filter exactly like POST /dead-letter/retry.
+	DecodeFilter func(json.RawMessage) (store.Filter, error)
 	// Wake asks the redelivery scheduler to pick replayed records up now. Optional.
 	Wake func()
 	// Events receives dead_letter.replayed. Optional.
@@ -186,6 +203,9 @@ func (c ReplayerConfig) withDefaults() ReplayerConfig {
 	}
 	if c.Wake == nil {
 		c.Wake = func() {}
+	}
+	if c.DecodeFilter == nil {
+		c.DecodeFilter = DecodeFilter
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewDeadLetter(nil, nil)
@@ -276,7 +296,11 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 			continue
 		}
 		for _, pr := range t.ReplayRules {
-			f, err := ParseFilter(pr.Filter)
+			raw, err := json.Marshal(pr.Filter)
+			var f store.Filter
+			if err == nil {
+				f, err = r.cfg.DecodeFilter(raw)
+			}
 			if err != nil {
 				r.log.Error("replay rule from policy skipped", "rule", pr.Name, "queue", q, "err", err)
 				continue
@@ -287,7 +311,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 				continue
 			}
 			byName[key] = len(rules)
-			rules = append(rules, Rule{Name: pr.Name, Filter: f, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
+			rules = append(rules, Rule{Name: pr.Name, Filter: f, FilterSpec: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
 				Enabled: pr.Enabled, Source: SourcePolicy, Queues: []string{q}})
 		}
 	}
@@ -296,7 +320,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 		return nil, nil, err
 	}
 	for i := range stored {
-		rule, err := RuleFromStore(&stored[i])
+		rule, err := RuleFromStore(&stored[i], r.cfg.DecodeFilter)
 		if err != nil {
 			r.log.Error("replay rule from API skipped", "rule", stored[i].Name, "err", err)
 			continue
