@@ -229,6 +229,7 @@ type Replayer struct {
 
 	mu      sync.Mutex
 	lastRun map[string]time.Time // per rule (and queue), for rate limits
+	warned  map[string]bool      // broken rules already logged
 	trigger chan struct{}
 }
 
@@ -238,7 +239,7 @@ func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 		return nil, errors.New("replayer: Store is required")
 	}
 	cfg = cfg.withDefaults()
-	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{},
+	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{}, warned: map[string]bool{},
 		trigger: make(chan struct{}, 1)}, nil
 }
 
@@ -302,7 +303,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 				f, err = r.cfg.DecodeFilter(raw)
 			}
 			if err != nil {
-				r.log.Error("replay rule from policy skipped", "rule", pr.Name, "queue", q, "err", err)
+				r.warnOnce("replay rule from policy skipped", pr.Name, q, err)
 				continue
 			}
 			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter)
@@ -322,7 +323,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 	for i := range stored {
 		rule, err := RuleFromStore(&stored[i], r.cfg.DecodeFilter)
 		if err != nil {
-			r.log.Error("replay rule from API skipped", "rule", stored[i].Name, "err", err)
+			r.warnOnce("replay rule from API skipped", stored[i].Name, "", err)
 			continue
 		}
 		rules = append(rules, rule)
@@ -439,4 +440,16 @@ func (r *Replayer) report(ctx context.Context, done []ReplayedRecord) {
 	}
 	r.cfg.Events.Publish(ctx, evs...)
 	r.log.Info("replayed", "records", len(done))
+}
+
+// warnOnce logs a broken rule once, not every pass.
+func (r *Replayer) warnOnce(msg, rule, queue string, err error) {
+	key := rule + "\x00" + queue + "\x00" + err.Error()
+	r.mu.Lock()
+	seen := r.warned[key]
+	r.warned[key] = true
+	r.mu.Unlock()
+	if !seen {
+		r.log.Error(msg, "rule", rule, "queue", queue, "err", err)
+	}
 }
