@@ -33,7 +33,7 @@ lint: ## Run golangci-lint (falls back to go vet + staticcheck when it is not in
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: bench
-bench: ## Measure ingest throughput against a raw COPY baseline in the same run
+bench: ## Measure ingest, redelivery, API and pruning against raw baselines in the same run
 	$(GO) run ./cmd/redrive bench --records $(BENCH_N)
 
 .PHONY: fuzz
