@@ -251,7 +251,7 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 		if w.TimeZone != "" {
 			r.TimeZone = w.TimeZone
 		}
-		if _, err := maintenance.ParseWindow(w.Start, w.End, r.TimeZone); err != nil {
+		if _, err := policy.ParseWindow(w.Start, w.End, r.TimeZone); err != nil {
 			field, msg, _ := strings.Cut(err.Error(), ": ")
 			return nil, invalidParam(field, msg)
 		}

@@ -38,67 +38,12 @@ type Rule struct {
 	// RateLimit is the most replays per second (0: unlimited).
 	RateLimit float64
 	// Window, when set, limits replays to a time of day.
-	Window *Window
+	Window *policy.Window
 	// Source is SourcePolicy or SourceAPI.
 	Source string
 	// Queues are the queues a policy rule applies to (those whose effective
 	// policy has it); nil for API rules, which apply to every queue not draining.
 	Queues []string
-}
-
-// Window is a daily time window, [Start, End) minutes after midnight in Loc;
-// Start > End wraps past midnight (22:00–02:00).
-type Window struct {
-	Start, End int
-	Loc        *time.Location
-}
-
-// Contains reports whether t falls in the window.
-func (w *Window) Contains(t time.Time) bool {
-	if w == nil {
-		return true
-	}
-	lt := t.In(w.Loc)
-	m := lt.Hour()*60 + lt.Minute()
-	if w.Start <= w.End {
-		return m >= w.Start && m < w.End
-	}
-	return m >= w.Start || m < w.End
-}
-
-// ParseWindow reads "HH:MM" start and end in the IANA zone tz ("" is UTC).
-// Both empty is no window.
-func ParseWindow(start, end, tz string) (*Window, error) {
-	if start == "" && end == "" {
-		return nil, nil
-	}
-	s, err := parseClock(start)
-	if err != nil {
-		return nil, fmt.Errorf("window.start: %w", err)
-	}
-	e, err := parseClock(end)
-	if err != nil {
-		return nil, fmt.Errorf("window.end: %w", err)
-	}
-	if s == e {
-		return nil, errors.New("window: start and end must differ")
-	}
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		return nil, fmt.Errorf("window.time_zone: unknown time zone %q", tz)
-	}
-	return &Window{Start: s, End: e, Loc: loc}, nil
-}
-
-func parseClock(s string) (int, error) {
-	t, err := time.Parse("15:04", s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a time of day (want HH:MM, e.g. 02:00)", s)
-	}
-	return t.Hour()*60 + t.Minute(), nil
 }
 
 // FilterKeys are the filter fields a replay rule understands.
@@ -158,7 +103,7 @@ func RuleFromStore(r *store.ReplayRule, decode func(json.RawMessage) (store.Filt
 	if err != nil {
 		return Rule{}, err
 	}
-	w, err := ParseWindow(r.WindowStart, r.WindowEnd, r.TimeZone)
+	w, err := policy.ParseWindow(r.WindowStart, r.WindowEnd, r.TimeZone)
 	if err != nil {
 		return Rule{}, err
 	}
@@ -306,14 +251,15 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 				r.warnOnce("replay rule from policy skipped", pr.Name, q, err)
 				continue
 			}
-			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter)
+			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%v\x00%v\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter,
+				pr.RateLimit, pr.WindowSpec)
 			if i, ok := byName[key]; ok {
 				rules[i].Queues = append(rules[i].Queues, q)
 				continue
 			}
 			byName[key] = len(rules)
 			rules = append(rules, Rule{Name: pr.Name, Filter: f, FilterSpec: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
-				Enabled: pr.Enabled, Source: SourcePolicy, Queues: []string{q}})
+				Enabled: pr.Enabled, RateLimit: pr.RateLimit, Window: pr.Window, Source: SourcePolicy, Queues: []string{q}})
 		}
 	}
 	stored, err := r.cfg.Store.ListReplayRules(ctx)

@@ -273,7 +273,7 @@ func TestParseFilterAndWindow(t *testing.T) {
 	if err != nil || f.Queue != "q" || f.Type != "t" || f.ErrorType != "e" || f.Since.IsZero() {
 		t.Errorf("filter %+v, %v", f, err)
 	}
-	w, err := maintenance.ParseWindow("22:00", "02:00", "")
+	w, err := policy.ParseWindow("22:00", "02:00", "")
 	mustNoErr(t, err)
 	for h, want := range map[int]bool{21: false, 22: true, 23: true, 0: true, 1: true, 2: false, 12: false} {
 		if got := w.Contains(time.Date(2026, 1, 1, h, 30, 0, 0, time.UTC)); got != want {
@@ -281,7 +281,7 @@ func TestParseFilterAndWindow(t *testing.T) {
 		}
 	}
 	for _, bad := range [][3]string{{"25:00", "01:00", ""}, {"01:00", "", ""}, {"01:00", "01:00", ""}, {"01:00", "02:00", "Mars/Base"}} {
-		if _, err := maintenance.ParseWindow(bad[0], bad[1], bad[2]); err == nil {
+		if _, err := policy.ParseWindow(bad[0], bad[1], bad[2]); err == nil {
 			t.Errorf("window %v accepted", bad)
 		}
 	}

@@ -77,12 +77,14 @@ var badFiles = map[string][]string{
 	"rule_incomplete":               {`replay_rules[0]: replay rule "r" is incomplete: filter, max_replays required, here or in an inherited rule of the same name (line 2)`},
 	"rule_override_unknown":         {`topics.orders.replay_rules[0]: replay rule "not-inherited" is incomplete: filter, delay, max_replays required`},
 	"rule_max_replays":              {"replay_rules[0].max_replays: must be >= 1, got 0"},
-	"rule_filter":                   {`replay_rules[0].filter: must be a mapping, got string "ConnectionError"`},
-	"rules_not_list":                {"_default.replay_rules: must be a list, got a mapping"},
-	"filter_nan":                    {"replay_rules[0].filter: must be a mapping of JSON values: unsupported value: NaN"},
-	"filter_keys":                   {"replay_rules[0].filter: must be a mapping of JSON values: unsupported type: map[interface {}]interface {}"},
-	"bad_merge_key":                 {"_default.retry: a merge key (<<) must refer to a mapping"},
-	"alias_bomb":                    {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
+	"rule_window": {"replay_rules[0].rate_limit: must be >= 0 replays per second", `replay_rules[0].window: window.start: "25:00" is not a time of day`,
+		`replay_rules[1].window: window.time_zone: unknown time zone "Mars/Olympus"`},
+	"rule_filter":    {`replay_rules[0].filter: must be a mapping, got string "ConnectionError"`},
+	"rules_not_list": {"_default.replay_rules: must be a list, got a mapping"},
+	"filter_nan":     {"replay_rules[0].filter: must be a mapping of JSON values: unsupported value: NaN"},
+	"filter_keys":    {"replay_rules[0].filter: must be a mapping of JSON values: unsupported type: map[interface {}]interface {}"},
+	"bad_merge_key":  {"_default.retry: a merge key (<<) must refer to a mapping"},
+	"alias_bomb":     {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
 	"many": {
 		"_default.retry.max_attempts: must be >= 0, got -1",
 		`_default.retry.jitter: must be a boolean (true or false), got string "maybe"`,
@@ -466,7 +468,7 @@ func TestTopicApplyAndJSON(t *testing.T) {
 		`"max_age":"P2D"`, `"dead_letter":{"retention":{"max_age":"P30D","max_count":100}}`,
 		`"retention":{"discarded":"P2D","completed":"PT12H"}`, `"pruning_policy":"archive"`,
 		`"redelivery":{"rate_limit":1,"target_topic":"refunds","keep_partition":false}`, `"state":"draining"`,
-		`{"name":"default-rule","filter":{"error_type":"x"},"delay":"PT1M","max_replays":1,"enabled":true}`} {
+		`{"name":"default-rule","filter":{"error_type":"x"},"delay":"PT1M","max_replays":1,"enabled":true,"rate_limit":1,"window":{"start":"00:00","end":"06:00"}}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON %s\nmissing %s", b, want)
 		}

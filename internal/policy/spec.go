@@ -118,6 +118,18 @@ type ReplayRuleSpec struct {
 	Delay      *Duration      `json:"delay,omitempty"`
 	MaxReplays *int           `json:"max_replays,omitempty"`
 	Enabled    *bool          `json:"enabled,omitempty"`
+	// RateLimit caps replays per second; 0 is unlimited.
+	RateLimit *float64 `json:"rate_limit,omitempty"`
+	// Window limits replays to a daily time of day.
+	Window *WindowSpec `json:"window,omitempty"`
+}
+
+// WindowSpec is a daily time window: "HH:MM" start and end in an IANA time
+// zone (default UTC); an end before the start wraps past midnight.
+type WindowSpec struct {
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // DecodeTopicSpec strictly decodes a JSON topic policy, such as the body of

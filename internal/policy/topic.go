@@ -92,6 +92,12 @@ type ReplayRule struct {
 	// Enabled rules run; a disabled rule is kept so that it can be shown.
 	// Default true.
 	Enabled bool
+	// RateLimit caps replays per second; 0 is unlimited.
+	RateLimit float64
+	// Window limits replays to a time of day; nil is any time.
+	Window *Window
+	// WindowSpec is Window as written, for showing the rule.
+	WindowSpec *WindowSpec
 }
 
 // DefaultTopic returns the system defaults, the bottom layer of every Topic: the
@@ -299,6 +305,12 @@ func mergeRule(base, s ReplayRuleSpec) ReplayRuleSpec {
 	if s.Enabled != nil {
 		base.Enabled = s.Enabled
 	}
+	if s.RateLimit != nil {
+		base.RateLimit = s.RateLimit
+	}
+	if s.Window != nil {
+		base.Window = s.Window
+	}
 	return base
 }
 
@@ -321,6 +333,14 @@ func ruleOf(s ReplayRuleSpec) (r ReplayRule, missing []string) {
 	if s.Enabled != nil {
 		r.Enabled = *s.Enabled
 	}
+	if s.RateLimit != nil {
+		r.RateLimit = *s.RateLimit
+	}
+	if w := s.Window; w != nil {
+		// Validated when the file was loaded.
+		r.Window, _ = ParseWindow(w.Start, w.End, w.TimeZone)
+		r.WindowSpec = w
+	}
 	return r, missing
 }
 
@@ -330,7 +350,8 @@ func specOfRule(r ReplayRule) ReplayRuleSpec {
 	if f == nil {
 		f = map[string]any{}
 	}
-	return ReplayRuleSpec{Name: r.Name, Filter: f, Delay: &d, MaxReplays: &n, Enabled: &e}
+	rate := r.RateLimit
+	return ReplayRuleSpec{Name: r.Name, Filter: f, Delay: &d, MaxReplays: &n, Enabled: &e, RateLimit: &rate, Window: r.WindowSpec}
 }
 
 // Spec returns the TopicSpec that sets every field of t (no types): the inverse
@@ -388,6 +409,8 @@ type replayRuleJSON struct {
 	Delay      Duration       `json:"delay"`
 	MaxReplays int            `json:"max_replays"`
 	Enabled    bool           `json:"enabled"`
+	RateLimit  float64        `json:"rate_limit"`
+	Window     *WindowSpec    `json:"window,omitempty"`
 }
 
 // MarshalJSON writes the effective policy in policy-file shape with every field
@@ -412,7 +435,8 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 		if f == nil {
 			f = map[string]any{}
 		}
-		j.ReplayRules[i] = replayRuleJSON{Name: r.Name, Filter: maps.Clone(f), Delay: Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled}
+		j.ReplayRules[i] = replayRuleJSON{Name: r.Name, Filter: maps.Clone(f), Delay: Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+			RateLimit: r.RateLimit, Window: r.WindowSpec}
 	}
 	return json.Marshal(j)
 }

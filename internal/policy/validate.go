@@ -176,6 +176,14 @@ func (l *errorList) checkReplayRuleSpecs(rules []ReplayRuleSpec, p string) {
 		if r.MaxReplays != nil && *r.MaxReplays < 1 {
 			l.addf(child(rp, "max_replays"), "must be >= 1, got %d (set enabled: false to turn a rule off)", *r.MaxReplays)
 		}
+		if r.RateLimit != nil && !(*r.RateLimit >= 0) {
+			l.addf(child(rp, "rate_limit"), "must be >= 0 replays per second (0 means unlimited), got %v", *r.RateLimit)
+		}
+		if w := r.Window; w != nil {
+			if _, err := ParseWindow(w.Start, w.End, w.TimeZone); err != nil {
+				l.addf(child(rp, "window"), "%v", err)
+			}
+		}
 	}
 }
 
