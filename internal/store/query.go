@@ -296,18 +296,7 @@ func (f *Filter) countWhere() (string, []any) {
 
 // Get returns one record by id, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+readColumns+" FROM redrive_record WHERE id = $1", id)
-	if err != nil {
-		return nil, fmt.Errorf("get record %s: %w", id, err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanRecord)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get record %s: %w", id, err)
-	}
-	return &r, nil
+	return collectOne(ctx, s.pool, "get record "+id, scanRecord, "SELECT "+readColumns+" FROM redrive_record WHERE id = $1", id)
 }
 
 // Count returns how many records match the filter, exactly.

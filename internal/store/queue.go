@@ -35,48 +35,22 @@ func scanQueue(row pgx.CollectableRow) (QueueConfig, error) {
 
 // QueueConfigs returns every topic configuration set through the API.
 func (s *Store) QueueConfigs(ctx context.Context) ([]QueueConfig, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+queueColumns+" FROM redrive_queue ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("list queue configs: %w", err)
-	}
-	qs, err := pgx.CollectRows(rows, scanQueue)
-	if err != nil {
-		return nil, fmt.Errorf("list queue configs: %w", err)
-	}
-	return qs, nil
+	return collect(ctx, s.pool, "list queue configs", scanQueue, "SELECT "+queueColumns+" FROM redrive_queue ORDER BY name")
 }
 
 // QueueConfig returns one topic configuration, or ErrNotFound.
 func (s *Store) QueueConfig(ctx context.Context, name string) (*QueueConfig, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+queueColumns+" FROM redrive_queue WHERE name = $1", name)
-	if err != nil {
-		return nil, fmt.Errorf("get queue config %s: %w", name, err)
-	}
-	q, err := pgx.CollectExactlyOneRow(rows, scanQueue)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get queue config %s: %w", name, err)
-	}
-	return &q, nil
+	return collectOne(ctx, s.pool, "get queue config "+name, scanQueue, "SELECT "+queueColumns+" FROM redrive_queue WHERE name = $1", name)
 }
 
 // CreateQueue stores a new explicit topic configuration, or ErrExists.
 func (s *Store) CreateQueue(ctx context.Context, name string, config json.RawMessage) (*QueueConfig, error) {
-	rows, err := s.pool.Query(ctx, `INSERT INTO redrive_queue (name, config, explicit) VALUES ($1, $2, true)
-		ON CONFLICT (name) DO NOTHING RETURNING `+queueColumns, name, config)
-	if err != nil {
-		return nil, fmt.Errorf("create queue %s: %w", name, err)
-	}
-	q, err := pgx.CollectExactlyOneRow(rows, scanQueue)
-	if errors.Is(err, pgx.ErrNoRows) {
+	q, err := collectOne(ctx, s.pool, "create queue "+name, scanQueue, `INSERT INTO redrive_queue (name, config, explicit)
+		VALUES ($1, $2, true) ON CONFLICT (name) DO NOTHING RETURNING `+queueColumns, name, config)
+	if errors.Is(err, ErrNotFound) {
 		return nil, ErrExists
 	}
-	if err != nil {
-		return nil, fmt.Errorf("create queue %s: %w", name, err)
-	}
-	return &q, nil
+	return q, err
 }
 
 // PutQueueConfig replaces (or creates) a topic configuration. With merge, the
@@ -87,16 +61,8 @@ func (s *Store) PutQueueConfig(ctx context.Context, name string, config json.Raw
 	if merge {
 		set = "config = redrive_queue.config || excluded.config"
 	}
-	rows, err := s.pool.Query(ctx, `INSERT INTO redrive_queue (name, config, explicit) VALUES ($1, $2, false)
-		ON CONFLICT (name) DO UPDATE SET `+set+`, updated_at = now() RETURNING `+queueColumns, name, config)
-	if err != nil {
-		return nil, fmt.Errorf("put queue config %s: %w", name, err)
-	}
-	q, err := pgx.CollectExactlyOneRow(rows, scanQueue)
-	if err != nil {
-		return nil, fmt.Errorf("put queue config %s: %w", name, err)
-	}
-	return &q, nil
+	return collectOne(ctx, s.pool, "put queue config "+name, scanQueue, `INSERT INTO redrive_queue (name, config, explicit)
+		VALUES ($1, $2, false) ON CONFLICT (name) DO UPDATE SET `+set+`, updated_at = now() RETURNING `+queueColumns, name, config)
 }
 
 // DeleteQueue removes a topic configuration, or returns ErrNotFound.

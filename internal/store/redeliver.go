@@ -15,7 +15,7 @@ import (
 // due or not, by a loose scan of the (queue, next_retry_at) index: its cost
 // grows with the number of queues, not of records.
 func (s *Store) WaitingQueues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
+	return collect(ctx, s.pool, "list waiting queues", pgx.RowTo[string], `
 		WITH RECURSIVE q(queue) AS (
 			SELECT min(queue) FROM redrive_record WHERE next_retry_at IS NOT NULL
 			UNION ALL
@@ -23,14 +23,6 @@ func (s *Store) WaitingQueues(ctx context.Context) ([]string, error) {
 			FROM q WHERE q.queue IS NOT NULL
 		)
 		SELECT queue FROM q WHERE queue IS NOT NULL`)
-	if err != nil {
-		return nil, fmt.Errorf("list waiting queues: %w", err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list waiting queues: %w", err)
-	}
-	return queues, nil
 }
 
 // NextDue returns, per queue, the earliest time a record of it is due.

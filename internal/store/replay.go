@@ -168,31 +168,13 @@ func nullString(s string) *string {
 
 // ListReplayRules returns the API's replay rules by name.
 func (s *Store) ListReplayRules(ctx context.Context) ([]ReplayRule, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("list replay rules: %w", err)
-	}
-	rules, err := pgx.CollectRows(rows, scanReplayRule)
-	if err != nil {
-		return nil, fmt.Errorf("list replay rules: %w", err)
-	}
-	return rules, nil
+	return collect(ctx, s.pool, "list replay rules", scanReplayRule, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule ORDER BY name")
 }
 
 // GetReplayRule returns one rule, or ErrNotFound.
 func (s *Store) GetReplayRule(ctx context.Context, name string) (*ReplayRule, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule WHERE name = $1", name)
-	if err != nil {
-		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanReplayRule)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
-	}
-	return &r, nil
+	return collectOne(ctx, s.pool, "get replay rule "+name, scanReplayRule,
+		"SELECT "+replayRuleColumns+" FROM redrive_replay_rule WHERE name = $1", name)
 }
 
 // CreateReplayRule stores a new rule; ErrRuleExists when the name is taken.

@@ -80,15 +80,7 @@ func scanTask(row pgx.CollectableRow) (Task, error) {
 }
 
 func (s *Store) oneTask(ctx context.Context, q string, args ...any) (*Task, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	t, err := pgx.CollectExactlyOneRow(rows, scanTask)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	return &t, err
+	return collectOne(ctx, s.pool, "task", scanTask, q, args...)
 }
 
 // CreateTaskParams describes a new task.
