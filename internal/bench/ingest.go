@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,11 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
-	"github.com/redrive/redrive/internal/ingest"
-	"github.com/redrive/redrive/internal/metrics"
-	"github.com/redrive/redrive/internal/store"
 )
 
 const benchTopic = "dead_letter_queue"
@@ -56,7 +51,7 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 		return nil, err
 	}
 	res := &IngestResult{Records: cfg.Records}
-	if res.Ingest, res.IngestCount, err = timeIngest(ctx, pool, brokers, cfg.Records); err != nil {
+	if res.Ingest, res.IngestCount, err = timeIngestTopic(ctx, pool, brokers, benchTopic, cfg.Records, nil); err != nil {
 		return nil, err
 	}
 	if res.RawCopy, err = timeRawCopy(ctx, pool, ingestBatch); err != nil {
@@ -97,46 +92,6 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 		return err
 	}
 	return firstErr
-}
-
-// timeIngest runs an ingester until every record is committed. The clock starts
-// at the first committed batch, so the consumer group join is not counted.
-func timeIngest(ctx context.Context, pool *pgxpool.Pool, brokers []string, n int) (time.Duration, int, error) {
-	m := metrics.New()
-	in, err := ingest.New(ingest.Config{Brokers: brokers, Group: "bench", BatchSize: ingestBatch, Logger: quiet, Metrics: m,
-		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}, store.New(pool))
-	if err != nil {
-		return 0, 0, err
-	}
-	ictx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ictx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "bench: stopping:", err)
-		}
-	}()
-
-	stored := m.IngestRecords.WithLabelValues(benchTopic, string(dlq.FormatRedrive))
-	var start time.Time
-	var first int
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		got := int(counterValue(stored))
-		if got > 0 && start.IsZero() {
-			start, first = time.Now(), got
-		}
-		if got >= n {
-			return time.Since(start), n - first, nil
-		}
-		select {
-		case err := <-done:
-			return 0, 0, fmt.Errorf("ingest stopped: %w", err)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return 0, 0, fmt.Errorf("ingest did not finish within 10 minutes")
 }
 
 // timeRawCopy copies the stored rows out, truncates the table, and times
