@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
@@ -55,9 +56,19 @@ func exported(t *testing.T) map[string]bool {
 	for len(cl.PollFetches(ctx).Records()) == 0 && ctx.Err() == nil {
 	}
 
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+	// kprom counts a produced batch in a hook that may run after ProduceSync
+	// returns: wait for the client series to show up.
+	var mfs []*dto.MetricFamily
+	for {
+		var err error
+		if mfs, err = m.Registry.Gather(); err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "redrive_kafka_produce_records_total" }) ||
+			ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	names := map[string]bool{}
 	for _, mf := range mfs {
