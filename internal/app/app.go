@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,9 +74,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("REDRIVE_DATABASE_URL is required")
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := newPool(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
 	}
 	a := &App{opts: opts, log: log, pool: pool, metrics: metrics.New()}
 	if err := a.init(ctx); err != nil {
@@ -323,3 +324,25 @@ func (a *App) compactCounts(ctx context.Context, interval time.Duration) {
 
 // Queues is the App's resolver of topic configs (API configs over the files).
 func (a *App) Queues() *queue.Resolver { return a.queues }
+
+// minPoolConns is the pool size unless the URL sets pool_max_conns: ingest,
+// each scheduler worker, the pruner, the replayer and bulk tasks each hold a
+// connection while they work, and the API needs some left. pgxpool's own
+// default (max(4, CPUs)) starves them on small machines.
+const minPoolConns = 20
+
+// newPool connects to Postgres with a pool large enough for every component.
+func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, minPoolConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return pool, nil
+}
