@@ -101,8 +101,21 @@ func payloadOf(value []byte) []byte {
 	return value
 }
 
+// jsonMode says how JSON from the outside (a record's value, an error's
+// details) is stored.
+type jsonMode bool
+
+const (
+	// asJSON stores it as jsonb, searchable.
+	asJSON jsonMode = false
+	// asText is the fallback for JSON that Go accepts but jsonb rejects
+	// (numbers beyond numeric's range, lone surrogate escapes): no payload, and
+	// error details kept as a string under "raw_details". Nothing is dropped.
+	asText jsonMode = true
+)
+
 // encodeErrors marshals an error history, keeping the newest dlq.MaxErrorHistory.
-func encodeErrors(errs []dlq.ErrorEntry) ([]byte, error) {
+func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 	if len(errs) > dlq.MaxErrorHistory {
 		errs = errs[len(errs)-dlq.MaxErrorHistory:]
 	}
@@ -112,8 +125,12 @@ func encodeErrors(errs []dlq.ErrorEntry) ([]byte, error) {
 		for j := range e.Backtrace {
 			e.Backtrace[j] = clean(e.Backtrace[j])
 		}
-		if len(e.Details) > 0 && (!json.Valid(e.Details) || bytes.Contains(e.Details, nulEscape)) {
-			e.Details = nil
+		if len(e.Details) > 0 && (mode == asText || !json.Valid(e.Details) || bytes.Contains(e.Details, nulEscape)) {
+			raw, err := json.Marshal(map[string]string{"raw_details": clean(string(e.Details))})
+			if err != nil {
+				return nil, err
+			}
+			e.Details = raw
 		}
 		cleaned[i] = e
 	}
@@ -151,21 +168,25 @@ func jsonOr(b []byte, fallback string) []byte {
 }
 
 // rowValues encodes r as the values of one row, in recordColumns order.
-func rowValues(r *dlq.Record) ([]any, error) {
+func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 	headers, err := encodeHeaders(r.Headers)
 	if err != nil {
 		return nil, fmt.Errorf("encode headers: %w", err)
 	}
-	errs, err := encodeErrors(r.Errors)
+	errs, err := encodeErrors(r.Errors, mode)
 	if err != nil {
 		return nil, fmt.Errorf("encode errors: %w", err)
 	}
 	errorType := clean(r.LastError().Type)
+	payload := payloadOf(r.Value)
+	if mode == asText {
+		payload = nil
+	}
 	return []any{
 		r.ID, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, string(r.Format),
-		r.Key, r.Value, headers, payloadOf(r.Value), errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
+		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
 	}, nil
 }

@@ -31,7 +31,10 @@ func placeholders(n int) string {
 // The fast path is a single COPY, which is all-or-nothing. Duplicates happen
 // only when a batch is consumed again (after a crash or rebalance between the
 // insert and the offset commit); then COPY fails on the unique constraint and
-// the batch is written again row by row with ON CONFLICT DO NOTHING.
+// the batch is written again with ON CONFLICT DO NOTHING. A value Postgres
+// rejects (JSON that jsonb cannot hold) must not block ingest either: then the
+// rows are written one by one, and a row that is rejected again is stored with
+// its JSON kept as text (see asText).
 func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (int, error) {
 	if len(records) == 0 {
 		return 0, nil
@@ -42,10 +45,41 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (int, e
 	if err == nil {
 		return int(n), nil
 	}
-	if !isUniqueViolation(err) {
+	if isUniqueViolation(err) {
+		n, err := s.insertSkippingDuplicates(ctx, records)
+		if err == nil || !isDataException(err) {
+			return n, err
+		}
+	} else if !isDataException(err) {
 		return 0, fmt.Errorf("copy records: %w", err)
 	}
-	return s.insertSkippingDuplicates(ctx, records)
+	return s.insertOneByOne(ctx, records)
+}
+
+// insertOneByOne stores records one statement each, skipping duplicates, and
+// falls back to asText for a row Postgres rejects.
+func (s *Store) insertOneByOne(ctx context.Context, records []dlq.Record) (int, error) {
+	inserted := 0
+	for i := range records {
+		n, err := s.insertRow(ctx, &records[i], asJSON)
+		if isDataException(err) {
+			n, err = s.insertRow(ctx, &records[i], asText)
+		}
+		if err != nil {
+			return inserted, fmt.Errorf("insert record %s: %w", records[i].ID, err)
+		}
+		inserted += n
+	}
+	return inserted, nil
+}
+
+func (s *Store) insertRow(ctx context.Context, r *dlq.Record, mode jsonMode) (int, error) {
+	vals, err := rowValues(r, mode)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, insertIgnoringDuplicates, vals...)
+	return int(tag.RowsAffected()), err
 }
 
 // recordSource feeds records to COPY, encoding each as it is sent.
@@ -61,7 +95,7 @@ func (rs *recordSource) Next() bool {
 }
 
 func (rs *recordSource) Values() ([]any, error) {
-	vals, err := rowValues(&rs.records[rs.i])
+	vals, err := rowValues(&rs.records[rs.i], asJSON)
 	if err != nil {
 		rs.err = fmt.Errorf("encode record %s: %w", rs.records[rs.i].ID, err)
 	}
@@ -75,7 +109,7 @@ func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Reco
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		for i := range records {
-			vals, err := rowValues(&records[i])
+			vals, err := rowValues(&records[i], asJSON)
 			if err != nil {
 				return fmt.Errorf("encode record %s: %w", records[i].ID, err)
 			}

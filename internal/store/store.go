@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,13 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping postgres: %w", err)
 	}
 	return nil
+}
+
+// isDataException reports whether Postgres rejected a value (SQLSTATE class
+// 22), such as JSON that jsonb cannot hold.
+func isDataException(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }
 
 // isUniqueViolation reports whether err is a unique-constraint violation.

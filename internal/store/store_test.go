@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,42 @@ func TestListFiltersAndPaginates(t *testing.T) {
 	}
 	if len(page.Records) != 1 || page.HasMore || page.Records[0].ID != recs[0].ID {
 		t.Fatalf("page 2 = %d records, more %v", len(page.Records), page.HasMore)
+	}
+}
+
+// JSON that Go accepts but jsonb rejects must not block ingest: the record is
+// stored, its value byte for byte, with the JSON kept as text.
+func TestJSONThatJSONBRejectsIsStoredAsText(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	good := newRecord(1, "orders")
+	huge := newRecord(2, "orders")
+	huge.Value = []byte(`{"amount":1e999999}`)
+	surrogate := newRecord(3, "orders")
+	surrogate.Errors[0].Details = []byte(`{"why":"\ud800"}`)
+	n, err := s.InsertRecords(ctx, []dlq.Record{good, huge, surrogate})
+	if err != nil || n != 3 {
+		t.Fatalf("inserted %d: %v", n, err)
+	}
+	got, err := s.Get(ctx, huge.ID)
+	if err != nil || string(got.Value) != `{"amount":1e999999}` {
+		t.Fatalf("value not kept byte for byte: %q %v", got.Value, err)
+	}
+	got, err = s.Get(ctx, surrogate.ID)
+	if err != nil || !strings.Contains(string(got.Errors[0].Details), `raw_details`) {
+		t.Fatalf("details not kept as text: %s %v", got.Errors[0].Details, err)
+	}
+
+	// The same for a repeat failure whose details jsonb rejects.
+	_, err = s.UpdateLocked(ctx, []string{good.ID}, func(recs map[string]*dlq.Record) ([]*dlq.Record, error) {
+		r := recs[good.ID]
+		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: 2, Type: "x", Details: []byte(`{"n":1e999999}`), OccurredAt: time.Now()})
+		return []*dlq.Record{r}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, good.ID); len(got.Errors) != 2 {
+		t.Fatalf("repeat failure not stored: %+v", got.Errors)
 	}
 }

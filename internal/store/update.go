@@ -18,8 +18,20 @@ import (
 // changes: state, exhaustion, attempt, max_attempts, errors, retry,
 // next_retry_at, discarded_at, completed_at, updated_at. A record that becomes
 // discarded is (again) due to be archived.
+//
+// If Postgres rejects the new error details (JSON that jsonb cannot hold), the
+// transaction is run again, change included, with details kept as text.
 func (s *Store) UpdateLocked(ctx context.Context, ids []string,
 	change func(records map[string]*dlq.Record) ([]*dlq.Record, error)) (int, error) {
+	n, err := s.updateLocked(ctx, ids, change, asJSON)
+	if isDataException(err) {
+		n, err = s.updateLocked(ctx, ids, change, asText)
+	}
+	return n, err
+}
+
+func (s *Store) updateLocked(ctx context.Context, ids []string,
+	change func(records map[string]*dlq.Record) ([]*dlq.Record, error), mode jsonMode) (int, error) {
 	saved := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, fmt.Sprintf(
@@ -41,7 +53,7 @@ func (s *Store) UpdateLocked(ctx context.Context, ids []string,
 		}
 		batch := &pgx.Batch{}
 		for _, r := range updates {
-			errs, err := encodeErrors(r.Errors)
+			errs, err := encodeErrors(r.Errors, mode)
 			if err != nil {
 				return fmt.Errorf("encode errors of %s: %w", r.ID, err)
 			}
