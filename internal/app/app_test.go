@@ -321,13 +321,21 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	producer := kafkatest.Client(t, b.brokers)
 	kafkatest.Produce(t, producer, &kgo.Record{Topic: dlqTopic, Value: []byte("junk")})
 	b.waitFor(t, "", 1)
-	resp, err := http.Get(b.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	// Ingest counts a batch once its offsets are committed, just after the
+	// rows become visible: scrape until the count shows.
 	want := fmt.Sprintf(`redrive_ingest_records_total{dlq_topic=%q,format="unparseable"} 1`, dlqTopic)
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(b.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), want) {
+			break
+		}
+	}
 	if !strings.Contains(string(body), want) || !strings.Contains(string(body), "redrive_ingest_batch_duration_seconds_bucket") {
 		t.Errorf("metrics lack %s:\n%s", want, body)
 	}
