@@ -101,9 +101,16 @@ func (m *mApp) metric(t *testing.T, sample string) float64 {
 	return -1
 }
 
+// wantMetric waits (up to 10 s) for sample to read want: components count
+// just after the change they count becomes visible.
 func (m *mApp) wantMetric(t *testing.T, sample string, want float64) {
 	t.Helper()
-	if got := m.metric(t, sample); got != want {
+	got := m.metric(t, sample)
+	for deadline := time.Now().Add(10 * time.Second); got != want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		got = m.metric(t, sample)
+	}
+	if got != want {
 		t.Errorf("%s = %v, want %v", sample, got, want)
 	}
 }
