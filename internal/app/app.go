@@ -52,6 +52,7 @@ type App struct {
 	pool     *pgxpool.Pool
 	ingester *ingest.Ingester
 	sched    *redeliver.Scheduler
+	archiver *redeliver.Archiver // nil when archiving is off
 	policies *policy.Watcher
 	hangup   chan os.Signal
 	queues   *queue.Resolver // API topic configs over the policy files
@@ -120,24 +121,36 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.sched, err = redeliver.New(redeliver.Config{
-		Brokers:         cfg.KafkaBrokers,
-		ClientOpts:      a.clientOpts(kopts, "redeliver"),
-		Policies:        a.queues,
-		ArchiveTopic:    archiveTopic(cfg.ArchiveTopic),
-		ArchiveDisabled: cfg.ArchiveTopic == config.Off,
-		Now:             a.opts.Now,
-		Logger:          a.log,
-		Metrics:         a.metrics,
+		Brokers:    cfg.KafkaBrokers,
+		ClientOpts: a.clientOpts(kopts, "redeliver"),
+		Policies:   a.queues,
+		Now:        a.opts.Now,
+		Logger:     a.log,
+		Metrics:    a.metrics,
 	}, st)
 	if err != nil {
 		return err
+	}
+	if cfg.ArchiveTopic != config.Off {
+		a.archiver, err = redeliver.NewArchiver(redeliver.ArchiverConfig{
+			Brokers:    cfg.KafkaBrokers,
+			ClientOpts: a.clientOpts(kopts, "archiver"),
+			Topic:      archiveTopic(cfg.ArchiveTopic),
+			Now:        a.opts.Now,
+			Logger:     a.log,
+			Metrics:    a.metrics,
+		}, st)
+		if err != nil {
+			a.sched.Close()
+			return err
+		}
 	}
 	a.ingester, err = ingest.New(ingest.Config{
 		Brokers:    cfg.KafkaBrokers,
 		Topics:     cfg.DLQTopics,
 		Group:      cfg.Group,
 		Policies:   a.queues,
-		Wake:       a.sched.Wake,
+		Wake:       a.wake,
 		Events:     a.maint.events,
 		ClientOpts: a.clientOpts(kopts, "ingest"),
 		Now:        a.opts.Now,
@@ -145,7 +158,7 @@ func (a *App) init(ctx context.Context) error {
 		Metrics:    a.metrics,
 	}, st)
 	if err != nil {
-		a.sched.Close()
+		a.closeProducers()
 		return err
 	}
 	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log,
@@ -153,26 +166,27 @@ func (a *App) init(ctx context.Context) error {
 			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
 		}}, st)
 	if err != nil {
-		a.sched.Close()
+		a.closeProducers()
 		return err
 	}
-	if err := a.initMaintenance(kopts); err != nil {
-		a.sched.Close()
+	if err := a.initMaintenance(); err != nil {
+		a.closeProducers()
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		Store:        st,
-		Queues:       a.queues,
-		Keys:         keys,
-		AuthDisabled: cfg.AuthDisabled,
-		Wake:         a.sched.Wake,
-		KickTasks:    a.tasks.Kick,
-		RequeueWait:  a.opts.RequeueWait,
-		NextPruneAt:  a.maint.pruner.NextPruneAt,
-		Events:       a.maint.events,
-		Replay:       a.maint.replayer,
-		Registry:     a.metrics.Registry,
-		Logger:       a.log,
+		Store:           st,
+		ArchiveDisabled: a.archiver == nil,
+		Queues:          a.queues,
+		Keys:            keys,
+		AuthDisabled:    cfg.AuthDisabled,
+		Wake:            a.sched.Wake,
+		KickTasks:       a.tasks.Kick,
+		RequeueWait:     a.opts.RequeueWait,
+		NextPruneAt:     a.maint.pruner.NextPruneAt,
+		Events:          a.maint.events,
+		Replay:          a.maint.replayer,
+		Registry:        a.metrics.Registry,
+		Logger:          a.log,
 		Ready: []httpapi.Check{
 			{Name: "postgres", Check: st.Ping},
 			{Name: "kafka", Check: a.ingester.Client().Ping},
@@ -226,6 +240,9 @@ func (a *App) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ingester.Run(gctx) })
 	g.Go(func() error { return a.sched.Run(gctx) })
+	if a.archiver != nil {
+		g.Go(func() error { return a.archiver.Run(gctx) })
+	}
 	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
 	g.Go(func() error { a.queues.Run(gctx, 3*time.Second); return nil })
 	g.Go(func() error { return a.tasks.Run(gctx) })
@@ -277,6 +294,26 @@ func archiveTopic(setting string) func(string) string {
 
 // Scheduler is the App's redelivery scheduler (tests drive it with RunOnce).
 func (a *App) Scheduler() *redeliver.Scheduler { return a.sched }
+
+// Archiver is the App's archiver, nil when archiving is off (tests drive it
+// with RunOnce).
+func (a *App) Archiver() *redeliver.Archiver { return a.archiver }
+
+// wake tells the scheduler and the archiver that records may be due.
+func (a *App) wake() {
+	a.sched.Wake()
+	if a.archiver != nil {
+		a.archiver.Wake()
+	}
+}
+
+// closeProducers closes the Kafka producers of a half-initialised App.
+func (a *App) closeProducers() {
+	a.sched.Close()
+	if a.archiver != nil {
+		a.archiver.Close()
+	}
+}
 
 // Policies is the App's policy watcher.
 func (a *App) Policies() *policy.Watcher { return a.policies }

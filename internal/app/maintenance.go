@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/maintenance"
@@ -23,7 +22,6 @@ import (
 type maint struct {
 	events       *events.Publisher
 	eventsClient *kgo.Client // nil when the events topic is off
-	pruneClient  *kgo.Client // produces pruned records to archive topics
 	pruner       *maintenance.Pruner
 	replayer     *maintenance.Replayer
 	gauges       *maintenance.Gauges
@@ -76,26 +74,16 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 }
 
 // initMaintenance creates the maintenance services. It needs a.store,
-// a.queues, a.sched, a.ingester and initEvents.
-func (a *App) initMaintenance(kopts []kgo.Opt) error {
+// a.queues, a.sched, a.archiver, a.ingester and initEvents.
+func (a *App) initMaintenance() error {
 	cfg := a.opts.Config
 	m := a.maint
 	var err error
 	resolve := func(q string) policy.Topic { return a.queues.Resolve(q, "") }
-	var archive *kgo.Client
-	if cfg.ArchiveTopic != config.Off {
-		m.pruneClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "pruner"))...)
-		if err != nil {
-			m.close()
-			return fmt.Errorf("pruner archive producer: %w", err)
-		}
-		archive = m.pruneClient
-	}
-	name := archiveTopic(cfg.ArchiveTopic)
 	m.pruner, err = maintenance.NewPruner(maintenance.PrunerConfig{
-		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval, Archive: archive,
-		ArchiveTopic: func(r *dlq.Record) string { return name(r.DLQ.Topic) },
-		Events:       m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval,
+		Archiving: a.archiver != nil, WakeArchiver: a.wake,
+		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
 	})
 	if err != nil {
 		m.close()
@@ -124,9 +112,6 @@ func (m *maint) close() {
 	if m.eventsClient != nil {
 		m.eventsClient.Close()
 	}
-	if m.pruneClient != nil {
-		m.pruneClient.Close()
-	}
 }
 
 // runMaintenance starts the services on g; they stop when ctx ends.
@@ -138,12 +123,7 @@ func (a *App) runMaintenance(ctx context.Context, g *errgroup.Group) {
 		}
 		return m.events.Run(ctx)
 	})
-	g.Go(func() error {
-		if m.pruneClient != nil {
-			defer m.pruneClient.Close()
-		}
-		return m.pruner.Run(ctx)
-	})
+	g.Go(func() error { return m.pruner.Run(ctx) })
 	g.Go(func() error { return m.replayer.Run(ctx) })
 	g.Go(func() error { return m.gauges.Run(ctx) })
 }

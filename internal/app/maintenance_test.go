@@ -411,8 +411,8 @@ replay_rules:
 	if got := collect(t, all, 1); got[0] != "dead_letter.pruned orders" {
 		t.Errorf("events %q", got)
 	}
-	// Both pruned records are on the archive topic (the scheduler copies
-	// every exhausted record there too, so look for their ids).
+	// Both pruned records are on the archive topic: the archiver copied them
+	// when they were discarded, and the pruner waited for that copy.
 	pruned := map[string]bool{}
 	for _, id := range orderIDs {
 		if id != retried {
@@ -466,7 +466,7 @@ replay_rules:
 		t.Errorf("events topic: %v, want %v", counts, want)
 	}
 	// kprom client metrics are exported for every client.
-	for _, client := range []string{"ingest", "events", "pruner"} {
+	for _, client := range []string{"ingest", "events"} {
 		if v := b.metric(t, `redrive_kafka_connects_total{client="`+client+`",node_id="0"}`); v < 1 {
 			_, body := b.do(t, http.MethodGet, "/metrics", "")
 			var lines []string

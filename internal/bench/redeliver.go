@@ -163,7 +163,10 @@ func timeRawClaimLoop(ctx context.Context, pool *pgxpool.Pool, workers int) (tim
 // tuples of the previous one, so both runs start from the same table.
 func makeDueAgain(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET state = 'retryable', attempt = 1, redelivered_at = NULL,
-		next_retry_at = now() - interval '1 minute'`); err != nil {
+		claim_token = NULL, next_retry_at = now() - interval '1 minute'`); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM redrive_claim`); err != nil {
 		return err
 	}
 	_, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record")
@@ -175,7 +178,7 @@ func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n,
 	m := metrics.New()
 	// Redeliveries of the previous run are still on the topic; it does not matter.
 	s, err := redeliver.New(redeliver.Config{Brokers: brokers, Workers: workers, BatchSize: 500, Logger: quiet,
-		Metrics: m, ArchiveDisabled: true, PollInterval: 10 * time.Millisecond}, store.New(pool))
+		Metrics: m, PollInterval: 10 * time.Millisecond}, store.New(pool))
 	if err != nil {
 		return 0, err
 	}

@@ -115,11 +115,14 @@ type Source struct {
 }
 
 // Coord is a record's position in a DLQ topic; it identifies a DLQ record and
-// makes ingest idempotent.
+// makes ingest idempotent. Timestamp is the DLQ record's own timestamp: a DLQ
+// topic that is deleted and recreated starts its offsets at 0 again, and the
+// timestamp tells its new records from the old ones at the same offsets.
 type Coord struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	Timestamp time.Time
 }
 
 // ErrorEntry is one failed attempt in a record's history.
@@ -196,6 +199,57 @@ type Record struct {
 	Redelivery *Redelivery
 	// ArchivedAt is when the record was copied to the archive topic.
 	ArchivedAt *time.Time
+	// RedeliveryFailure is set while the record's redelivery keeps failing
+	// (a missing topic, a record too large): the record waits on its own
+	// backoff, apart from its retry policy's attempts.
+	RedeliveryFailure *DeliveryFailure
+	// Archive is the state of the record's archive copy; nil when none is due.
+	Archive *ArchiveStatus
+}
+
+// Reasons a produce to Kafka failed, as stored on a record and in metrics.
+const (
+	ReasonUnknownTopic  = "unknown_topic"
+	ReasonInvalidTopic  = "invalid_topic"
+	ReasonTooLarge      = "too_large"
+	ReasonAuthorization = "authorization"
+	ReasonTimeout       = "timeout"
+	ReasonBroker        = "broker"
+)
+
+// DeliveryFailure describes why producing a record (a redelivery or its
+// archive copy) keeps failing, and when it is tried again.
+type DeliveryFailure struct {
+	Reason        string    `json:"reason"`
+	Message       string    `json:"message"`
+	FailedAt      time.Time `json:"failed_at"`
+	Failures      int       `json:"failures"`
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+}
+
+// ArchiveState is where a record's archive copy stands.
+type ArchiveState string
+
+const (
+	// ArchivePending waits for the archiver.
+	ArchivePending ArchiveState = "pending"
+	// ArchiveFailed failed at least once and is tried again after a backoff.
+	ArchiveFailed ArchiveState = "failed"
+	// ArchiveDone is on the archive topic.
+	ArchiveDone ArchiveState = "done"
+	// ArchiveOff is shown for records that would be archived, while archiving
+	// is turned off; it is never stored.
+	ArchiveOff ArchiveState = "off"
+)
+
+// ArchiveStatus is the state of a record's archive copy.
+type ArchiveStatus struct {
+	State ArchiveState
+	// Reason is why the last attempt failed (a Reason* constant), or for a
+	// done copy why it is only a reference copy (ReasonTooLarge).
+	Reason string
+	// Failure describes the last failed attempt while State is ArchiveFailed.
+	Failure *DeliveryFailure
 }
 
 // Redelivery is an operator's change to a record's next redelivery. The

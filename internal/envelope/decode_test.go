@@ -458,7 +458,7 @@ func TestDecodeFormats(t *testing.T) {
 			rec := dlqRecord(tt.key, tt.value, tt.headers)
 			got := Decode(rec)
 			want := tt.want
-			want.DLQ = dlq.Coord{Topic: "dead_letter_queue", Partition: 2, Offset: 77}
+			want.DLQ = dlq.Coord{Topic: "dead_letter_queue", Partition: 2, Offset: 77, Timestamp: dlqTime}
 			assertFailure(t, got, want)
 		})
 	}

@@ -111,7 +111,7 @@ var decoders = []struct {
 func Decode(rec *kgo.Record) dlq.Failure {
 	h := indexHeaders(rec.Headers)
 	f := dlq.Failure{
-		DLQ:    dlq.Coord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
+		DLQ:    dlq.Coord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp},
 		Source: dlq.Source{Partition: -1, Offset: -1},
 		Key:    rec.Key,
 		Value:  rec.Value,

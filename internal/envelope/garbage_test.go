@@ -27,7 +27,7 @@ func checkInvariants(t testing.TB, rec *kgo.Record, f dlq.Failure) {
 	if !knownFormats[f.Format] {
 		t.Fatalf("Format = %q", f.Format)
 	}
-	if f.DLQ != (dlq.Coord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}) {
+	if f.DLQ != (dlq.Coord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp}) {
 		t.Fatalf("DLQ = %+v, record at %s/%d/%d", f.DLQ, rec.Topic, rec.Partition, rec.Offset)
 	}
 	if f.Format != dlq.FormatJSON {

@@ -52,6 +52,20 @@ func hasKey(hs []dlq.Header, key string) bool {
 	return false
 }
 
+// HeaderValueOmitted marks a reference copy on an archive topic: the record
+// was too large for the topic, so its value (this many bytes) was left out.
+const HeaderValueOmitted = "redrive.value_omitted"
+
+// ArchiveReference builds the copy of a record too large for its archive
+// topic: everything Archive keeps but the value, plus redrive.value_omitted
+// with the value's size in bytes. The record itself stays in Postgres.
+func ArchiveReference(r *dlq.Record, topic string) *kgo.Record {
+	rec := Archive(r, topic)
+	rec.Value = nil
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: HeaderValueOmitted, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)})
+	return rec
+}
+
 // Archive builds the copy of a record kept on an archive topic: the original
 // key, value and headers, plus its Redrive context and whole error history
 // (redrive.errors, JSON), so the archive alone tells the record's story.

@@ -75,7 +75,7 @@ type jobFailureJSON struct {
 }
 
 func toJobFailure(r *dlq.Record) jobFailureJSON {
-	j := toRecordJSON(r)
+	j := toRecordJSON(r, true) // the compat shape shows no archive state
 	out := jobFailureJSON{ID: r.ID, QueueName: r.Queue, AttemptCount: max(r.Attempt, len(r.Errors)),
 		Context: map[string]any{"state": r.State, "exhaustion": j.Exhaustion, "format": r.Format, "key": j.Key,
 			"source": j.Source, "dlq": j.DLQ}}

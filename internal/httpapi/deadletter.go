@@ -86,7 +86,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
 		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	return c.JSON(http.StatusOK, toRecordJSON(r))
+	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }
 
 // applyOverride validates an override into p; errors name the field.

@@ -34,9 +34,52 @@ type sourceJSON struct {
 }
 
 type coordJSON struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Timestamp *jsonTime `json:"timestamp"`
+}
+
+// failureJSON is a dlq.DeliveryFailure.
+type failureJSON struct {
+	Reason        string   `json:"reason"`
+	Message       string   `json:"message"`
+	FailedAt      jsonTime `json:"failed_at"`
+	Failures      int      `json:"failures"`
+	NextAttemptAt jsonTime `json:"next_attempt_at"`
+}
+
+func toFailureJSON(f *dlq.DeliveryFailure) *failureJSON {
+	if f == nil {
+		return nil
+	}
+	return &failureJSON{Reason: f.Reason, Message: f.Message, FailedAt: jsonTime(f.FailedAt), Failures: f.Failures,
+		NextAttemptAt: jsonTime(f.NextAttemptAt)}
+}
+
+// archiveJSON is the state of a record's archive copy.
+type archiveJSON struct {
+	State      dlq.ArchiveState `json:"state"`
+	Reason     *string          `json:"reason"`
+	ArchivedAt *jsonTime        `json:"archived_at"`
+	Failure    *failureJSON     `json:"failure"`
+}
+
+// toArchiveJSON shows a record's archive state; a copy that is due while
+// archiving is turned off shows as off.
+func toArchiveJSON(r *dlq.Record, archiving bool) *archiveJSON {
+	a := r.Archive
+	if a == nil {
+		return nil
+	}
+	out := &archiveJSON{State: a.State, ArchivedAt: optTime(r.ArchivedAt), Failure: toFailureJSON(a.Failure)}
+	if a.Reason != "" {
+		out.Reason = &a.Reason
+	}
+	if !archiving && a.State != dlq.ArchiveDone {
+		out.State, out.Failure = dlq.ArchiveOff, nil
+	}
+	return out
 }
 
 type headerJSON struct {
@@ -88,6 +131,10 @@ type recordJSON struct {
 	// Redelivery is an operator's edit for the next redelivery, shown next to
 	// the original key, value and headers, which stay as received.
 	Redelivery *redeliveryJSON `json:"redelivery"`
+	// RedeliveryFailure is set while the record's redelivery keeps failing.
+	RedeliveryFailure *failureJSON `json:"redelivery_failure"`
+	// Archive is the state of the record's archive copy.
+	Archive *archiveJSON `json:"archive"`
 }
 
 // redeliveryJSON is a record's pending redelivery changes.
@@ -108,12 +155,14 @@ func encodeBytes(b []byte) (*string, *string) {
 	return &s, &enc
 }
 
-func toRecordJSON(r *dlq.Record) recordJSON {
+// toRecordJSON shows a record; archiving says whether archive copies are
+// made (REDRIVE_ARCHIVE_TOPIC is not off).
+func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	out := recordJSON{
 		ID: r.ID, Queue: r.Queue, Type: r.Type, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
 		ErrorType: r.LastError().Type,
 		Source:    sourceJSON{Topic: r.Source.Topic, Group: r.Source.Group, Timestamp: optTime(&r.Source.Timestamp)},
-		DLQ:       coordJSON{Topic: r.DLQ.Topic, Partition: r.DLQ.Partition, Offset: r.DLQ.Offset},
+		DLQ:       coordJSON{Topic: r.DLQ.Topic, Partition: r.DLQ.Partition, Offset: r.DLQ.Offset, Timestamp: optTime(&r.DLQ.Timestamp)},
 		Format:    r.Format,
 		Headers:   make([]headerJSON, len(r.Headers)),
 		Errors:    make([]errorJSON, len(r.Errors)),
@@ -122,6 +171,7 @@ func toRecordJSON(r *dlq.Record) recordJSON {
 		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
 		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),
 		RedeliveredAt: optTime(r.RedeliveredAt), ArchivedAt: optTime(r.ArchivedAt),
+		RedeliveryFailure: toFailureJSON(r.RedeliveryFailure), Archive: toArchiveJSON(r, archiving),
 	}
 	if rd := r.Redelivery; rd != nil {
 		out.Redelivery = &redeliveryJSON{Headers: make([]headerJSON, len(rd.Headers))}

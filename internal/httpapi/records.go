@@ -58,7 +58,7 @@ func (s *Server) listRecords(c echo.Context) error {
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
 			Limit: p.Limit, HasMore: page.HasMore}}
 	for i := range page.Records {
-		out.Items[i] = toRecordJSON(&page.Records[i])
+		out.Items[i] = toRecordJSON(&page.Records[i], !s.cfg.ArchiveDisabled)
 	}
 	if page.HasMore {
 		out.Pagination.NextCursor = encodeCursor(page.Records[len(page.Records)-1].ID)
@@ -137,5 +137,5 @@ func (s *Server) getRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toRecordJSON(r))
+	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }

@@ -44,6 +44,9 @@ type Check struct {
 // Config configures the HTTP API.
 type Config struct {
 	Store *store.Store
+	// ArchiveDisabled says archiving is off (REDRIVE_ARCHIVE_TOPIC=off):
+	// records show archive state off.
+	ArchiveDisabled bool
 	// Queues layers API topic configs over the policy files. Default: the
 	// system defaults with no files.
 	Queues *queue.Resolver

@@ -121,9 +121,9 @@ func (in *Ingester) handleBatch(ctx context.Context, recs []*kgo.Record) error {
 
 // persisted is what a batch changed.
 type persisted struct {
-	inserted int           // new records stored (the rest were duplicates)
-	changed  []*dlq.Record // existing records a repeat failure or ack changed
-	due      bool          // something now waits for redelivery
+	stored  store.InsertResult // which new records were stored (the rest were duplicates)
+	changed []*dlq.Record      // existing records a repeat failure or ack changed
+	due     bool               // something now waits for redelivery
 }
 
 // persist writes the batch, retrying with backoff until it succeeds or ctx
@@ -190,11 +190,11 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		}
 		fresh = append(slices.Clip(fresh), orphans...)
 	}
-	n, err := in.store.InsertRecords(ctx, fresh)
+	stored, err := in.store.InsertRecords(ctx, fresh)
 	if err != nil {
 		return res, err
 	}
-	res.inserted = n
+	res.stored = stored
 	for _, r := range fresh {
 		res.due = res.due || r.State == dlq.StateRetryable
 	}
@@ -210,23 +210,26 @@ func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
 	for i := range b.fresh {
 		m.IngestRecords.WithLabelValues(b.fresh[i].DLQ.Topic, string(b.fresh[i].Format)).Inc()
 	}
-	if dup := len(b.fresh) - res.inserted; dup > 0 {
+	// A record is added when it is first stored: in a re-consumed batch, the
+	// records stored before are duplicates and were announced then, and the
+	// others are announced now.
+	added := make([]events.Event, 0, len(b.fresh))
+	dup := 0
+	for i := range b.fresh {
+		r := &b.fresh[i]
+		if !res.stored.New(i) {
+			dup++
+			continue
+		}
+		m.DeadLetter.Added(r.Queue, r.Type, 1)
+		added = append(added, events.Record(events.DeadLetterAdded, events.RecordData{
+			ID: r.ID, Queue: r.Queue, Type: r.Type, State: string(r.State), Exhaustion: string(r.Exhaustion),
+			ErrorType: r.LastError().Type, Attempt: r.Attempt}))
+	}
+	if dup > 0 {
 		m.IngestDuplicates.WithLabelValues(recs[0].Topic).Add(float64(dup))
 	}
-	// A record is added when it is first stored. On a re-consumed batch the
-	// duplicates were added before; skip the batch's events rather than
-	// announce them twice.
-	if res.inserted == len(b.fresh) && len(b.fresh) > 0 {
-		added := make([]events.Event, len(b.fresh))
-		for i := range b.fresh {
-			r := &b.fresh[i]
-			m.DeadLetter.Added(r.Queue, r.Type, 1)
-			added[i] = events.Record(events.DeadLetterAdded, events.RecordData{
-				ID: r.ID, Queue: r.Queue, Type: r.Type, State: string(r.State), Exhaustion: string(r.Exhaustion),
-				ErrorType: r.LastError().Type, Attempt: r.Attempt})
-		}
-		in.cfg.Events.Publish(context.Background(), added...)
-	}
+	in.cfg.Events.Publish(context.Background(), added...)
 	for _, r := range res.changed {
 		if r.State == dlq.StateCompleted {
 			m.Redelivery.Completed.WithLabelValues(r.Queue).Inc()

@@ -98,9 +98,9 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 		}
 		out[i], ids[i] = d, d.ID
 	}
-	n, err := b.store.InsertRecords(context.Background(), out)
-	if err != nil || n != len(out) {
-		t.Fatalf("insert: %d, %v", n, err)
+	res, err := b.store.InsertRecords(context.Background(), out)
+	if err != nil || res.N != len(out) {
+		t.Fatalf("insert: %d, %v", res.N, err)
 	}
 	return ids
 }

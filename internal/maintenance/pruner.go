@@ -8,10 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -37,12 +34,14 @@ type PrunerConfig struct {
 	// BatchSize is the most rows one DELETE removes (one short transaction
 	// each). Default 1000.
 	BatchSize int
-	// Archive produces records of topics with pruning_policy archive to their
-	// archive topic before they are deleted. Nil: such records are kept (and an
-	// error logged) rather than deleted without their archive copy.
-	Archive *kgo.Client
-	// ArchiveTopic names a record's archive topic. Default: its DLQ topic + ".archive".
-	ArchiveTopic func(r *dlq.Record) string
+	// Archiving says whether archive copies are made (the archiver runs).
+	// Then a record whose copy is due but not yet made is never pruned, and
+	// under pruning_policy archive completed records get a copy before they
+	// are pruned. Without it, records under pruning_policy archive are kept
+	// (and an error logged) rather than deleted without their copy.
+	Archiving bool
+	// WakeArchiver is called after the pruner asked for archive copies. Optional.
+	WakeArchiver func()
 	// Events receives dead_letter.pruned. Optional.
 	Events *events.Publisher
 	// Metrics counts pruned records. Default: a private, unregistered set.
@@ -62,8 +61,8 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1000
 	}
-	if c.ArchiveTopic == nil {
-		c.ArchiveTopic = func(r *dlq.Record) string { return r.DLQ.Topic + ".archive" }
+	if c.WakeArchiver == nil {
+		c.WakeArchiver = func() {}
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewDeadLetter(nil, nil)
@@ -237,21 +236,46 @@ func (p *Pruner) byAge(ctx context.Context, db *store.Maint, set store.PruneSet,
 }
 
 // batches deletes in batches until nothing matches or max records (max < 0:
-// no bound) are gone, then reports the count.
+// no bound) are gone, then reports the count. With archiving on, records whose
+// archive copy is still due are kept; under pruning_policy archive, records
+// without a copy (completed ones) get one asked for, and are pruned by a later
+// pass once the archiver has made it.
 func (p *Pruner) batches(ctx context.Context, db *store.Maint, params store.PruneBatchParams, max int64, reason string, t policy.Topic, res *PruneResult) error {
-	var archive func(context.Context, []dlq.Record) error
-	if t.PruningPolicy == policy.PruneArchive {
-		archive = p.archive
+	archivePolicy := t.PruningPolicy == policy.PruneArchive
+	if archivePolicy && !p.cfg.Archiving {
+		return errors.New("pruning_policy is archive but archiving is off (REDRIVE_ARCHIVE_TOPIC=off); records kept")
+	}
+	params.Archived = p.cfg.Archiving && (archivePolicy || params.State == dlq.StateDiscarded)
+	limit := func(done int64) int {
+		if max < 0 {
+			return p.cfg.BatchSize
+		}
+		return int(min(int64(p.cfg.BatchSize), max-done))
+	}
+	if archivePolicy {
+		var asked int64
+		for max < 0 || asked < max {
+			params.Limit = limit(asked)
+			n, err := db.RequestArchive(ctx, &params)
+			asked += n
+			if err != nil {
+				return err
+			}
+			if n < int64(params.Limit) {
+				break
+			}
+		}
+		if asked > 0 {
+			p.log.Info("asked for archive copies before pruning", "queue", params.Queue, "state", params.State, "records", asked)
+			p.cfg.WakeArchiver()
+		}
 	}
 	var total int64
 	var err error
 	for max < 0 || total < max {
-		params.Limit = p.cfg.BatchSize
-		if max >= 0 {
-			params.Limit = int(min(int64(p.cfg.BatchSize), max-total))
-		}
+		params.Limit = limit(total)
 		var n int64
-		n, err = db.PruneBatch(ctx, &params, archive)
+		n, err = db.PruneBatch(ctx, &params)
 		total += n
 		if err != nil || n < int64(params.Limit) {
 			break
@@ -276,19 +300,4 @@ func (p *Pruner) report(ctx context.Context, set store.PruneSet, reason string, 
 		Data: events.PrunedData{Queue: set.Queue, Count: n, Reason: reason, State: string(set.State),
 			Exhaustion: string(set.Exhaustion), PruningPolicy: string(pp)},
 	})
-}
-
-// archive produces records to their archive topics and waits for the acks.
-func (p *Pruner) archive(ctx context.Context, recs []dlq.Record) error {
-	if p.cfg.Archive == nil {
-		return errors.New("pruning_policy is archive but no archive producer is configured; records kept")
-	}
-	out := make([]*kgo.Record, len(recs))
-	for i := range recs {
-		out[i] = envelope.Archive(&recs[i], p.cfg.ArchiveTopic(&recs[i]))
-	}
-	if err := p.cfg.Archive.ProduceSync(ctx, out...).FirstErr(); err != nil {
-		return fmt.Errorf("produce to archive topic: %w", err)
-	}
-	return nil
 }

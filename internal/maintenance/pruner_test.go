@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -16,6 +17,7 @@ import (
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -131,27 +133,56 @@ func TestPruneByAgeThenCount(t *testing.T) {
 	}
 }
 
+// archiver returns an Archiver on the bundle's store and clock.
+func (b *bundle) archiver(t *testing.T, brokers []string, topic string) *redeliver.Archiver {
+	t.Helper()
+	a, err := redeliver.NewArchiver(redeliver.ArchiverConfig{Brokers: brokers, ClientOpts: kafkatest.ClientOpts(brokers),
+		Topic: func(string) string { return topic }, Now: b.clock.now}, b.store)
+	mustNoErr(t, err)
+	t.Cleanup(a.Close)
+	return a
+}
+
 func TestPruneArchive(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	brokers := kafkatest.New(t, "dead_letter_queue.archive")
-	cl := kafkatest.Client(t, brokers)
 	now := b.clock.now()
-	ids := b.insert(t, deadLetter("orders", now.Add(-20*day)), deadLetter("orders", now.Add(-15*day)), deadLetter("orders", now.Add(-1*day)))
+	ids := b.insert(t, deadLetter("orders", now.Add(-20*day)), deadLetter("orders", now.Add(-15*day)), deadLetter("orders", now.Add(-1*day)),
+		rec{queue: "orders", state: dlq.StateCompleted, at: now.Add(-10 * day)})
 	pol := topicPolicy(func(t *policy.Topic) {
 		t.DeadLetter.Retention.MaxAge = 10 * day
+		t.Retention.Completed = 2 * day
 		t.PruningPolicy = policy.PruneArchive
 	})
-	p := b.pruner(t, pol, maintenance.PrunerConfig{Archive: cl, BatchSize: 1})
+	woken := 0
+	p := b.pruner(t, pol, maintenance.PrunerConfig{Archiving: true, BatchSize: 1, WakeArchiver: func() { woken++ }})
+
+	// Nothing is copied yet: nothing is pruned, and the completed record,
+	// which no discard made due, gets its copy asked for.
 	res, err := p.RunOnce(ctx)
 	mustNoErr(t, err)
-	if res.Total() != 2 {
-		t.Fatalf("pruned %+v, want 2", res.Pruned)
+	if res.Total() != 0 || woken != 1 || b.count(t, "TRUE") != 4 {
+		t.Fatalf("before the archiver ran: pruned %+v, woken %d, %d left; want nothing pruned, archiver woken once, 4 left",
+			res.Pruned, woken, b.count(t, "TRUE"))
+	}
+	if n := b.count(t, "archive_state = 'pending'"); n != 4 {
+		t.Fatalf("%d copies pending, want 4 (3 dead letters, 1 completed)", n)
+	}
+
+	// The one archiver copies them; then they go.
+	if n, err := b.archiver(t, brokers, "dead_letter_queue.archive").RunOnce(ctx); err != nil || n != 4 {
+		t.Fatalf("archived %d, %v; want 4", n, err)
+	}
+	res, err = p.RunOnce(ctx)
+	mustNoErr(t, err)
+	if res.Total() != 3 {
+		t.Fatalf("pruned %+v, want the 2 old dead letters and the completed record", res.Pruned)
 	}
 	if n := b.count(t, "TRUE"); n != 1 {
 		t.Fatalf("%d records left, want 1", n)
 	}
-	got := kafkatest.Consume(t, brokers, "dead_letter_queue.archive", 2, 10*time.Second)
+	got := kafkatest.Consume(t, brokers, "dead_letter_queue.archive", 4, 10*time.Second)
 	seen := map[string]bool{}
 	for _, r := range got {
 		h := headers(r)
@@ -165,16 +196,70 @@ func TestPruneArchive(t *testing.T) {
 			t.Errorf("archived record lost its original key/value/headers: %q %q %v", r.Key, r.Value, h)
 		}
 	}
-	if !seen[ids[0]] || !seen[ids[1]] {
-		t.Errorf("archived %v, want %v", seen, ids[:2])
+	if len(seen) != 4 || !seen[ids[0]] || !seen[ids[1]] || !seen[ids[3]] {
+		t.Errorf("archived %v, want each of %v once", seen, ids)
 	}
-	ev := b.nextEvents(t, 1)[0]
-	if d := ev.Data.(events.PrunedData); d.Count != 2 || d.PruningPolicy != "archive" {
-		t.Errorf("event %+v", ev)
+	evs := b.nextEvents(t, 2)
+	if d := evs[0].Data.(events.PrunedData); d.Count != 2 || d.PruningPolicy != "archive" {
+		t.Errorf("event %+v", evs[0])
 	}
 }
 
-func TestPruneArchiveFailureKeepsRecords(t *testing.T) {
+func TestPrunerKeepsADiscardedRecordUntilItsArchiveCopyExists(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	now := b.clock.now()
+	id := b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDiscard, at: now.Add(-40 * day)})[0]
+	pol := topicPolicy(func(t *policy.Topic) { t.Retention.Discarded = day }) // pruning_policy delete
+	p := b.pruner(t, pol, maintenance.PrunerConfig{Archiving: true})
+
+	// The archive topic is missing (no auto-creation): the copy fails, is
+	// kept as failed with its reason, and the record is not pruned.
+	brokers := kafkatest.New(t)
+	a := b.archiver(t, brokers, "orders.archive")
+	if n, err := a.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("archived %d, %v; want 0 (topic missing)", n, err)
+	}
+	r, err := b.store.Get(ctx, id)
+	mustNoErr(t, err)
+	if r.Archive == nil || r.Archive.State != dlq.ArchiveFailed || r.Archive.Reason != dlq.ReasonUnknownTopic ||
+		r.Archive.Failure == nil || r.Archive.Failure.Failures != 1 || !r.Archive.Failure.NextAttemptAt.Equal(now.Add(5*time.Second)) {
+		t.Fatalf("archive after a failed copy: %+v", r.Archive)
+	}
+	for range 2 {
+		res, err := p.RunOnce(ctx)
+		mustNoErr(t, err)
+		if res.Total() != 0 || b.count(t, "TRUE") != 1 {
+			t.Fatalf("pruned %+v a record whose archive copy does not exist", res.Pruned)
+		}
+	}
+	// Its own backoff: not tried again before it passes.
+	if n, err := a.RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("archived %d, %v before the backoff passed", n, err)
+	}
+
+	// Once the topic exists and the backoff passed, the copy is made and the
+	// record pruned.
+	adm := kadm.NewClient(kafkatest.Client(t, brokers))
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "orders.archive")
+	mustNoErr(t, err)
+	b.clock.advance(5 * time.Second)
+	if n, err := a.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("archived %d, %v after the topic was created; want 1", n, err)
+	}
+	r, err = b.store.Get(ctx, id)
+	mustNoErr(t, err)
+	if r.Archive.State != dlq.ArchiveDone || r.Archive.Failure != nil || r.ArchivedAt == nil {
+		t.Fatalf("archive after the copy: %+v archived_at %v", r.Archive, r.ArchivedAt)
+	}
+	res, err := p.RunOnce(ctx)
+	mustNoErr(t, err)
+	if res.Total() != 1 || b.count(t, "TRUE") != 0 {
+		t.Fatalf("pruned %+v after the copy was made, want 1", res.Pruned)
+	}
+}
+
+func TestPruneArchivePolicyWithArchivingOffKeepsRecords(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	now := b.clock.now()
@@ -183,23 +268,22 @@ func TestPruneArchiveFailureKeepsRecords(t *testing.T) {
 		t.DeadLetter.Retention.MaxAge = 10 * day
 		t.PruningPolicy = policy.PruneArchive
 	})
-	// No archive producer: the record must stay rather than vanish uncopied.
+	// Archiving off: the record must stay rather than vanish uncopied.
 	p := b.pruner(t, pol, maintenance.PrunerConfig{})
-	if _, err := p.RunOnce(ctx); err == nil {
-		t.Fatal("want an error")
-	}
-	// A broker that refuses the produce (topic missing, no auto-creation).
-	brokers := kafkatest.New(t)
-	cl := kafkatest.Client(t, brokers, kgo.RecordDeliveryTimeout(time.Second))
-	p = b.pruner(t, pol, maintenance.PrunerConfig{Archive: cl, ArchiveTopic: func(*dlq.Record) string { return "missing.archive" }})
 	if _, err := p.RunOnce(ctx); err == nil {
 		t.Fatal("want an error")
 	}
 	if n := b.count(t, "TRUE"); n != 1 {
 		t.Fatalf("%d records left, want 1", n)
 	}
-	if got := value(t, b.metrics.PrunerRuns.WithLabelValues("error")); got != 2 {
+	if got := value(t, b.metrics.PrunerRuns.WithLabelValues("error")); got != 1 {
 		t.Errorf("error runs = %v", got)
+	}
+	// Under pruning_policy delete with archiving off, a copy that is due
+	// keeps nothing: there is no archive to wait for.
+	p = b.pruner(t, topicPolicy(func(t *policy.Topic) { t.DeadLetter.Retention.MaxAge = 10 * day }), maintenance.PrunerConfig{})
+	if res, err := p.RunOnce(ctx); err != nil || res.Total() != 1 {
+		t.Fatalf("pruned %+v, %v; want 1", res, err)
 	}
 }
 

@@ -33,7 +33,9 @@ func exported(t *testing.T) map[string]bool {
 	m.IngestDuplicates.WithLabelValues("dlq").Inc()
 	r := m.Redelivery
 	r.Redelivered.WithLabelValues("q").Inc()
-	r.Failures.WithLabelValues("q").Inc()
+	r.Failures.WithLabelValues("q", "broker").Inc()
+	r.Rescued.WithLabelValues("q").Inc()
+	r.ArchiveFailures.WithLabelValues("q", "broker").Inc()
 	r.Archived.WithLabelValues("q").Inc()
 	r.Joined.WithLabelValues("q").Inc()
 	r.Completed.WithLabelValues("q").Inc()

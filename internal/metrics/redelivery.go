@@ -6,8 +6,15 @@ import "github.com/prometheus/client_golang/prometheus"
 type Redelivery struct {
 	// Redelivered counts records produced back to a topic, by queue.
 	Redelivered *prometheus.CounterVec
-	// Failures counts redeliveries whose produce failed (retried later), by queue.
+	// Failures counts redeliveries whose produce failed (retried after the
+	// record's own backoff), by queue and reason.
 	Failures *prometheus.CounterVec
+	// Rescued counts records whose claim expired unsettled and were put back
+	// to be redelivered again with the same attempt, by queue.
+	Rescued *prometheus.CounterVec
+	// ArchiveFailures counts archive copies whose produce failed, by queue
+	// and reason.
+	ArchiveFailures *prometheus.CounterVec
 	// Lateness is how long after its due time a record was produced.
 	Lateness prometheus.Histogram
 	// BatchSeconds is the time to claim, produce and mark one batch.
@@ -28,8 +35,16 @@ func newRedelivery(reg prometheus.Registerer) *Redelivery {
 		}, []string{"queue"}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivery_failures_total",
-			Help: "Redeliveries whose produce failed; the record stays due and is retried.",
+			Help: "Redeliveries whose produce failed, by queue and reason (unknown_topic, invalid_topic, too_large, authorization, timeout, broker); the record waits on its own backoff and is tried again.",
+		}, []string{"queue", "reason"}),
+		Rescued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_redelivery_rescued_total",
+			Help: "Records whose redelivery claim expired unsettled (a scheduler died or lost Postgres) and were put back; each may be delivered twice with the same redrive.id and redrive.attempt.",
 		}, []string{"queue"}),
+		ArchiveFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_archive_failures_total",
+			Help: "Archive copies whose produce failed, by queue and reason; the record is kept and tried again after its own backoff.",
+		}, []string{"queue", "reason"}),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_redelivery_lateness_seconds",
 			Help:    "How long after its due time a record was produced.",
@@ -42,7 +57,7 @@ func newRedelivery(reg prometheus.Registerer) *Redelivery {
 		}),
 		Archived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redrive_archived_total",
-			Help: "Discarded records copied to their archive topic, by queue.",
+			Help: "Records copied to their archive topic (reference copies included), by queue.",
 		}, []string{"queue"}),
 		Joined: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "redrive_repeat_failures_total",
@@ -53,6 +68,6 @@ func newRedelivery(reg prometheus.Registerer) *Redelivery {
 			Help: "Redelivered records the consumer acknowledged as processed, by queue.",
 		}, []string{"queue"}),
 	}
-	reg.MustRegister(r.Redelivered, r.Failures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed)
+	reg.MustRegister(r.Redelivered, r.Failures, r.Rescued, r.ArchiveFailures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed)
 	return r
 }

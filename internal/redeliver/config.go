@@ -2,9 +2,12 @@ package redeliver
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/metrics"
@@ -21,25 +24,31 @@ type Config struct {
 	// redelivery settings (rate limit, target topic, keep partition).
 	// Default: system defaults for every topic.
 	Policies policy.Resolver
-	// ArchiveTopic names the archive topic of a DLQ topic.
-	// Default: "<dlq topic>.archive".
-	ArchiveTopic func(dlqTopic string) string
-	// ArchiveDisabled turns off copying discarded records to archive topics.
-	ArchiveDisabled bool
 	// BatchSize is the most records claimed per queue per claim. Default: 500.
 	BatchSize int
-	// Workers is how many claim loops run at once; SKIP LOCKED keeps them
-	// apart. Default: 2.
+	// Workers is how many claim loops run at once, and how many batches of
+	// one queue may be in flight; SKIP LOCKED keeps them apart. Default: 2.
 	Workers int
-	// Lease bounds how long a hung claim can hold its records before Postgres
-	// ends its session and they are due again. Default: 60s.
+	// MaxInFlight bounds the claimed batches being produced at once, over all
+	// queues (memory). Default: 4 × Workers.
+	MaxInFlight int
+	// Lease is how long a claim lasts: a claim its scheduler has not settled
+	// by then (it died, or Postgres was unreachable) is rescued and its
+	// records are redelivered again. Must exceed ProduceTimeout. Default: 30s.
 	Lease time.Duration
+	// ProduceTimeout bounds one produce: a record that cannot be delivered
+	// fails within it, and its batch is settled. Default: 5s.
+	ProduceTimeout time.Duration
 	// PollInterval is the longest the scheduler sleeps; Wake and due times cut
 	// it short. It bounds how soon records written by another replica (or
 	// directly in the database) are noticed. Default: 1s.
 	PollInterval time.Duration
-	// RetryBackoff is how long a record whose produce failed waits. Default: 5s.
-	RetryBackoff time.Duration
+	// FailureBackoff is how long a record whose produce failed waits before
+	// it is tried again, growing with each failure in a row. It does not use
+	// up the record's retry policy attempts. Default: 5s doubling to 10m.
+	FailureBackoff Backoff
+	// Owner names this scheduler in its claims. Default: hostname/pid/random.
+	Owner string
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
 	// Logger logs. Default: slog.Default().
@@ -54,12 +63,15 @@ const ArchiveSuffix = ".archive"
 // DefaultArchiveTopic names "<dlq topic>.archive".
 func DefaultArchiveTopic(dlqTopic string) string { return dlqTopic + ArchiveSuffix }
 
+// defaultOwner names this process in leases.
+func defaultOwner() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", h, os.Getpid(), uuid.NewString()[:8])
+}
+
 func (c Config) withDefaults() Config {
 	if c.Policies == nil {
 		c.Policies = (*policy.Set)(nil)
-	}
-	if c.ArchiveTopic == nil {
-		c.ArchiveTopic = DefaultArchiveTopic
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
@@ -67,14 +79,21 @@ func (c Config) withDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 4 * c.Workers
+	}
 	if c.Lease == 0 {
-		c.Lease = 60 * time.Second
+		c.Lease = 30 * time.Second
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = 5 * time.Second
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = 5 * time.Second
+	c.FailureBackoff = c.FailureBackoff.withDefaults()
+	if c.Owner == "" {
+		c.Owner = defaultOwner()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -92,8 +111,82 @@ func (c Config) validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("redeliver: Brokers is required")
 	}
-	if c.BatchSize < 1 || c.Workers < 1 {
-		return errors.New("redeliver: BatchSize and Workers must be >= 1")
+	if c.BatchSize < 1 || c.Workers < 1 || c.MaxInFlight < 1 {
+		return errors.New("redeliver: BatchSize, Workers and MaxInFlight must be >= 1")
+	}
+	if c.Lease <= 2*c.ProduceTimeout {
+		return fmt.Errorf("redeliver: Lease (%s) must exceed twice ProduceTimeout (%s), or claims expire while they are produced", c.Lease, c.ProduceTimeout)
+	}
+	return nil
+}
+
+// ArchiverConfig configures an Archiver. Zero fields take the defaults noted.
+type ArchiverConfig struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// ClientOpts are extra franz-go options (TLS, SASL, tuning).
+	ClientOpts []kgo.Opt
+	// Topic names the archive topic of a DLQ topic. Default: "<dlq topic>.archive".
+	Topic func(dlqTopic string) string
+	// BatchSize is the most copies claimed at once. Default: 500.
+	BatchSize int
+	// Lease is how long a claim of copies lasts; copies a dead archiver held
+	// are due again after it. Default: 30s.
+	Lease time.Duration
+	// ProduceTimeout bounds one produce. Default: 5s.
+	ProduceTimeout time.Duration
+	// PollInterval is the longest the archiver sleeps; Wake cuts it short.
+	// Default: 1s.
+	PollInterval time.Duration
+	// FailureBackoff is how long a copy whose produce failed waits before it
+	// is tried again. Default: 5s doubling to 10m.
+	FailureBackoff Backoff
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// Logger logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Metrics receives the archive metrics. Default: a private set.
+	Metrics *metrics.Metrics
+}
+
+func (c ArchiverConfig) withDefaults() ArchiverConfig {
+	if c.Topic == nil {
+		c.Topic = DefaultArchiveTopic
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 500
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = 5 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	c.FailureBackoff = c.FailureBackoff.withDefaults()
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
+	}
+	return c
+}
+
+func (c ArchiverConfig) validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("archiver: Brokers is required")
+	}
+	if c.BatchSize < 1 {
+		return errors.New("archiver: BatchSize must be >= 1")
+	}
+	if c.Lease <= 2*c.ProduceTimeout {
+		return fmt.Errorf("archiver: Lease (%s) must exceed twice ProduceTimeout (%s)", c.Lease, c.ProduceTimeout)
 	}
 	return nil
 }

@@ -57,30 +57,26 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 	if header(first[0], "redrive.id") != rec.ID {
 		t.Fatalf("the child produced %q before dying, want %s", header(first[0], "redrive.id"), rec.ID)
 	}
+	// The claim was committed before the produce: the record is available,
+	// attempt 2, and its lease runs on.
 	got, err := b.store.Get(context.Background(), rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != dlq.StateRetryable || got.Attempt != 1 || got.NextRetryAt == nil {
-		t.Fatalf("after the crash the record is %s attempt %d next %v; want still retryable and due", got.State, got.Attempt, got.NextRetryAt)
+	if got.State != dlq.StateAvailable || got.Attempt != 2 || got.NextRetryAt != nil {
+		t.Fatalf("after the crash the record is %s attempt %d next %v; want available, attempt 2, claimed", got.State, got.Attempt, got.NextRetryAt)
+	}
+	survivor := b.scheduler(t, nil)
+	if n, err := survivor.RunOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a survivor redelivered %d (%v) while the dead child's lease still ran", n, err)
 	}
 
-	// A surviving replica redelivers it again: at least once, never lost. The
-	// dead child's locks go when Postgres notices its session is gone.
-	survivor := b.scheduler(t, nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := survivor.RunOnce(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the record was never redelivered again after the crash")
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Once the lease passed, a surviving replica rescues the claim and
+	// redelivers the record again with the same id and attempt: at least
+	// once, never lost, and a consumer can dedupe.
+	b.clock.Advance(31 * time.Second)
+	if n, err := survivor.RunOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("after the lease the survivor redelivered %d (%v), want 1", n, err)
 	}
 	both := kafkatest.Consume(t, b.brokers, "orders", 2, 10*time.Second)
 	for _, r := range both {
@@ -90,5 +86,35 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 	}
 	if got, _ := b.store.Get(context.Background(), rec.ID); got.State != dlq.StateAvailable || got.Attempt != 2 {
 		t.Fatalf("after redelivery the record is %s attempt %d, want available 2", got.State, got.Attempt)
+	}
+	var claims int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM redrive_claim").Scan(&claims); err != nil || claims != 0 {
+		t.Fatalf("%d claims left (%v), want 0", claims, err)
+	}
+}
+
+func TestShutdownAfterProduceSettlesTheBatch(t *testing.T) {
+	b := setup(t, "orders")
+	recs := b.due(t, "orders", 20)
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now = time.Now })
+	ctx, cancel := context.WithCancel(context.Background())
+	// SIGTERM arrives while the batch is produced.
+	redeliver.SetAfterProduce(s, cancel)
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		got, err := b.store.Get(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != dlq.StateAvailable || got.Attempt != 2 || got.NextRetryAt != nil {
+			t.Fatalf("record %s after a shutdown mid-batch: %s attempt %d next %v; want available 2 (it was produced)",
+				r.ID, got.State, got.Attempt, got.NextRetryAt)
+		}
+	}
+	var claims int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM redrive_claim").Scan(&claims); err != nil || claims != 0 {
+		t.Fatalf("%d claims left open after shutdown (%v): the batch was not settled", claims, err)
 	}
 }

@@ -124,9 +124,8 @@ topics:
 	}
 	runOnce(0)
 	b.clock.Advance(20 * time.Second)
-	// The last redelivery; RunOnce may also archive the record if the consumer
-	// fails it again before RunOnce's next pass.
-	if n, err := sched.RunOnce(ctx); err != nil || n < 1 {
+	// The last redelivery.
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("scheduler handled %d records (%v), want the last redelivery", n, err)
 	}
 
@@ -135,10 +134,16 @@ topics:
 		t.Fatalf("after attempt 3 of 3: %s/%s attempt %d next %v; want discarded/discard, nothing scheduled",
 			r.State, r.Exhaustion, r.Attempt, r.NextRetryAt)
 	}
-	b.waitRecord(t, "orders", "the archive copy", func(r *dlq.Record) bool {
-		_, _ = sched.RunOnce(ctx)
-		return r.ArchivedAt != nil
-	})
+	if r.Archive == nil || r.Archive.State != dlq.ArchivePending {
+		t.Fatalf("a discarded record's archive copy is %+v, want pending", r.Archive)
+	}
+	if n, err := b.archiver(t).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("archived %d (%v), want 1", n, err)
+	}
+	r = b.waitRecord(t, "orders", "the archive copy", func(r *dlq.Record) bool { return r.ArchivedAt != nil })
+	if r.Archive.State != dlq.ArchiveDone || r.Archive.Reason != "" {
+		t.Fatalf("archive after the copy: %+v", r.Archive)
+	}
 
 	deliveries := kafkatest.Consume(t, b.brokers, "orders", 3, 10*time.Second)
 	for i, d := range deliveries[1:] {

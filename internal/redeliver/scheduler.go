@@ -1,12 +1,18 @@
-// Package redeliver is the durable scheduler: it claims records that are due
-// for (re)delivery, produces them back to their topic, and marks them — and
-// copies discarded records to their archive topic.
+// Package redeliver is Redrive's Kafka outbox: the scheduler claims records
+// that are due for (re)delivery and produces them back to their topic, and the
+// archiver copies records to their archive topic.
 //
-// Claims are row locks held by the claiming transaction (FOR UPDATE SKIP
-// LOCKED): replicas never take the same record, and a crash between produce and
-// mark rolls the claim back, so the record is redelivered again rather than
-// lost (at least once; redrive.id + redrive.attempt let consumers dedupe).
-// It never decides retry policy: ingest and the API set next_retry_at.
+// Claims are committed at once, with a lease (River's model: claim and commit,
+// work, then settle with a token check); no Postgres transaction is ever open
+// while Redrive waits on Kafka. A scheduler that dies between produce and
+// settle leaves its claim to expire, and the records are redelivered again
+// with the same id and attempt: at least once, never lost; redrive.id +
+// redrive.attempt let consumers dedupe.
+//
+// One record never holds up others: a record whose produce fails keeps its
+// own backoff and the reason on the record, queues are served in turn, and
+// each claimed batch is produced on its own, so a slow queue never delays
+// another. It never decides retry policy: ingest and the API set next_retry_at.
 package redeliver
 
 import (
@@ -28,17 +34,24 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// Scheduler redelivers due records and archives discarded ones.
+// Scheduler redelivers due records.
 type Scheduler struct {
 	cfg    Config
 	store  *store.Store
 	client *kgo.Client
 	wake   chan struct{}
+	fails  *failureLog
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	mu        sync.Mutex
+	limiters  map[string]*rate.Limiter
+	inFlight  map[string]int // batches being produced, per queue
+	total     int            // batches being produced
+	turn      int            // where the next pass starts in the queue list
+	rescuedAt time.Time
 
-	// afterProduce, when set, runs between produce and mark (crash tests).
+	batches sync.WaitGroup
+
+	// afterProduce, when set, runs between produce and settle (crash tests).
 	afterProduce func()
 }
 
@@ -48,19 +61,14 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(partitionFor)),
-		// A produce that cannot finish must fail well within the lease, so the
-		// claim is postponed rather than abandoned.
-		kgo.RecordDeliveryTimeout(cfg.Lease / 2),
-		kgo.ProducerLinger(0),
-	}, cfg.ClientOpts...)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newProducer(cfg.Brokers, cfg.ProduceTimeout,
+		append([]kgo.Opt{kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(partitionFor))}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
-	return &Scheduler{cfg: cfg, store: st, client: cl, wake: make(chan struct{}, 1), limiters: map[string]*rate.Limiter{}}, nil
+	return &Scheduler{cfg: cfg, store: st, client: cl, wake: make(chan struct{}, 1),
+		fails:    newFailureLog(cfg.Logger.With("component", "redeliver")),
+		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
 }
 
 // Wake makes the scheduler look for due records now, instead of at its next
@@ -75,11 +83,14 @@ func (s *Scheduler) Wake() {
 // Close releases the Kafka client. Run closes it itself.
 func (s *Scheduler) Close() { s.client.Close() }
 
-// Run schedules until ctx is done.
+// Run schedules until ctx is done. Batches being produced when ctx ends are
+// finished and settled (within ProduceTimeout) before it returns, so records
+// already produced are never put back.
 func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.client.Close()
+	defer s.batches.Wait()
 	log := s.cfg.Logger.With("component", "redeliver")
-	log.Info("scheduler started", "workers", s.cfg.Workers)
+	log.Info("scheduler started", "workers", s.cfg.Workers, "lease", s.cfg.Lease)
 	g, ctx := errgroup.WithContext(ctx)
 	for range s.cfg.Workers {
 		g.Go(func() error { s.loop(ctx); return nil })
@@ -90,13 +101,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) loop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		done, next, err := s.pass(ctx)
+		claimed, next, err := s.pass(ctx)
 		wait := s.cfg.PollInterval
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.cfg.Logger.Error("scheduler pass failed; retrying", "component", "redeliver", "retry_in", backoff, "err", err)
 			wait, backoff = backoff, min(backoff*2, 10*time.Second)
-		case done > 0:
+		case claimed > 0:
 			backoff = 100 * time.Millisecond
 			continue // there may be more due right now
 		case !next.IsZero():
@@ -112,65 +123,75 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-// RunOnce redelivers and archives everything due at the scheduler's clock,
-// until nothing is left, and returns how many records it handled. Tests drive
-// the scheduler with it and an injected clock.
+// RunOnce redelivers everything due at the scheduler's clock, until nothing
+// is left, waiting for each batch to be settled, and returns how many records
+// it claimed. Tests drive the scheduler with it and an injected clock.
 func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		done, _, err := s.pass(ctx)
-		total += done
-		if err != nil || done == 0 {
+		n, _, err := s.pass(ctx)
+		s.batches.Wait()
+		total += n
+		if err != nil || n == 0 {
 			return total, err
 		}
 	}
 }
 
-// pass handles one batch per active queue plus one archive batch. It returns
-// how many records it handled and when the next record is due.
+// pass rescues expired claims, then claims one batch per active queue,
+// starting with a different queue each time, and hands each batch to its own
+// goroutine to produce and settle. It returns how many records it claimed
+// and, when none, when the next record is due.
 func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 	now := s.cfg.Now()
+	var errs []error
+	if err := s.rescue(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
 	queues, err := s.store.WaitingQueues(ctx)
 	if err != nil {
-		return 0, time.Time{}, err
+		return 0, time.Time{}, errors.Join(append(errs, err)...)
 	}
 	var (
-		done   int
-		active []string
-		next   time.Time
-		errs   []error
+		claimed int
+		idle    []string // queues with nothing claimed this pass, for NextDue
+		next    time.Time
 	)
-	for _, q := range queues {
+	for _, q := range s.rotate(queues) {
 		t := s.cfg.Policies.Resolve(q, "")
 		if t.State == policy.TopicPaused {
 			continue
 		}
-		limit := s.cfg.BatchSize
-		lim := s.limiter(q, t.Redelivery.RateLimit)
-		if lim != nil {
-			tokens := int(math.Floor(lim.TokensAt(now)))
-			if tokens < 1 {
-				next = earliest(next, now.Add(time.Duration(float64(time.Second)/float64(lim.Limit()))))
-				continue
+		if !s.acquire(q) {
+			continue // its batches are in flight; they wake us when done
+		}
+		limit, res, wait := s.reserve(q, t.Redelivery.RateLimit, now)
+		if limit == 0 {
+			s.release(q)
+			next = earliest(next, now.Add(wait))
+			continue
+		}
+		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease})
+		got := 0
+		if c != nil {
+			got = len(c.Records)
+		}
+		s.settleReservation(q, res, limit, got, now)
+		if err != nil || got == 0 {
+			s.release(q)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				idle = append(idle, q)
 			}
-			limit = min(limit, tokens)
+			continue
 		}
-		active = append(active, q)
-		n, err := s.redeliverQueue(ctx, q, t, now, limit, lim)
-		done += n
-		if err != nil {
-			errs = append(errs, err)
-		}
+		claimed += got
+		s.batches.Add(1)
+		go s.deliver(ctx, q, t, c, now)
 	}
-	if !s.cfg.ArchiveDisabled {
-		n, err := s.archive(ctx, now)
-		done += n
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if done == 0 && len(active) > 0 {
-		due, err := s.store.NextDue(ctx, active)
+	if claimed == 0 && len(idle) > 0 {
+		due, err := s.store.NextDue(ctx, idle)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -178,7 +199,204 @@ func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 			next = earliest(next, at)
 		}
 	}
-	return done, next, errors.Join(errs...)
+	return claimed, next, errors.Join(errs...)
+}
+
+// rotate returns queues starting at the scheduler's turn, and advances it, so
+// that every queue is first in its turn.
+func (s *Scheduler) rotate(queues []string) []string {
+	if len(queues) < 2 {
+		return queues
+	}
+	s.mu.Lock()
+	start := s.turn % len(queues)
+	s.turn++
+	s.mu.Unlock()
+	return append(queues[start:len(queues):len(queues)], queues[:start]...)
+}
+
+// acquire takes a slot for one batch of queue: at most Workers batches of one
+// queue and MaxInFlight in all are produced at once.
+func (s *Scheduler) acquire(queue string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[queue] >= s.cfg.Workers || s.total >= s.cfg.MaxInFlight {
+		return false
+	}
+	s.inFlight[queue]++
+	s.total++
+	return true
+}
+
+func (s *Scheduler) release(queue string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[queue]--; s.inFlight[queue] <= 0 {
+		delete(s.inFlight, queue)
+	}
+	s.total--
+}
+
+// rescue puts back the records of claims whose lease passed, at most once a
+// second per scheduler (the claim table is tiny and indexed on expiry).
+func (s *Scheduler) rescue(ctx context.Context, now time.Time) error {
+	s.mu.Lock()
+	if now.Sub(s.rescuedAt) < time.Second && !s.rescuedAt.IsZero() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.rescuedAt = now
+	s.mu.Unlock()
+	rescued, err := s.store.RescueExpired(ctx, now)
+	if err != nil {
+		return err
+	}
+	if len(rescued) == 0 {
+		return nil
+	}
+	byQueue := map[string]int{}
+	for _, r := range rescued {
+		byQueue[r.Queue]++
+	}
+	for q, n := range byQueue {
+		s.cfg.Metrics.Redelivery.Rescued.WithLabelValues(q).Add(float64(n))
+		s.cfg.Logger.Warn("rescued records of an expired claim; they are redelivered again with the same attempt",
+			"component", "redeliver", "queue", q, "records", n)
+	}
+	return nil
+}
+
+// reserve takes rate-limit tokens for up to BatchSize records of a queue. It
+// returns how many records may be claimed (0: none now, try after wait) and
+// the reservation, which settleReservation trims to what was claimed. Taking
+// the tokens before claiming keeps concurrent workers within the limit.
+func (s *Scheduler) reserve(queue string, perSecond float64, now time.Time) (int, *rate.Reservation, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lim := s.limiter(queue, perSecond, now)
+	if lim == nil {
+		return s.cfg.BatchSize, nil, 0
+	}
+	tokens := int(math.Floor(lim.TokensAt(now)))
+	if tokens < 1 {
+		return 0, nil, time.Duration(float64(time.Second) / float64(lim.Limit()))
+	}
+	n := min(s.cfg.BatchSize, tokens)
+	return n, lim.ReserveN(now, n), 0
+}
+
+// settleReservation gives back the tokens of records reserved but not claimed.
+func (s *Scheduler) settleReservation(queue string, res *rate.Reservation, reserved, claimed int, now time.Time) {
+	if res == nil || claimed == reserved {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res.CancelAt(now)
+	if lim := s.limiters[queue]; lim != nil && claimed > 0 {
+		lim.ReserveN(now, claimed)
+	}
+}
+
+// limiter returns the queue's rate limiter, or nil when it is unlimited. The
+// caller holds s.mu.
+func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rate.Limiter {
+	if perSecond <= 0 {
+		delete(s.limiters, queue)
+		return nil
+	}
+	burst := max(1, int(perSecond))
+	lim, ok := s.limiters[queue]
+	if !ok {
+		// A burst of one second's worth: a backlog drains at the rate, not in a spike.
+		lim = rate.NewLimiter(rate.Limit(perSecond), burst)
+		lim.SetBurstAt(now, burst)
+		s.limiters[queue] = lim
+	} else if lim.Limit() != rate.Limit(perSecond) {
+		lim.SetLimitAt(now, rate.Limit(perSecond))
+		lim.SetBurstAt(now, burst)
+	}
+	return lim
+}
+
+// deliver produces one claimed batch and settles the claim. It runs on its
+// own, so a batch that waits on Kafka holds up no other queue; shutdown does
+// not cancel it: records already produced are settled as produced.
+func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
+	defer s.batches.Done()
+	defer s.Wake() // a worker may be waiting for this queue's slot
+	defer s.release(queue)
+	start := time.Now()
+	ctx = context.WithoutCancel(ctx)
+
+	out := make([]*kgo.Record, 0, len(c.Records))
+	sent := make([]int, 0, len(c.Records)) // index in c.Records of each out record
+	var failed []store.FailedDelivery
+	fail := func(i int, err error) {
+		r := &c.Records[i]
+		f := s.cfg.FailureBackoff.failure(err, c.PriorFailures(r.ID)+1, s.cfg.Now())
+		failed = append(failed, store.FailedDelivery{ID: r.ID, Failure: f})
+		s.fails.failed("redelivery failed; the record waits on its own backoff", queue, target(r, t), r.ID, 1, &f)
+		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
+	}
+	for i := range c.Records {
+		r := &c.Records[i]
+		topic := target(r, t)
+		if err := checkTopic(topic); err != nil {
+			fail(i, err)
+			continue
+		}
+		out = append(out, envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now))
+		sent = append(sent, i)
+	}
+	results := s.client.ProduceSync(ctx, out...)
+	if s.afterProduce != nil {
+		s.afterProduce()
+	}
+	errByRecord := make(map[*kgo.Record]error, len(results))
+	for _, res := range results {
+		errByRecord[res.Record] = res.Err
+	}
+	for j, rec := range out {
+		if err := errByRecord[rec]; err != nil {
+			fail(sent[j], err)
+		}
+	}
+	s.settle(ctx, queue, c, failed, start)
+
+	m := s.cfg.Metrics.Redelivery
+	m.Redelivered.WithLabelValues(queue).Add(float64(len(c.Records) - len(failed)))
+	for i := range c.Records {
+		if due := c.Records[i].NextRetryAt; due != nil {
+			m.Lateness.Observe(max(now.Sub(*due), 0).Seconds())
+		}
+	}
+	m.BatchSeconds.Observe(time.Since(start).Seconds())
+}
+
+// settle ends a claim, retrying while Postgres is unreachable until the lease
+// passes; after that the claim is rescued and its records redelivered again
+// (the documented duplicate window).
+func (s *Scheduler) settle(ctx context.Context, queue string, c *store.Claim, failed []store.FailedDelivery, claimedAt time.Time) {
+	log := s.cfg.Logger.With("component", "redeliver", "queue", queue, "claim", c.Token)
+	wait := 100 * time.Millisecond
+	for {
+		err := s.store.Settle(ctx, c, failed, s.cfg.Now())
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, store.ErrLeaseLost):
+			log.Warn("claim expired before it was settled; its records are redelivered again", "records", len(c.Records))
+			return
+		case time.Since(claimedAt)+wait >= s.cfg.Lease:
+			log.Error("cannot settle claim within its lease; it will be rescued and its records redelivered again",
+				"records", len(c.Records), "err", err)
+			return
+		}
+		log.Warn("settle claim failed; retrying", "retry_in", wait, "err", err)
+		time.Sleep(wait)
+		wait = min(wait*2, 2*time.Second)
+	}
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -186,88 +404,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// limiter returns the queue's rate limiter, or nil when it is unlimited.
-func (s *Scheduler) limiter(queue string, perSecond float64) *rate.Limiter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if perSecond <= 0 {
-		delete(s.limiters, queue)
-		return nil
-	}
-	lim, ok := s.limiters[queue]
-	if !ok {
-		// A burst of one second's worth: a backlog drains at the rate, not in a spike.
-		lim = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)))
-		lim.SetBurstAt(s.cfg.Now(), max(1, int(perSecond)))
-		s.limiters[queue] = lim
-	} else if lim.Limit() != rate.Limit(perSecond) {
-		now := s.cfg.Now()
-		lim.SetLimitAt(now, rate.Limit(perSecond))
-		lim.SetBurstAt(now, max(1, int(perSecond)))
-	}
-	return lim
-}
-
-// redeliverQueue claims up to limit due records of one queue, produces them
-// and marks them, in one claim.
-func (s *Scheduler) redeliverQueue(ctx context.Context, queue string, t policy.Topic, now time.Time, limit int, lim *rate.Limiter) (int, error) {
-	start := time.Now()
-	claim, err := s.store.ClaimDue(ctx, queue, now, limit, s.cfg.Lease)
-	if err != nil || len(claim.Records) == 0 {
-		return 0, err
-	}
-	defer claim.Abort(ctx) // no-op after Commit
-	if lim != nil {
-		lim.AllowN(now, len(claim.Records))
-	}
-	out := make([]*kgo.Record, len(claim.Records))
-	for i := range claim.Records {
-		r := &claim.Records[i]
-		out[i] = envelope.Redelivery(r, target(r, t), partition(r, t), r.Attempt, now)
-	}
-	ok, failed := s.produce(ctx, claim.Records, out)
-	if s.afterProduce != nil {
-		s.afterProduce()
-	}
-	if err := claim.Postpone(ctx, failed, now.Add(s.cfg.RetryBackoff)); err != nil {
-		return 0, err
-	}
-	if err := claim.Commit(ctx); err != nil {
-		return 0, err
-	}
-	m := s.cfg.Metrics.Redelivery
-	m.Redelivered.WithLabelValues(queue).Add(float64(len(ok)))
-	if len(failed) > 0 {
-		m.Failures.WithLabelValues(queue).Add(float64(len(failed)))
-	}
-	for i := range claim.Records {
-		if due := claim.Records[i].NextRetryAt; due != nil {
-			m.Lateness.Observe(max(now.Sub(*due), 0).Seconds())
-		}
-	}
-	m.BatchSeconds.Observe(time.Since(start).Seconds())
-	return len(claim.Records), nil
-}
-
-// produce sends the records and sorts the claimed ids by outcome.
-func (s *Scheduler) produce(ctx context.Context, recs []dlq.Record, out []*kgo.Record) (ok, failed []string) {
-	results := s.client.ProduceSync(ctx, out...)
-	byRecord := make(map[*kgo.Record]error, len(results))
-	for _, res := range results {
-		byRecord[res.Record] = res.Err
-	}
-	for i, rec := range out {
-		if err := byRecord[rec]; err != nil {
-			s.cfg.Logger.Warn("redelivery failed; will retry", "component", "redeliver",
-				"id", recs[i].ID, "topic", rec.Topic, "err", err)
-			failed = append(failed, recs[i].ID)
-			continue
-		}
-		ok = append(ok, recs[i].ID)
-	}
-	return ok, failed
 }
 
 // target is the topic a record is redelivered to: the operator's override,
@@ -305,32 +441,4 @@ func partitionFor(string) func(*kgo.Record, int) int {
 		}
 		return int(murmur2(r.Key)&0x7fffffff) % n
 	}
-}
-
-// archive copies one batch of discarded records to their archive topics.
-func (s *Scheduler) archive(ctx context.Context, now time.Time) (int, error) {
-	claim, err := s.store.ClaimArchive(ctx, s.cfg.BatchSize, s.cfg.Lease)
-	if err != nil || len(claim.Records) == 0 {
-		return 0, err
-	}
-	defer claim.Abort(ctx)
-	out := make([]*kgo.Record, len(claim.Records))
-	queues := make(map[string]string, len(claim.Records))
-	for i := range claim.Records {
-		r := &claim.Records[i]
-		out[i] = envelope.Archive(r, s.cfg.ArchiveTopic(r.DLQ.Topic))
-		queues[r.ID] = r.Queue
-	}
-	// Records whose copy failed stay unarchived and are claimed again later.
-	ok, _ := s.produce(ctx, claim.Records, out)
-	if err := claim.Archived(ctx, ok, now); err != nil {
-		return 0, err
-	}
-	if err := claim.Commit(ctx); err != nil {
-		return 0, err
-	}
-	for _, id := range ok {
-		s.cfg.Metrics.Redelivery.Archived.WithLabelValues(queues[id]).Inc()
-	}
-	return len(ok), nil
 }

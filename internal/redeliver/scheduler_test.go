@@ -95,6 +95,20 @@ func (b *bundle) scheduler(t *testing.T, set *policy.Set, mod ...func(*redeliver
 	return s
 }
 
+func (b *bundle) archiver(t *testing.T, mod ...func(*redeliver.ArchiverConfig)) *redeliver.Archiver {
+	t.Helper()
+	cfg := redeliver.ArchiverConfig{Brokers: b.brokers, ClientOpts: kafkatest.ClientOpts(b.brokers), Now: b.clock.Now}
+	for _, f := range mod {
+		f(&cfg)
+	}
+	a, err := redeliver.NewArchiver(cfg, b.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
 // due stores n records of queue that are due for redelivery now.
 func (b *bundle) due(t *testing.T, queue string, n int) []dlq.Record {
 	t.Helper()
@@ -135,17 +149,21 @@ func header(r *kgo.Record, key string) string {
 	return ""
 }
 
-func TestTwoSchedulersNeverRedeliverTheSameRecordTwice(t *testing.T) {
+func TestTwoSchedulersUnderContentionNeverRedeliverTheSameRecordTwice(t *testing.T) {
 	b := setup(t, "orders")
-	b.due(t, "orders", 300)
-	s1, s2 := b.scheduler(t, nil), b.scheduler(t, nil)
+	const n = 1000
+	b.due(t, "orders", n)
+	small := func(c *redeliver.Config) { c.BatchSize = 10 }
+	s1, s2 := b.scheduler(t, nil, small), b.scheduler(t, nil, small)
 
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	counts := make([]int, 2)
 	for i, s := range []*redeliver.Scheduler{s1, s2} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-start
 			n, err := s.RunOnce(context.Background())
 			if err != nil {
 				t.Error(err)
@@ -153,20 +171,47 @@ func TestTwoSchedulersNeverRedeliverTheSameRecordTwice(t *testing.T) {
 			counts[i] = n
 		}()
 	}
+	close(start)
 	wg.Wait()
-	if counts[0]+counts[1] != 300 {
-		t.Fatalf("schedulers handled %v records, want 300 in all", counts)
+	if counts[0]+counts[1] != n || counts[0] == 0 || counts[1] == 0 {
+		t.Fatalf("schedulers claimed %v records, want %d in all with both claiming some", counts, n)
 	}
-	recs := kafkatest.Consume(t, b.brokers, "orders", 300, 30*time.Second)
+	recs := kafkatest.Consume(t, b.brokers, "orders", n, 30*time.Second)
 	ids := map[string]bool{}
 	for _, r := range recs {
 		ids[header(r, "redrive.id")] = true
 	}
-	if len(recs) != 300 || len(ids) != 300 {
-		t.Fatalf("orders has %d records with %d distinct ids, want 300 and 300", len(recs), len(ids))
+	if len(recs) != n || len(ids) != n {
+		t.Fatalf("orders has %d records with %d distinct ids, want %d and %d", len(recs), len(ids), n, n)
 	}
-	if n := b.countState(t, "orders", dlq.StateAvailable); n != 300 {
-		t.Fatalf("%d records available, want 300", n)
+	if got := b.countState(t, "orders", dlq.StateAvailable); got != n {
+		t.Fatalf("%d records available, want %d", got, n)
+	}
+}
+
+func TestRateLimitHoldsAcrossConcurrentWorkers(t *testing.T) {
+	b := setup(t, "slow")
+	set := policies(t, "topics:\n  slow: {redelivery: {rate_limit: 20}}\n")
+	b.due(t, "slow", 200)
+	s := b.scheduler(t, set, func(c *redeliver.Config) { c.BatchSize = 3 })
+	// Two workers of one scheduler at the same frozen instant: together they
+	// may take one second's worth, not one each.
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := s.RunOnce(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if got := b.countState(t, "slow", dlq.StateAvailable); got != 20 {
+		t.Fatalf("%d redelivered in the first second, want 20 (rate_limit 20/s)", got)
 	}
 }
 
@@ -235,19 +280,31 @@ func TestRunWakesWhenARecordBecomesDue(t *testing.T) {
 	}
 }
 
-func TestFailedProduceKeepsTheRecordDue(t *testing.T) {
+func TestFailedProduceKeepsTheRecordDueOnItsOwnBackoff(t *testing.T) {
 	b := setup(t) // no "orders" topic and no auto-create: produce fails
-	b.due(t, "orders", 1)
-	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Lease = 2 * time.Second; c.RetryBackoff = time.Minute })
-	if _, err := s.RunOnce(context.Background()); err != nil {
-		t.Fatalf("a failed produce is not a scheduler error: %v", err)
+	rec := b.due(t, "orders", 1)[0]
+	s := b.scheduler(t, nil, func(c *redeliver.Config) {
+		c.FailureBackoff = redeliver.Backoff{Min: time.Minute, Max: 3 * time.Minute}
+	})
+	ctx := context.Background()
+	for i, wait := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 3 * time.Minute} {
+		if _, err := s.RunOnce(ctx); err != nil {
+			t.Fatalf("a failed produce is not a scheduler error: %v", err)
+		}
+		r, err := b.store.Get(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := b.clock.Now()
+		f := r.RedeliveryFailure
+		if r.State != dlq.StateRetryable || r.Attempt != 1 || r.NextRetryAt == nil || !r.NextRetryAt.Equal(now.Add(wait)) ||
+			f == nil || f.Reason != dlq.ReasonUnknownTopic || f.Failures != i+1 || !f.NextAttemptAt.Equal(now.Add(wait)) || f.Message == "" {
+			t.Fatalf("after failure %d: state %s attempt %d next %v failure %+v; want retryable, attempt 1 (no policy attempt used), due in %s, unknown_topic",
+				i+1, r.State, r.Attempt, r.NextRetryAt, f, wait)
+		}
+		b.clock.Advance(wait)
 	}
-	page, err := b.store.List(context.Background(), &store.ListParams{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := page.Records[0]
-	if r.State != dlq.StateRetryable || r.NextRetryAt == nil || r.NextRetryAt.Sub(b.clock.Now()) != time.Minute {
-		t.Fatalf("after a failed produce: state %s, next %v; want retryable, due again in 1m", r.State, r.NextRetryAt)
+	if n, _ := b.pool.Exec(ctx, "SELECT 1 FROM redrive_claim"); n.RowsAffected() != 0 {
+		t.Fatalf("%d claims left open", n.RowsAffected())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/redrive/redrive/internal/dlq"
 )
 
@@ -17,19 +19,20 @@ import (
 var recordColumns = []string{
 	"id", "queue", "type", "state", "exhaustion", "attempt", "max_attempts",
 	"source_partition", "source_offset", "source_timestamp", "source_group",
-	"dlq_topic", "dlq_partition", "dlq_offset", "format",
+	"dlq_topic", "dlq_partition", "dlq_offset", "dlq_timestamp", "format",
 	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
 	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
+	"archive_state",
 }
 
 var insertColumns = strings.Join(recordColumns, ", ")
 
 // readColumns are the columns a Record is read from: payload and error_type are
-// derived from value and errors, kept only for search; the redelivery columns
-// are set after insert.
+// derived from value and errors, kept only for search; the redelivery and
+// archive columns are set after insert.
 var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
 	return c == "payload" || c == "error_type"
-}), "redelivered_at", "redelivery", "archived_at"), ", ")
+}), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure"), ", ")
 
 // Encoding names how a byte string is shown as text.
 const (
@@ -185,10 +188,31 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 	return []any{
 		r.ID, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
-		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, string(r.Format),
+		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
+		archiveStateOf(r.State),
 	}, nil
+}
+
+// timestampOrNegInf stores an unknown timestamp as -infinity, as the column
+// does for rows stored before it existed.
+func timestampOrNegInf(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+// archiveStateOf is the archive state a record is written with: a discarded
+// record's copy is due (archiving on or off: with it off nothing takes it, and
+// the API shows it as off).
+func archiveStateOf(s dlq.State) *string {
+	if s != dlq.StateDiscarded {
+		return nil
+	}
+	v := string(dlq.ArchivePending)
+	return &v
 }
 
 // storedRedelivery is dlq.Redelivery as kept in the redelivery column.

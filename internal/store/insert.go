@@ -12,10 +12,32 @@ import (
 )
 
 // insertIgnoringDuplicates is the slow path of InsertRecords: one statement per
-// row, skipping rows whose DLQ coordinates are already stored.
+// row, skipping rows whose DLQ record (coordinates and timestamp) is already stored.
 var insertIgnoringDuplicates = fmt.Sprintf(
-	"INSERT INTO redrive_record (%s) VALUES (%s) ON CONFLICT ON CONSTRAINT redrive_record_dlq_coord DO NOTHING",
+	"INSERT INTO redrive_record (%s) VALUES (%s) ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING",
 	insertColumns, placeholders(len(recordColumns)))
+
+// InsertResult says which records of a batch InsertRecords stored.
+type InsertResult struct {
+	// N is how many records were stored; the others had been stored before.
+	N int
+	// duplicate marks, by index, the records that were already stored.
+	duplicate map[int]bool
+}
+
+// New reports whether records[i] was stored by this call (not before).
+func (r InsertResult) New(i int) bool { return !r.duplicate[i] }
+
+func (r *InsertResult) add(i int, stored bool) {
+	if stored {
+		r.N++
+		return
+	}
+	if r.duplicate == nil {
+		r.duplicate = map[int]bool{}
+	}
+	r.duplicate[i] = true
+}
 
 func placeholders(n int) string {
 	ps := make([]string, n)
@@ -25,8 +47,9 @@ func placeholders(n int) string {
 	return strings.Join(ps, ", ")
 }
 
-// InsertRecords stores new records and returns how many were inserted. It is
-// idempotent on the records' DLQ coordinates: records already stored are skipped.
+// InsertRecords stores new records and says which were inserted. It is
+// idempotent on the records' DLQ identity (coordinates and timestamp): records
+// already stored are skipped.
 //
 // The fast path is a single COPY, which is all-or-nothing. Duplicates happen
 // only when a batch is consumed again (after a crash or rebalance between the
@@ -35,42 +58,42 @@ func placeholders(n int) string {
 // rejects (JSON that jsonb cannot hold) must not block ingest either: then the
 // rows are written one by one, and a row that is rejected again is stored with
 // its JSON kept as text (see asText).
-func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (int, error) {
+func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (InsertResult, error) {
 	if len(records) == 0 {
-		return 0, nil
+		return InsertResult{}, nil
 	}
 	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
 	// already ingesting the rows sent before, so encoding overlaps the COPY.
 	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, &recordSource{records: records, i: -1})
 	if err == nil {
-		return int(n), nil
+		return InsertResult{N: int(n)}, nil
 	}
 	if isUniqueViolation(err) {
-		n, err := s.insertSkippingDuplicates(ctx, records)
+		res, err := s.insertSkippingDuplicates(ctx, records)
 		if err == nil || !isDataException(err) {
-			return n, err
+			return res, err
 		}
 	} else if !isDataException(err) {
-		return 0, fmt.Errorf("copy records: %w", err)
+		return InsertResult{}, fmt.Errorf("copy records: %w", err)
 	}
 	return s.insertOneByOne(ctx, records)
 }
 
 // insertOneByOne stores records one statement each, skipping duplicates, and
 // falls back to asText for a row Postgres rejects.
-func (s *Store) insertOneByOne(ctx context.Context, records []dlq.Record) (int, error) {
-	inserted := 0
+func (s *Store) insertOneByOne(ctx context.Context, records []dlq.Record) (InsertResult, error) {
+	var res InsertResult
 	for i := range records {
 		n, err := s.insertRow(ctx, &records[i], asJSON)
 		if isDataException(err) {
 			n, err = s.insertRow(ctx, &records[i], asText)
 		}
 		if err != nil {
-			return inserted, fmt.Errorf("insert record %s: %w", records[i].ID, err)
+			return InsertResult{}, fmt.Errorf("insert record %s: %w", records[i].ID, err)
 		}
-		inserted += n
+		res.add(i, n > 0)
 	}
-	return inserted, nil
+	return res, nil
 }
 
 func (s *Store) insertRow(ctx context.Context, r *dlq.Record, mode jsonMode) (int, error) {
@@ -104,9 +127,10 @@ func (rs *recordSource) Values() ([]any, error) {
 
 func (rs *recordSource) Err() error { return rs.err }
 
-func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Record) (int, error) {
-	inserted := 0
+func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Record) (InsertResult, error) {
+	var res InsertResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = InsertResult{}
 		batch := &pgx.Batch{}
 		for i := range records {
 			vals, err := rowValues(&records[i], asJSON)
@@ -114,14 +138,14 @@ func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Reco
 				return fmt.Errorf("encode record %s: %w", records[i].ID, err)
 			}
 			batch.Queue(insertIgnoringDuplicates, vals...).Exec(func(tag pgconn.CommandTag) error {
-				inserted += int(tag.RowsAffected())
+				res.add(i, tag.RowsAffected() > 0)
 				return nil
 			})
 		}
 		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		return 0, fmt.Errorf("insert records skipping duplicates: %w", err)
+		return InsertResult{}, fmt.Errorf("insert records skipping duplicates: %w", err)
 	}
-	return inserted, nil
+	return res, nil
 }

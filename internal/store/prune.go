@@ -89,23 +89,21 @@ type PruneBatchParams struct {
 	Before time.Time
 	// Limit is the batch size (> 0).
 	Limit int
+	// Archived, when set, selects only records whose archive copy exists
+	// (archive_state done) or was never due: a record whose copy is still
+	// pending or failing is kept.
+	Archived bool
 }
 
-// PruneBatch deletes up to Limit records of the set, oldest first, and
-// returns how many. Rows locked by others (a replay, a claim) are skipped, so
-// a batch never waits on other work and never holds many locks for long.
-//
-// With archive non-nil the batch is read and locked first, archive is called
-// with the records (it must produce them to the archive topic and wait for
-// the broker's ack), and only if it succeeds are the rows deleted, in the
-// same transaction. An archive error leaves every row in place.
-func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams, archive func(context.Context, []dlq.Record) error) (int64, error) {
+// cond renders the batch's condition and arguments, and the column its age
+// is counted from.
+func (p *PruneBatchParams) cond() (string, string, []any, error) {
 	if p.Limit <= 0 {
-		return 0, errors.New("prune batch: limit must be > 0")
+		return "", "", nil, errors.New("prune batch: limit must be > 0")
 	}
 	cond, tsCol, args, err := p.where(nil)
 	if err != nil {
-		return 0, err
+		return "", "", nil, err
 	}
 	if !p.Before.IsZero() {
 		args = append(args, p.Before)
@@ -113,45 +111,47 @@ func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams, archive fun
 	}
 	// Records waiting for redelivery are never terminal; skip them defensively.
 	cond += " AND next_retry_at IS NULL"
-	args = append(args, p.Limit)
-	pick := fmt.Sprintf("SELECT %%s FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED", cond, tsCol, len(args))
+	return cond, tsCol, args, nil
+}
 
-	if archive == nil {
-		tag, err := m.db.Exec(ctx, "DELETE FROM redrive_record WHERE id IN ("+fmt.Sprintf(pick, "id")+")", args...)
-		if err != nil {
-			return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
-		}
-		return tag.RowsAffected(), nil
-	}
-
-	var n int64
-	err = pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, fmt.Sprintf(pick, readColumns), args...)
-		if err != nil {
-			return err
-		}
-		recs, err := pgx.CollectRows(rows, scanRecord)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return nil
-		}
-		if err := archive(ctx, recs); err != nil {
-			return fmt.Errorf("archive: %w", err)
-		}
-		ids := make([]string, len(recs))
-		for i := range recs {
-			ids[i] = recs[i].ID
-		}
-		tag, err := tx.Exec(ctx, "DELETE FROM redrive_record WHERE id = ANY($1)", ids)
-		n = tag.RowsAffected()
-		return err
-	})
+// PruneBatch deletes up to Limit records of the set, oldest first, and
+// returns how many. Rows locked by others (a replay, a claim) are skipped, so
+// a batch never waits on other work and never holds many locks for long. It
+// never talks to Kafka: archive copies are the archiver's (RequestArchive).
+func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, error) {
+	cond, tsCol, args, err := p.cond()
 	if err != nil {
-		return 0, fmt.Errorf("prune %s records of %s with archive: %w", p.State, p.Queue, err)
+		return 0, err
 	}
-	return n, nil
+	if p.Archived {
+		cond += " AND (archive_state IS NULL OR archive_state = 'done')"
+	}
+	args = append(args, p.Limit)
+	tag, err := m.db.Exec(ctx, fmt.Sprintf(`DELETE FROM redrive_record WHERE id IN (
+		SELECT id FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`, cond, tsCol, len(args)), args...)
+	if err != nil {
+		return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// RequestArchive makes the archive copy due for up to Limit records of the
+// batch that have none yet (completed records under pruning_policy archive),
+// oldest first, and returns how many. A later pass prunes them once the
+// archiver has copied them.
+func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64, error) {
+	cond, tsCol, args, err := p.cond()
+	if err != nil {
+		return 0, err
+	}
+	args = append(args, p.Limit)
+	tag, err := m.db.Exec(ctx, fmt.Sprintf(`UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
+		SELECT id FROM redrive_record WHERE %s AND archive_state IS NULL ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`,
+		cond, tsCol, len(args)), args...)
+	if err != nil {
+		return 0, fmt.Errorf("request archive copies of %s records of %s: %w", p.State, p.Queue, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // DeadLetterDepth returns, per queue, the number of dead letters (discarded,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
 )
@@ -319,14 +320,19 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		exhaustion             *string
 		sourceTS               *time.Time
 		headers, errs, redeliv []byte
+		dlqTS                  pgtype.Timestamptz
+		archiveState           *string
+		archiveReason          *string
+		failure, archiveFail   []byte
 	)
 	err := row.Scan(
 		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
 		&r.Source.Partition, &r.Source.Offset, &sourceTS, &r.Source.Group,
-		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &format,
+		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &dlqTS, &format,
 		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
 		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
-		&r.RedeliveredAt, &redeliv, &r.ArchivedAt,
+		&archiveState,
+		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
 	)
 	if err != nil {
 		return r, err
@@ -350,5 +356,32 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 	if err := json.Unmarshal(errs, &r.Errors); err != nil {
 		return r, fmt.Errorf("decode errors: %w", err)
 	}
+	if dlqTS.InfinityModifier == pgtype.Finite {
+		r.DLQ.Timestamp = dlqTS.Time
+	}
+	if r.RedeliveryFailure, err = decodeFailure(failure); err != nil {
+		return r, fmt.Errorf("decode redelivery failure: %w", err)
+	}
+	if archiveState != nil {
+		r.Archive = &dlq.ArchiveStatus{State: dlq.ArchiveState(*archiveState)}
+		if archiveReason != nil {
+			r.Archive.Reason = *archiveReason
+		}
+		if r.Archive.Failure, err = decodeFailure(archiveFail); err != nil {
+			return r, fmt.Errorf("decode archive failure: %w", err)
+		}
+	}
 	return r, nil
+}
+
+// decodeFailure reads a delivery failure column; NULL is none.
+func decodeFailure(b []byte) (*dlq.DeliveryFailure, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var f dlq.DeliveryFailure
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }

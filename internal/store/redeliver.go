@@ -2,10 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -49,151 +50,186 @@ func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.T
 	return out, rows.Err()
 }
 
-// Claim holds records for redelivery or archiving. The records stay locked
-// (the lease) until Commit or Abort; if the holder dies, Postgres ends its
-// session, the claim rolls back and the records are due again at once — a crash
-// between produce and Commit redelivers them again rather than losing them.
-// The lease bounds how long a hung holder can keep them
-// (idle_in_transaction_session_timeout).
-type Claim struct {
-	tx      pgx.Tx
-	Records []dlq.Record
-	prior   map[string]prior // ClaimDue: each record's state before the claim
+// ClaimParams asks for up to Limit records of Queue due at Now.
+type ClaimParams struct {
+	Queue string
+	Now   time.Time
+	Limit int
+	// Owner names the claiming scheduler (host/pid), for operators.
+	Owner string
+	// Lease is how long the claim lasts unless it is ended: after that
+	// RescueExpired puts its records back.
+	Lease time.Duration
 }
 
-// prior is what ClaimDue changed, so Postpone can undo it.
+// Claim is a committed claim of records for redelivery (River's model: claim
+// and commit, work, then settle with a token check). No transaction stays
+// open: the claim is a row of redrive_claim, and its records carry its token.
+// Produce the records, then Settle the claim. If the holder dies or cannot
+// settle within the lease, RescueExpired puts the records back as they were,
+// due at once: they are redelivered again with the same id and attempt — at
+// least once, never lost.
+type Claim struct {
+	Token string
+	// Records carry only what a redelivery needs (no error history, policy or
+	// meta), with Attempt already the new attempt, State available, and
+	// NextRetryAt the time they were due.
+	Records []dlq.Record
+	// prior is each record's state before the claim, for Settle to restore.
+	prior map[string]prior
+}
+
+// prior is what ClaimDue changed, so a failed produce can undo it.
 type prior struct {
 	state         string
 	redeliveredAt *time.Time
+	failures      int // consecutive failed produces before this claim
 }
 
-// ClaimDue locks up to limit records of queue due at now, skipping records
-// other claims hold, and marks them redelivered at now — state available,
-// attempt + 1, nothing waiting — within the claim: one statement, the same work
-// as a bare claim-and-update. Produce them, Postpone those whose produce
-// failed, then Commit. The records carry only what a redelivery needs (no error
-// history, policy or meta), with Attempt already the new attempt and
-// NextRetryAt the time they were due. An empty claim is already finished.
-func (s *Store) ClaimDue(ctx context.Context, queue string, now time.Time, limit int, lease time.Duration) (*Claim, error) {
-	c, err := s.claim(ctx, lease, scanForRedelivery, `
+// ClaimDue claims up to Limit records of a queue due at Now, skipping records
+// other claims are taking, and marks them redelivered at Now — state
+// available, attempt + 1, nothing waiting — and records the claim, all in one
+// statement that commits at once. An empty claim (nothing due) has no token.
+func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
+	token := uuid.Must(uuid.NewV7()).String()
+	rows, err := s.pool.Query(ctx, `
 		WITH due AS (
-			SELECT id, state, next_retry_at, redelivered_at FROM redrive_record
+			SELECT id, state, next_retry_at, redelivered_at, redelivery_failure FROM redrive_record
 			WHERE queue = $1 AND next_retry_at <= $2
-			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		UPDATE redrive_record r
-		SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-		    discarded_at = NULL, redelivered_at = $2, updated_at = $2
-		FROM due WHERE r.id = due.id
-		RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
-		          r.redelivery, due.next_retry_at, due.state, due.redelivered_at`, queue, now, limit)
-	if err != nil || len(c.Records) == 0 {
-		return c, err
+			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+		claimed AS (
+			UPDATE redrive_record r
+			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+			    discarded_at = NULL, redelivered_at = $2, updated_at = $2, redelivery_failure = NULL, claim_token = $4
+			FROM due WHERE r.id = due.id
+			RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
+			          r.redelivery, due.next_retry_at, due.state, due.redelivered_at,
+			          coalesce((due.redelivery_failure->>'failures')::int, 0) AS failures),
+		lease AS (
+			INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
+			SELECT $4, $5, $1, $2, $2::timestamptz + $6 * interval '1 millisecond', array_agg(id), array_agg(state)
+			FROM claimed HAVING count(*) > 0)
+		SELECT * FROM claimed`, p.Queue, p.Now, p.Limit, token, p.Owner, p.Lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
-	c.prior = make(map[string]prior, len(c.Records))
+	c := &Claim{prior: map[string]prior{}}
+	c.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.Record, error) {
+		r, pr, err := scanForRedelivery(row)
+		c.prior[r.ID] = pr
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+	}
+	if len(c.Records) > 0 {
+		c.Token = token
+	}
 	for i := range c.Records {
 		r := &c.Records[i]
-		c.prior[r.ID] = prior{state: string(r.State), redeliveredAt: r.RedeliveredAt}
-		r.State, r.RedeliveredAt = dlq.StateAvailable, &now
+		r.State, r.RedeliveredAt = dlq.StateAvailable, &p.Now
 	}
 	return c, nil
 }
 
 // scanForRedelivery reads the columns ClaimDue returns.
-func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, error) {
+func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, prior, error) {
 	var (
 		r                dlq.Record
-		format, state    string
+		p                prior
+		format           string
 		headers, redeliv []byte
 	)
 	if err := row.Scan(&r.ID, &r.Queue, &format, &r.Attempt, &r.Source.Partition,
-		&r.Key, &r.Value, &headers, &redeliv, &r.NextRetryAt, &state, &r.RedeliveredAt); err != nil {
-		return r, err
+		&r.Key, &r.Value, &headers, &redeliv, &r.NextRetryAt, &p.state, &p.redeliveredAt, &p.failures); err != nil {
+		return r, p, err
 	}
-	r.Format, r.State = dlq.Format(format), dlq.State(state)
+	r.Format = dlq.Format(format)
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
 	var err error
 	if r.Headers, err = decodeHeaders(headers); err != nil {
-		return r, err
+		return r, p, err
 	}
 	r.Redelivery, err = decodeRedelivery(redeliv)
-	return r, err
+	return r, p, err
 }
 
-// ClaimArchive locks up to limit records waiting to be copied to the archive
-// topic: discarded and not archived since.
-func (s *Store) ClaimArchive(ctx context.Context, limit int, lease time.Duration) (*Claim, error) {
-	return s.claim(ctx, lease, scanRecord, fmt.Sprintf(`SELECT %s FROM redrive_record
-		WHERE state = 'discarded' AND archived_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, readColumns), limit)
+// PriorFailures is how many produces of the record failed in a row before
+// this claim (0 for a record of another claim).
+func (c *Claim) PriorFailures(id string) int { return c.prior[id].failures }
+
+// FailedDelivery is a claimed record whose produce failed.
+type FailedDelivery struct {
+	ID      string
+	Failure dlq.DeliveryFailure
 }
 
-func (s *Store) claim(ctx context.Context, lease time.Duration, scan pgx.RowToFunc[dlq.Record], query string, args ...any) (*Claim, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("claim: begin: %w", err)
-	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", max(lease.Milliseconds(), 1000))); err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("claim: set lease: %w", err)
-	}
-	rows, err := tx.Query(ctx, query, args...)
-	if err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("claim records: %w", err)
-	}
-	recs, err := pgx.CollectRows(rows, scan)
-	if err != nil {
-		_ = tx.Rollback(ctx)
-		return nil, fmt.Errorf("claim records: %w", err)
-	}
-	c := &Claim{tx: tx, Records: recs}
-	if len(recs) == 0 {
-		c.Abort(ctx)
-	}
-	return c, nil
-}
-
-// Postpone undoes ClaimDue for records whose produce failed: they are due
-// again at `at`, in the state and attempt they had.
-func (c *Claim) Postpone(ctx context.Context, ids []string, at time.Time) error {
-	if len(ids) == 0 {
+// Settle ends the claim. Records whose produce failed are put back as they
+// were — state, attempt and redelivered_at — with the failure stored on them
+// and due again at its NextAttemptAt; the others stay redelivered. One
+// statement, guarded by the claim's token: a record that changed since (a
+// repeat failure joined it, an operator retried it) is left alone.
+func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, now time.Time) error {
+	if c.Token == "" {
 		return nil
 	}
-	batch := &pgx.Batch{}
-	for _, id := range ids {
-		p := c.prior[id]
-		batch.Queue(`UPDATE redrive_record SET state = $2, attempt = attempt - 1, next_retry_at = $3, redelivered_at = $4
-			WHERE id = $1`, id, p.state, at, p.redeliveredAt)
+	n := len(failed)
+	ids, states, failures := make([]string, n), make([]string, n), make([][]byte, n)
+	redeliveredAt, next := make([]*time.Time, n), make([]time.Time, n)
+	for i, f := range failed {
+		p := c.prior[f.ID]
+		b, err := json.Marshal(f.Failure)
+		if err != nil {
+			return fmt.Errorf("settle claim: encode failure: %w", err)
+		}
+		ids[i], states[i], redeliveredAt[i], failures[i], next[i] = f.ID, p.state, p.redeliveredAt, b, f.Failure.NextAttemptAt
 	}
-	if err := c.tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("postpone redelivery: %w", err)
+	var ended bool
+	err := s.pool.QueryRow(ctx, `
+		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token),
+		undo AS (
+			UPDATE redrive_record r
+			SET state = f.state, attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
+			    redelivery_failure = f.failure, updated_at = $7
+			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[])
+			     AS f(id, state, redelivered_at, failure, next)
+			WHERE r.id = f.id AND r.claim_token = lease.token AND r.state = 'available' AND r.next_retry_at IS NULL
+			RETURNING r.id)
+		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now).Scan(&ended)
+	if err != nil {
+		return fmt.Errorf("settle claim %s: %w", c.Token, err)
+	}
+	if !ended {
+		// The claim expired and was rescued: its records are due again.
+		return ErrLeaseLost
 	}
 	return nil
 }
 
-// Archived marks records copied to the archive topic.
-func (c *Claim) Archived(ctx context.Context, ids []string, at time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := c.tx.Exec(ctx, `UPDATE redrive_record SET archived_at = $2 WHERE id = ANY($1)`, ids, at); err != nil {
-		return fmt.Errorf("mark archived: %w", err)
-	}
-	return nil
-}
+// Rescued is a record whose claim expired and was put back.
+type Rescued struct{ ID, Queue string }
 
-// Commit ends the claim, making its marks durable.
-func (c *Claim) Commit(ctx context.Context) error {
-	if err := c.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit claim: %w", err)
-	}
-	return nil
-}
-
-// Abort ends the claim without changes: the records are due again.
-func (c *Claim) Abort(ctx context.Context) {
-	if err := c.tx.Rollback(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		_ = err // the session ends either way; the rows are released
-	}
+// RescueExpired ends claims whose lease passed before now — their holder died
+// or could not settle — and puts their records back as they were before the
+// claim, due at once: the same attempt is redelivered again. Records that
+// changed since the claim (a repeat failure or an ack joined them, an
+// operator retried them) are left as they are.
+func (s *Store) RescueExpired(ctx context.Context, now time.Time) ([]Rescued, error) {
+	return collect(ctx, s.pool, "rescue expired claims", func(row pgx.CollectableRow) (Rescued, error) {
+		var r Rescued
+		err := row.Scan(&r.ID, &r.Queue)
+		return r, err
+	}, `
+		WITH expired AS (
+			DELETE FROM redrive_claim WHERE token IN (
+				SELECT token FROM redrive_claim WHERE expires_at < $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED)
+			RETURNING token, ids, prior_states),
+		back AS (SELECT e.token, u.id, u.state FROM expired e, unnest(e.ids, e.prior_states) AS u(id, state))
+		UPDATE redrive_record r
+		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1
+		FROM back
+		WHERE r.id = back.id AND r.claim_token = back.token AND r.state = 'available' AND r.next_retry_at IS NULL
+		RETURNING r.id, r.queue`, now)
 }

@@ -25,7 +25,7 @@ var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable}
 // dead-letter spec §6.1): available, attempt reset, redelivered as soon as the
 // scheduler sees it; the id and error history are kept.
 const retrySet = `state = 'available', attempt = 0, next_retry_at = now(), enqueued_at = now(),
-	exhaustion = NULL, discarded_at = NULL, updated_at = now()`
+	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = now()`
 
 // RetryParams is a manual retry of one record with optional changes.
 type RetryParams struct {

@@ -43,16 +43,16 @@ func TestInsertRecordsIsIdempotentOnDLQCoordinates(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
 	first := []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")}
-	n, err := s.InsertRecords(ctx, first)
-	if err != nil || n != 2 {
-		t.Fatalf("first insert: n=%d err=%v", n, err)
+	res, err := s.InsertRecords(ctx, first)
+	if err != nil || res.N != 2 || !res.New(0) || !res.New(1) {
+		t.Fatalf("first insert: %+v err=%v", res, err)
 	}
 	// The same DLQ coordinates again (fresh ids, as a re-consumed batch would
 	// get), mixed with one new record: only the new one is stored.
 	again := []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), newRecord(3, "orders")}
-	n, err = s.InsertRecords(ctx, again)
-	if err != nil || n != 1 {
-		t.Fatalf("second insert: n=%d err=%v, want 1 inserted", n, err)
+	res, err = s.InsertRecords(ctx, again)
+	if err != nil || res.N != 1 || res.New(0) || res.New(1) || !res.New(2) {
+		t.Fatalf("second insert: %+v err=%v, want only the third inserted", res, err)
 	}
 	total, err := s.Count(ctx, &store.Filter{})
 	if err != nil || total != 3 {
@@ -127,9 +127,9 @@ func TestJSONThatJSONBRejectsIsStoredAsText(t *testing.T) {
 	huge.Value = []byte(`{"amount":1e999999}`)
 	surrogate := newRecord(3, "orders")
 	surrogate.Errors[0].Details = []byte(`{"why":"\ud800"}`)
-	n, err := s.InsertRecords(ctx, []dlq.Record{good, huge, surrogate})
-	if err != nil || n != 3 {
-		t.Fatalf("inserted %d: %v", n, err)
+	res, err := s.InsertRecords(ctx, []dlq.Record{good, huge, surrogate})
+	if err != nil || res.N != 3 {
+		t.Fatalf("inserted %d: %v", res.N, err)
 	}
 	got, err := s.Get(ctx, huge.ID)
 	if err != nil || string(got.Value) != `{"amount":1e999999}` {

@@ -180,8 +180,9 @@ func (s *Store) ClaimTask(ctx context.Context, owner string, lease time.Duration
 	return t, err
 }
 
-// ErrLeaseLost is returned when a task's lease was taken over.
-var ErrLeaseLost = errors.New("task lease lost")
+// ErrLeaseLost is returned when a lease (a task's, a redelivery claim's)
+// passed and another holder took over.
+var ErrLeaseLost = errors.New("lease lost")
 
 // TaskBatch runs one batch of a task in a transaction with its progress: fn
 // changes records, then the task's counters, cursor and lease are advanced —

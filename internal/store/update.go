@@ -17,7 +17,7 @@ import (
 // The saved fields are those a failure, an acknowledgement or an operator
 // changes: state, exhaustion, attempt, max_attempts, errors, retry,
 // next_retry_at, discarded_at, completed_at, updated_at. A record that becomes
-// discarded is (again) due to be archived.
+// discarded is (again) due to be archived, with its longer history.
 //
 // If Postgres rejects the new error details (JSON that jsonb cannot hold), the
 // transaction is run again, change included, with details kept as text.
@@ -59,8 +59,7 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 			}
 			batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
 				errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
-				archived_at = CASE WHEN $2 = 'discarded' AND state <> 'discarded' THEN NULL ELSE archived_at END,
-				updated_at = $12
+				updated_at = $12, `+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
 				WHERE id = $1`,
 				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 				errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
@@ -73,4 +72,16 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 		return 0, fmt.Errorf("update records: %w", err)
 	}
 	return saved, nil
+}
+
+// archiveAgainIf renders SET assignments that make a record's archive copy due
+// afresh (pending, no failure, not archived) when cond holds, and keep the
+// archive columns as they are otherwise.
+func archiveAgainIf(cond string) string {
+	return fmt.Sprintf(`archive_state = CASE WHEN %[1]s THEN 'pending' ELSE archive_state END,
+		archive_reason = CASE WHEN %[1]s THEN NULL ELSE archive_reason END,
+		archive_failure = CASE WHEN %[1]s THEN NULL ELSE archive_failure END,
+		archive_retry_at = CASE WHEN %[1]s THEN NULL ELSE archive_retry_at END,
+		archive_token = CASE WHEN %[1]s THEN NULL ELSE archive_token END,
+		archived_at = CASE WHEN %[1]s THEN NULL ELSE archived_at END`, cond)
 }

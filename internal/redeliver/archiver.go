@@ -1,0 +1,196 @@
+package redeliver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Archiver copies records to their archive topic: the one outbox loop behind
+// every archive copy. Records become due for it when they are discarded, or
+// when the pruner wants a copy before it deletes them (pruning_policy
+// archive). Each copy is claimed with a lease, produced, then settled: done,
+// or failed with the reason and its own backoff. A record too large for the
+// archive topic is archived as a reference copy (headers, redrive.id and
+// redrive.value_omitted=<bytes>, no value), the reason kept on the record.
+type Archiver struct {
+	cfg    ArchiverConfig
+	store  *store.Store
+	client *kgo.Client
+	wake   chan struct{}
+	log    *slog.Logger
+	fails  *failureLog
+}
+
+// NewArchiver creates an Archiver; Run starts it.
+func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cl, err := newProducer(cfg.Brokers, cfg.ProduceTimeout, cfg.ClientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("archiver: create kafka client: %w", err)
+	}
+	log := cfg.Logger.With("component", "archiver")
+	return &Archiver{cfg: cfg, store: st, client: cl, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log)}, nil
+}
+
+// Wake makes the archiver look for due copies now. Never blocks.
+func (a *Archiver) Wake() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close releases the Kafka client. Run closes it itself.
+func (a *Archiver) Close() { a.client.Close() }
+
+// Run archives until ctx is done; a batch being produced is finished and
+// settled first.
+func (a *Archiver) Run(ctx context.Context) error {
+	defer a.client.Close()
+	a.log.Info("archiver started")
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		n, next, err := a.pass(ctx)
+		wait := a.cfg.PollInterval
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Error("archive pass failed; retrying", "retry_in", backoff, "err", err)
+			wait, backoff = backoff, min(backoff*2, 10*time.Second)
+		case n > 0:
+			backoff = 100 * time.Millisecond
+			continue
+		case !next.IsZero():
+			wait = min(wait, max(next.Sub(a.cfg.Now()), time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-a.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+// RunOnce archives every copy due at the archiver's clock and returns how
+// many records it settled as done. Tests drive it with an injected clock.
+func (a *Archiver) RunOnce(ctx context.Context) (int, error) {
+	done := 0
+	for {
+		claimed, err := a.archiveBatch(ctx, a.cfg.Now())
+		done += claimed.done
+		if err != nil || claimed.n == 0 {
+			return done, err
+		}
+	}
+}
+
+// pass archives one batch and, when nothing was due, says when the next copy is.
+func (a *Archiver) pass(ctx context.Context) (int, time.Time, error) {
+	now := a.cfg.Now()
+	b, err := a.archiveBatch(ctx, now)
+	if err != nil || b.n > 0 {
+		return b.n, time.Time{}, err
+	}
+	next, err := a.store.NextArchiveDue(ctx, now)
+	return 0, next, err
+}
+
+type batchResult struct{ n, done int }
+
+// archiveBatch claims, produces and settles one batch of copies.
+func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult, error) {
+	c, err := a.store.ClaimArchive(ctx, now, a.cfg.BatchSize, a.cfg.Lease)
+	if err != nil || len(c.Records) == 0 {
+		return batchResult{}, err
+	}
+	ctx = context.WithoutCancel(ctx) // what is produced is settled, even at shutdown
+	outcomes := a.produce(ctx, c.Records, func(r *dlq.Record) *kgo.Record {
+		return envelope.Archive(r, a.cfg.Topic(r.DLQ.Topic))
+	})
+	// Copies too large for the topic go as reference copies instead.
+	var large []dlq.Record
+	var at []int
+	for i, o := range outcomes {
+		if o.Failure != nil && o.Failure.Reason == dlq.ReasonTooLarge {
+			large, at = append(large, c.Records[i]), append(at, i)
+		}
+	}
+	if len(large) > 0 {
+		refs := a.produce(ctx, large, func(r *dlq.Record) *kgo.Record {
+			return envelope.ArchiveReference(r, a.cfg.Topic(r.DLQ.Topic))
+		})
+		for j, o := range refs {
+			if o.Failure == nil {
+				o.Reason = dlq.ReasonTooLarge
+			}
+			outcomes[at[j]] = o
+		}
+	}
+	res := batchResult{n: len(c.Records)}
+	type failedKey struct{ queue, reason string }
+	failed := map[failedKey][]int{}
+	for i, o := range outcomes {
+		r := &c.Records[i]
+		if o.Failure == nil {
+			res.done++
+			a.cfg.Metrics.Redelivery.Archived.WithLabelValues(r.Queue).Inc()
+			continue
+		}
+		k := failedKey{r.Queue, o.Failure.Reason}
+		failed[k] = append(failed[k], i)
+	}
+	for k, idx := range failed {
+		r, f := &c.Records[idx[0]], outcomes[idx[0]].Failure
+		a.cfg.Metrics.Redelivery.ArchiveFailures.WithLabelValues(k.queue, k.reason).Add(float64(len(idx)))
+		a.fails.failed("archive copy failed; the record waits on its own backoff and is kept until it is archived",
+			k.queue, a.cfg.Topic(r.DLQ.Topic), r.ID, len(idx), f)
+	}
+	if _, err := a.store.SettleArchive(ctx, c, outcomes, a.cfg.Now()); err != nil {
+		// The claim expires and the copies are made again: a duplicate
+		// copy, never a missing one.
+		return res, err
+	}
+	return res, nil
+}
+
+// produce sends one record per claimed record and returns each outcome, a
+// failure with its own backoff for those the brokers refused.
+func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*dlq.Record) *kgo.Record) []store.ArchiveOutcome {
+	out := make([]*kgo.Record, len(recs))
+	outcomes := make([]store.ArchiveOutcome, len(recs))
+	for i := range recs {
+		out[i] = build(&recs[i])
+		outcomes[i].ID = recs[i].ID
+	}
+	errByRecord := make(map[*kgo.Record]error, len(out))
+	for _, res := range a.client.ProduceSync(ctx, out...) {
+		errByRecord[res.Record] = res.Err
+	}
+	now := a.cfg.Now()
+	for i, rec := range out {
+		err := errByRecord[rec]
+		if err == nil {
+			continue
+		}
+		n := 1
+		if f := recs[i].Archive; f != nil && f.Failure != nil {
+			n = f.Failure.Failures + 1
+		}
+		f := a.cfg.FailureBackoff.failure(err, n, now)
+		outcomes[i].Failure = &f
+	}
+	return outcomes
+}

@@ -1,0 +1,140 @@
+package redeliver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// newProducer creates the Kafka client the scheduler and the archiver produce
+// with. A produce that cannot finish fails within timeout, and a topic the
+// brokers say does not exist fails after one metadata retry instead of four,
+// so one record that cannot be delivered never holds a batch for long.
+func newProducer(brokers []string, timeout time.Duration, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.RecordDeliveryTimeout(timeout),
+		kgo.UnknownTopicRetries(1),
+		kgo.ProducerLinger(0),
+	}, opts...)...)
+}
+
+// classify names why a produce failed, as stored on the record and in metrics.
+func classify(err error) string {
+	switch {
+	case errors.Is(err, errInvalidTopic), errors.Is(err, kerr.InvalidTopicException):
+		return dlq.ReasonInvalidTopic
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
+		return dlq.ReasonUnknownTopic
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return dlq.ReasonTooLarge
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed), errors.Is(err, kerr.SaslAuthenticationFailed):
+		return dlq.ReasonAuthorization
+	case errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, kerr.RequestTimedOut):
+		return dlq.ReasonTimeout
+	}
+	return dlq.ReasonBroker
+}
+
+// errInvalidTopic fails a record whose target is no legal Kafka topic name
+// before it is produced.
+var errInvalidTopic = errors.New("invalid topic name")
+
+// checkTopic reports whether name is a legal Kafka topic name: 1 to 249
+// characters of [a-zA-Z0-9._-], and not "." or "..".
+func checkTopic(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return fmt.Errorf("%w %q: want 1 to 249 characters of a-z, A-Z, 0-9, '.', '_', '-', and not \".\" or \"..\"", errInvalidTopic, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w %q: character %q is not allowed (want a-z, A-Z, 0-9, '.', '_', '-')", errInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// Backoff of a record whose produce keeps failing, apart from its retry
+// policy: first wait, doubling per failure up to the cap.
+type Backoff struct {
+	// Min is the wait after the first failure. Default: 5s.
+	Min time.Duration
+	// Max caps the wait. Default: 10m.
+	Max time.Duration
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Min <= 0 {
+		b.Min = 5 * time.Second
+	}
+	if b.Max <= 0 {
+		b.Max = 10 * time.Minute
+	}
+	b.Max = max(b.Max, b.Min)
+	return b
+}
+
+// after is the wait after the nth failure in a row (n >= 1).
+func (b Backoff) after(n int) time.Duration {
+	d := b.Min
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// failure describes the nth failure in a row of a produce at now.
+func (b Backoff) failure(err error, n int, now time.Time) dlq.DeliveryFailure {
+	return dlq.DeliveryFailure{Reason: classify(err), Message: err.Error(), FailedAt: now, Failures: n,
+		NextAttemptAt: now.Add(b.after(n))}
+}
+
+// failureLog logs failed produces at most once a minute per queue and reason,
+// with how many failed since, so a poison record never floods the log.
+type failureLog struct {
+	log      *slog.Logger
+	interval time.Duration
+
+	mu   sync.Mutex
+	seen map[[2]string]*logged
+}
+
+type logged struct {
+	at     time.Time
+	missed int
+}
+
+func newFailureLog(log *slog.Logger) *failureLog {
+	return &failureLog{log: log, interval: time.Minute, seen: map[[2]string]*logged{}}
+}
+
+// failed logs (or counts) n failed records of queue; f is one of them.
+func (l *failureLog) failed(msg, queue, topic, id string, n int, f *dlq.DeliveryFailure) {
+	key := [2]string{queue, f.Reason}
+	now := time.Now()
+	l.mu.Lock()
+	e, ok := l.seen[key]
+	if ok && now.Sub(e.at) < l.interval {
+		e.missed += n
+		l.mu.Unlock()
+		return
+	}
+	missed := 0
+	if ok {
+		missed = e.missed
+	}
+	l.seen[key] = &logged{at: now}
+	l.mu.Unlock()
+	l.log.Warn(msg, "queue", queue, "topic", topic, "reason", f.Reason, "records", n, "example_id", id,
+		"retry_in", f.NextAttemptAt.Sub(f.FailedAt), "failed_since_last_log", missed, "err", f.Message)
+}
