@@ -10,9 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
@@ -49,12 +51,22 @@ type started struct {
 // start runs an ingester until the test ends (or until stop is called).
 func start(t *testing.T, b *bundle, st *store.Store, group string) *started {
 	t.Helper()
+	return startWith(t, b, st, group)
+}
+
+// startWith is start with changes to the ingester's config.
+func startWith(t *testing.T, b *bundle, st *store.Store, group string, mod ...func(*ingest.Config)) *started {
+	t.Helper()
 	m := metrics.New()
-	in, err := ingest.New(ingest.Config{
+	cfg := ingest.Config{
 		Brokers: b.brokers, Group: group, BatchSize: 100, Metrics: m,
 		ClientOpts:      kafkatest.ClientOpts(b.brokers),
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
-	}, st)
+	}
+	for _, f := range mod {
+		f(&cfg)
+	}
+	in, err := ingest.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +216,81 @@ func counterValue(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+func TestPartlyReconsumedBatchAnnouncesTheRecordsItStores(t *testing.T) {
+	b := setup(t)
+	var old []*kgo.Record
+	for i := range 30 {
+		old = append(old, garbage(i))
+	}
+	kafkatest.Produce(t, b.cl, old...)
+	first := start(t, b, b.store, "first")
+	waitForCount(t, b.store, 30)
+	first.stop()
+
+	// A crash between insert and commit, and meanwhile 20 more records:
+	// the batch a new member reads mixes 30 stored records with 20 new ones.
+	var fresh []*kgo.Record
+	for i := range 20 {
+		fresh = append(fresh, garbage(100+i))
+	}
+	kafkatest.Produce(t, b.cl, fresh...)
+	pub := events.New(events.Config{})
+	sub := pub.Broker().Subscribe(events.Filter{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = pub.Run(ctx) }()
+	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Events = pub })
+	waitForCount(t, b.store, 50)
+	added := second.metrics.DeadLetter.AddedTotal.WithLabelValues(dlqTopic, "")
+	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
+	waitFor(t, "20 added and 30 duplicates counted", func() bool { return counterValue(added) == 20 && counterValue(dups) == 30 })
+	ids := map[string]bool{}
+	for len(ids) < 20 {
+		select {
+		case m := <-sub.C:
+			if m.Event.Type == events.DeadLetterAdded {
+				ids[m.Event.Subject] = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d dead_letter.added events, want 20", len(ids))
+		}
+	}
+}
+
+func TestRecreatedDLQTopicIsNotMistakenForDuplicates(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	batch := func(from int, ts time.Time) []*kgo.Record {
+		var out []*kgo.Record
+		for i := range 5 {
+			r := garbage(from + i)
+			r.Timestamp = ts
+			out = append(out, r)
+		}
+		return out
+	}
+	kafkatest.Produce(t, b.cl, batch(0, at)...)
+	first := start(t, b, b.store, "first")
+	waitForCount(t, b.store, 5)
+	first.stop()
+
+	// The DLQ topic is deleted and created again: its offsets start at 0.
+	adm := kadm.NewClient(b.cl)
+	if _, err := adm.DeleteTopic(ctx, dlqTopic); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the topic to be gone", func() bool {
+		td, err := adm.ListTopics(ctx, dlqTopic)
+		return err == nil && !td.Has(dlqTopic)
+	})
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, dlqTopic); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), batch(50, at.Add(time.Hour))...) // a client that never knew the old topic id
+	start(t, b, b.store, "second")
+	// Same coordinates as the old rows, new records: all five are stored.
+	waitForCount(t, b.store, 10)
 }

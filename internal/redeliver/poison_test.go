@@ -1,0 +1,180 @@
+package redeliver_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/redeliver"
+)
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines(level string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(s.b.String(), "\n") {
+		if strings.Contains(l, "level="+level) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestPoisonRecordsFailOnlyThemselves: a record whose topic is missing, one
+// whose topic name is invalid and one too large for Kafka keep failing — on a
+// backoff short enough that they fail many times during the test — while 2,000
+// records of a healthy queue are redelivered at once, the log says each
+// problem once, and each poison record carries its own failure. A discarded
+// record too large for the archive topic is archived as a reference copy.
+func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
+	b := setup(t, "orders", "big")
+	ctx := context.Background()
+	huge := bytes.Repeat([]byte("x"), 2<<20)
+	healthy := b.due(t, "orders", 2000)
+	ghost := b.due(t, "ghost", 1)[0]             // no such topic
+	invalid := b.due(t, "bad topic!", 1)[0]      // not a legal topic name
+	large := b.dueWith(t, "big", huge)           // over the producer's 1 MB limit
+	discarded := b.discardedWith(t, "big", huge) // its archive copy is too large too
+
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	m := metrics.New()
+	fast := redeliver.Backoff{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}
+	s := b.scheduler(t, nil, func(c *redeliver.Config) {
+		c.Now, c.Logger, c.Metrics, c.FailureBackoff, c.BatchSize = time.Now, log, m, fast, 500
+	})
+	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.Now, c.Logger, c.Metrics = time.Now, log, m })
+	rctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.Run(rctx) }()
+	go func() { defer wg.Done(); _ = a.Run(rctx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	start := time.Now()
+	for b.countState(t, "orders", dlq.StateAvailable) < int64(len(healthy)) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("only %d of %d healthy records redelivered in 20s next to the poison records",
+				b.countState(t, "orders", dlq.StateAvailable), len(healthy))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("2000 healthy records redelivered in %s next to three poison records", time.Since(start).Round(time.Millisecond))
+
+	// Each poison record fails on its own, many times, with its reason.
+	for _, want := range []struct {
+		id, reason string
+	}{{ghost.ID, dlq.ReasonUnknownTopic}, {invalid.ID, dlq.ReasonInvalidTopic}, {large.ID, dlq.ReasonTooLarge}} {
+		b.waitFor(t, want.id, "repeated "+want.reason+" failures", func(r *dlq.Record) bool {
+			return r.RedeliveryFailure != nil && r.RedeliveryFailure.Failures >= 3
+		})
+		r, err := b.store.Get(ctx, want.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := r.RedeliveryFailure; r.State != dlq.StateRetryable || r.Attempt != 1 || f == nil || f.Reason != want.reason || f.Message == "" {
+			t.Fatalf("poison record %s: state %s attempt %d failure %+v; want retryable, attempt 1, reason %s", want.id, r.State, r.Attempt, f, want.reason)
+		}
+	}
+	for _, q := range []struct{ queue, reason string }{{"ghost", dlq.ReasonUnknownTopic}, {"bad topic!", dlq.ReasonInvalidTopic}, {"big", dlq.ReasonTooLarge}} {
+		if v := counterValue(t, m.Redelivery.Failures.WithLabelValues(q.queue, q.reason)); v < 3 {
+			t.Errorf("redrive_redelivery_failures_total{queue=%q,reason=%q} = %v, want >= 3", q.queue, q.reason, v)
+		}
+	}
+
+	// The discarded record too large for the archive is archived as a
+	// reference copy, the reason kept on the record.
+	r := b.waitFor(t, discarded.ID, "its reference copy", func(r *dlq.Record) bool {
+		return r.Archive != nil && r.Archive.State == dlq.ArchiveDone
+	})
+	if r.Archive.Reason != dlq.ReasonTooLarge || r.ArchivedAt == nil {
+		t.Fatalf("archive of the oversized record: %+v archived_at %v; want done, reason too_large", r.Archive, r.ArchivedAt)
+	}
+	ref := kafkatest.Consume(t, b.brokers, dlqTopic+".archive", 1, 10*time.Second)[0]
+	if header(ref, envelope.HeaderID) != discarded.ID || header(ref, envelope.HeaderValueOmitted) != "2097152" || ref.Value != nil {
+		t.Fatalf("reference copy: value %d bytes, headers %v", len(ref.Value), ref.Headers)
+	}
+
+	// A quiet log: each queue and reason is logged once (at most once a
+	// minute), however often it failed.
+	warns := logs.lines("WARN")
+	if len(warns) != 3 {
+		t.Fatalf("%d WARN lines, want 3 (one per poison queue):\n%s", len(warns), strings.Join(warns, "\n"))
+	}
+	if errs := logs.lines("ERROR"); len(errs) != 0 {
+		t.Fatalf("ERROR lines:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// dueWith stores one record of queue, due now, with value.
+func (b *bundle) dueWith(t *testing.T, queue string, value []byte) dlq.Record {
+	t.Helper()
+	r := b.due(t, queue, 1)[0]
+	if _, err := b.pool.Exec(context.Background(), "UPDATE redrive_record SET value = $2 WHERE id = $1", r.ID, value); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// discardedWith stores one discarded record of queue with value; its archive
+// copy is due.
+func (b *bundle) discardedWith(t *testing.T, queue string, value []byte) dlq.Record {
+	t.Helper()
+	r := b.due(t, queue, 1)[0]
+	if _, err := b.pool.Exec(context.Background(), `UPDATE redrive_record SET value = $2, state = 'discarded',
+		exhaustion = 'dead_letter', next_retry_at = NULL, discarded_at = now(), archive_state = 'pending' WHERE id = $1`, r.ID, value); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitFor polls the record until ok holds.
+func (b *bundle) waitFor(t *testing.T, id, what string, ok func(*dlq.Record) bool) *dlq.Record {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := b.store.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record %s never showed %s: %+v", id, what, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}

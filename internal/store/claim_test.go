@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// claim claims every record of orders due at now.
+func claim(t *testing.T, s *store.Store, now time.Time, lease time.Duration) *store.Claim {
+	t.Helper()
+	c, err := s.ClaimDue(context.Background(), &store.ClaimParams{Queue: "orders", Now: now, Limit: 100, Owner: "test", Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func get(t *testing.T, s *store.Store, id string) *dlq.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestClaimIsCommittedAndSettledWithItsToken(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	a, b := newRecord(1, "orders"), newRecord(2, "orders")
+	if _, err := s.InsertRecords(ctx, []dlq.Record{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	now := a.NextRetryAt.Add(time.Second)
+	c := claim(t, s, now, time.Minute)
+	if len(c.Records) != 2 || c.Token == "" || c.Records[0].Attempt != 2 {
+		t.Fatalf("claimed %d records (token %q, attempt %d), want 2 at attempt 2", len(c.Records), c.Token, c.Records[0].Attempt)
+	}
+	// Committed at once: another claimant sees nothing due, and a reader
+	// sees the records redelivered.
+	if again := claim(t, s, now, time.Minute); len(again.Records) != 0 {
+		t.Fatalf("a second claim took %d claimed records", len(again.Records))
+	}
+	if r := get(t, s, a.ID); r.State != dlq.StateAvailable || r.Attempt != 2 || r.NextRetryAt != nil {
+		t.Fatalf("claimed record: %s attempt %d next %v", r.State, r.Attempt, r.NextRetryAt)
+	}
+
+	// a's produce failed; b's succeeded.
+	f := dlq.DeliveryFailure{Reason: dlq.ReasonUnknownTopic, Message: "no such topic", FailedAt: now, Failures: 1,
+		NextAttemptAt: now.Add(5 * time.Second)}
+	if err := s.Settle(ctx, c, []store.FailedDelivery{{ID: a.ID, Failure: f}}, now); err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := get(t, s, a.ID), get(t, s, b.ID)
+	if ra.State != dlq.StateRetryable || ra.Attempt != 1 || !ra.NextRetryAt.Equal(f.NextAttemptAt) || ra.RedeliveredAt != nil ||
+		ra.RedeliveryFailure == nil || *ra.RedeliveryFailure != f {
+		t.Fatalf("failed record put back as %s attempt %d next %v redelivered %v failure %+v", ra.State, ra.Attempt, ra.NextRetryAt,
+			ra.RedeliveredAt, ra.RedeliveryFailure)
+	}
+	if rb.State != dlq.StateAvailable || rb.Attempt != 2 || rb.RedeliveryFailure != nil {
+		t.Fatalf("delivered record: %s attempt %d failure %+v", rb.State, rb.Attempt, rb.RedeliveryFailure)
+	}
+	// Settling twice is a lost lease: the claim is gone.
+	if err := s.Settle(ctx, c, nil, now); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second settle: %v, want ErrLeaseLost", err)
+	}
+	// The next claim clears the failure but remembers how many came before.
+	c = claim(t, s, f.NextAttemptAt, time.Minute)
+	if len(c.Records) != 1 || c.PriorFailures(a.ID) != 1 || get(t, s, a.ID).RedeliveryFailure != nil {
+		t.Fatalf("reclaim: %d records, prior failures %d", len(c.Records), c.PriorFailures(a.ID))
+	}
+}
+
+func TestRescueReturnsOnlyUnchangedRecordsOfExpiredClaims(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	kept, joined, retried := newRecord(1, "orders"), newRecord(2, "orders"), newRecord(3, "orders")
+	if _, err := s.InsertRecords(ctx, []dlq.Record{kept, joined, retried}); err != nil {
+		t.Fatal(err)
+	}
+	now := kept.NextRetryAt.Add(time.Second)
+	c := claim(t, s, now, 30*time.Second)
+	if len(c.Records) != 3 {
+		t.Fatalf("claimed %d", len(c.Records))
+	}
+	// While the claim runs, a repeat failure joins one record (its
+	// redelivery was consumed and failed fast), and an operator's retry of
+	// another is refused: it is being redelivered.
+	_, err := s.UpdateLocked(ctx, []string{joined.ID}, func(rs map[string]*dlq.Record) ([]*dlq.Record, error) {
+		r := rs[joined.ID]
+		next := now.Add(time.Hour)
+		r.State, r.NextRetryAt = dlq.StateRetryable, &next
+		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: 2, Type: "db.down", Code: dlq.CodeRetry, OccurredAt: now})
+		return []*dlq.Record{r}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetryRecord(ctx, &store.RetryParams{ID: retried.ID}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("retrying a record being redelivered: %v, want a conflict (it is available)", err)
+	}
+
+	// Not expired yet: nothing is rescued.
+	if got, err := s.RescueExpired(ctx, now.Add(29*time.Second)); err != nil || len(got) != 0 {
+		t.Fatalf("rescued %v (%v) before the lease passed", got, err)
+	}
+	// The holder died; after the lease the untouched record is put back as
+	// it was, due at once, and the one a repeat failure joined is left alone.
+	later := now.Add(31 * time.Second)
+	got, err := s.RescueExpired(ctx, later)
+	if err != nil || len(got) != 2 || got[0].ID == joined.ID || got[1].ID == joined.ID {
+		t.Fatalf("rescued %v (%v), want the 2 records nothing else changed", got, err)
+	}
+	if r := get(t, s, kept.ID); r.State != dlq.StateRetryable || r.Attempt != 1 || !r.NextRetryAt.Equal(later) {
+		t.Fatalf("rescued record: %s attempt %d next %v; want retryable, attempt 1, due at once", r.State, r.Attempt, r.NextRetryAt)
+	}
+	if r := get(t, s, joined.ID); r.State != dlq.StateRetryable || r.Attempt != 2 || !r.NextRetryAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("joined record after the rescue: %s attempt %d next %v; want the repeat failure's outcome kept", r.State, r.Attempt, r.NextRetryAt)
+	}
+	// The late holder's settle finds its claim gone and changes nothing.
+	f := dlq.DeliveryFailure{Reason: dlq.ReasonTimeout, FailedAt: later, Failures: 1, NextAttemptAt: later.Add(time.Hour)}
+	if err := s.Settle(ctx, c, []store.FailedDelivery{{ID: kept.ID, Failure: f}}, later); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("late settle: %v, want ErrLeaseLost", err)
+	}
+	if r := get(t, s, kept.ID); r.RedeliveryFailure != nil || !r.NextRetryAt.Equal(later) {
+		t.Fatalf("a late settle changed a rescued record: %+v next %v", r.RedeliveryFailure, r.NextRetryAt)
+	}
+}
