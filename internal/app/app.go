@@ -139,7 +139,7 @@ func (a *App) init(ctx context.Context) error {
 		Policies:   a.queues,
 		Wake:       a.sched.Wake,
 		Events:     a.maint.events,
-		ClientOpts: a.clientOpts(kopts, "ingest"),
+		ClientOpts: append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
 		Now:        a.opts.Now,
 		Logger:     a.log,
 		Metrics:    a.metrics,

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,17 @@ type Config struct {
 	LogFormat      string
 	ShutdownGrace  time.Duration
 	Kafka          KafkaSecurity
+
+	// GroupInstanceID makes ingest a static group member (group.instance.id):
+	// a restart within the session timeout rejoins without a rebalance.
+	// Default: empty (dynamic membership).
+	GroupInstanceID string
+	// KafkaSessionTimeout is how long the group waits for a silent ingest
+	// consumer before moving its partitions. Default: 45s.
+	KafkaSessionTimeout time.Duration
+	// KafkaRebalanceTimeout is how long members may take to rejoin once a
+	// rebalance has begun. Default: 60s.
+	KafkaRebalanceTimeout time.Duration
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -56,6 +68,14 @@ type Setting struct {
 	set     func(c *Config, v string) error
 }
 
+// The group timeouts franz-go accepts: at least 100ms, at most what Kafka's
+// int32 milliseconds hold. Brokers narrow the session timeout further
+// (group.min/max.session.timeout.ms, 6s to 30m by default).
+const (
+	minGroupTimeout = 100 * time.Millisecond
+	maxGroupTimeout = time.Duration(math.MaxInt32) * time.Millisecond
+)
+
 // Off is the value that turns off an optional topic (archive, events).
 const Off = "off"
 
@@ -67,6 +87,9 @@ var Settings = []Setting{
 	{"REDRIVE_KAFKA_BROKERS", "kafka-brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated.", setList(func(c *Config) *[]string { return &c.KafkaBrokers })},
 	{"REDRIVE_DLQ_TOPICS", "dlq-topics", "dead_letter_queue", "DLQ topics to consume, comma-separated.", setList(func(c *Config) *[]string { return &c.DLQTopics })},
 	{"REDRIVE_GROUP", "group", "redrive", "Consumer group of the processor.", setString(func(c *Config) *string { return &c.Group })},
+	{"REDRIVE_GROUP_INSTANCE_ID", "group-instance-id", "", "Static group membership for ingest (Kafka group.instance.id), unique per replica: a replica restarted within the session timeout gets its partitions back without a rebalance. In Kubernetes: the pod name.", setString(func(c *Config) *string { return &c.GroupInstanceID })},
+	{"REDRIVE_KAFKA_SESSION_TIMEOUT", "kafka-session-timeout", "45s", "How long the group waits for a silent ingest consumer before moving its partitions to the others (with a group instance id: how long a restart may take).", setDuration(func(c *Config) *time.Duration { return &c.KafkaSessionTimeout })},
+	{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "kafka-rebalance-timeout", "60s", "How long group members may take to rejoin once a rebalance has begun.", setDuration(func(c *Config) *time.Duration { return &c.KafkaRebalanceTimeout })},
 	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
@@ -136,6 +159,19 @@ func (c *Config) validate() error {
 	}
 	if c.Group == "" {
 		errs = append(errs, errors.New("REDRIVE_GROUP: must not be empty"))
+	}
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{{"REDRIVE_KAFKA_SESSION_TIMEOUT", c.KafkaSessionTimeout}, {"REDRIVE_KAFKA_REBALANCE_TIMEOUT", c.KafkaRebalanceTimeout}} {
+		switch {
+		case d.v <= 0:
+			errs = append(errs, fmt.Errorf("%s: must be positive (e.g. 45s)", d.env))
+		case d.v < minGroupTimeout:
+			errs = append(errs, fmt.Errorf("%s: %v is below the minimum of %v", d.env, d.v, minGroupTimeout))
+		case d.v > maxGroupTimeout:
+			errs = append(errs, fmt.Errorf("%s: %v is above the maximum of %v", d.env, d.v, maxGroupTimeout))
+		}
 	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		errs = append(errs, errors.New("REDRIVE_KAFKA_TLS_CERT_FILE and REDRIVE_KAFKA_TLS_KEY_FILE: set both or neither"))
