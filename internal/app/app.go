@@ -225,6 +225,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.pool.Close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ingester.Run(gctx) })
+	g.Go(func() error { a.ensureTopics(gctx); return nil }) // archive and events topics, in the background
 	g.Go(func() error { return a.sched.Run(gctx) })
 	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
 	g.Go(func() error { a.queues.Run(gctx, 3*time.Second); return nil })

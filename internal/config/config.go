@@ -44,6 +44,14 @@ type Config struct {
 	// KafkaRebalanceTimeout is how long members may take to rejoin once a
 	// rebalance has begun. Default: 60s.
 	KafkaRebalanceTimeout time.Duration
+
+	// CreateTopics creates missing archive and events topics at start; when
+	// false they are only checked and each missing one is logged. Default: true.
+	CreateTopics bool
+	// TopicPartitions and TopicReplicationFactor are given to the topics
+	// Redrive creates; -1 (the default) leaves them to the broker's defaults.
+	TopicPartitions        int32
+	TopicReplicationFactor int16
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -95,6 +103,9 @@ var Settings = []Setting{
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_EVENTS_TOPIC", "events-topic", "", "Topic lifecycle events are produced to: empty for \"<first dlq topic>.events\", \"off\" to disable (the SSE stream stays on).", setString(func(c *Config) *string { return &c.EventsTopic })},
+	{"REDRIVE_CREATE_TOPICS", "create-topics", "true", "Create missing archive and events topics at start (false: only log an error naming each missing one).", setBool(func(c *Config) *bool { return &c.CreateTopics })},
+	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},
+	{"REDRIVE_TOPIC_REPLICATION_FACTOR", "topic-replication-factor", "-1", "Replication factor of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int16 { return &c.TopicReplicationFactor })},
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
@@ -217,6 +228,19 @@ func setDuration(field func(*Config) *time.Duration) func(*Config, string) error
 			return fmt.Errorf("%q is not a duration (want e.g. 15s, 2m)", v)
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// setCount parses a partition count or replication factor: -1 for the
+// broker's default, or a positive whole number that fits the Kafka field.
+func setCount[N int16 | int32](field func(*Config) *N) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n == 0 || n < -1 || int64(N(n)) != n {
+			return fmt.Errorf("%q is not -1 (the broker's default) or a positive whole number", v)
+		}
+		*field(c) = N(n)
 		return nil
 	}
 }

@@ -28,23 +28,30 @@ func TestDefaults(t *testing.T) {
 	if c.GroupInstanceID != "" || c.KafkaSessionTimeout != 45*time.Second || c.KafkaRebalanceTimeout != 60*time.Second {
 		t.Errorf("group defaults = %q %v %v, want \"\" 45s 60s", c.GroupInstanceID, c.KafkaSessionTimeout, c.KafkaRebalanceTimeout)
 	}
+	if !c.CreateTopics || c.TopicPartitions != -1 || c.TopicReplicationFactor != -1 {
+		t.Errorf("topic defaults = %v %d %d, want true -1 -1", c.CreateTopics, c.TopicPartitions, c.TopicReplicationFactor)
+	}
 }
 
-func TestGroupSettingsFromEnvironment(t *testing.T) {
+func TestGroupAndTopicSettingsFromEnvironment(t *testing.T) {
 	c, err := config.Load(env(map[string]string{
-		"REDRIVE_GROUP_INSTANCE_ID":       " redrive-1 ",
-		"REDRIVE_KAFKA_SESSION_TIMEOUT":   "2m",
-		"REDRIVE_KAFKA_REBALANCE_TIMEOUT": "30s", // shorter than the session timeout is allowed
+		"REDRIVE_GROUP_INSTANCE_ID":        " redrive-1 ",
+		"REDRIVE_KAFKA_SESSION_TIMEOUT":    "2m",
+		"REDRIVE_KAFKA_REBALANCE_TIMEOUT":  "30s", // shorter than the session timeout is allowed
+		"REDRIVE_CREATE_TOPICS":            "false",
+		"REDRIVE_TOPIC_PARTITIONS":         "12",
+		"REDRIVE_TOPIC_REPLICATION_FACTOR": "3",
 	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GroupInstanceID != "redrive-1" || c.KafkaSessionTimeout != 2*time.Minute || c.KafkaRebalanceTimeout != 30*time.Second {
+	if c.GroupInstanceID != "redrive-1" || c.KafkaSessionTimeout != 2*time.Minute || c.KafkaRebalanceTimeout != 30*time.Second ||
+		c.CreateTopics || c.TopicPartitions != 12 || c.TopicReplicationFactor != 3 {
 		t.Fatalf("config = %+v", c)
 	}
 }
 
-func TestBadGroupSettingsNameTheSetting(t *testing.T) {
+func TestBadGroupAndTopicSettingsNameTheSetting(t *testing.T) {
 	for _, tc := range []struct{ env, value, want string }{
 		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "0s", "must be positive"},
 		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "-5s", "not a duration"},
@@ -52,6 +59,13 @@ func TestBadGroupSettingsNameTheSetting(t *testing.T) {
 		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "10ms", "below the minimum of 100ms"},
 		{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "0", "must be positive"},
 		{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "1000h", "above the maximum"},
+		{"REDRIVE_CREATE_TOPICS", "maybe", "not a boolean"},
+		{"REDRIVE_TOPIC_PARTITIONS", "0", "not -1 (the broker's default) or a positive whole number"},
+		{"REDRIVE_TOPIC_PARTITIONS", "-2", "not -1"},
+		{"REDRIVE_TOPIC_PARTITIONS", "three", "not -1"},
+		{"REDRIVE_TOPIC_PARTITIONS", "2147483648", "not -1"},
+		{"REDRIVE_TOPIC_REPLICATION_FACTOR", "0", "not -1"},
+		{"REDRIVE_TOPIC_REPLICATION_FACTOR", "32768", "not -1"},
 	} {
 		_, err := config.Load(env(map[string]string{tc.env: tc.value}), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.want) {
