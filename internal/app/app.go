@@ -177,6 +177,7 @@ func (a *App) init(ctx context.Context) error {
 			{Name: "postgres", Check: st.Ping},
 			{Name: "kafka", Check: a.ingester.Client().Ping},
 			{Name: "ingest", Check: func(context.Context) error { return a.ingester.Ready() }},
+			{Name: "dlq_topics", Check: a.checkDLQTopics},
 		},
 	})
 	a.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr)

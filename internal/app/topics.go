@@ -216,3 +216,29 @@ func (s *topicSetup) report(level slog.Level, msg string, err error) {
 	s.lastReport, s.lastReportMsg = time.Now(), text
 	s.log.Log(context.Background(), level, msg, "err", text)
 }
+
+// dlqTopicsTimeout bounds the dlq_topics readiness check (one metadata request).
+const dlqTopicsTimeout = time.Second
+
+// checkDLQTopics is the dlq_topics readiness check: every DLQ topic exists.
+// Ingest quietly waits for a missing one, so without this a typo in
+// REDRIVE_DLQ_TOPICS would look healthy.
+func (a *App) checkDLQTopics(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, dlqTopicsTimeout)
+	defer cancel()
+	topics := a.opts.Config.DLQTopics
+	details, err := kadm.NewClient(a.ingester.Client()).ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("list DLQ topics: %w", err)
+	}
+	var missing []string
+	for _, t := range topics {
+		if !topicExists(details, t) {
+			missing = append(missing, fmt.Sprintf("DLQ topic %q does not exist", t))
+		}
+	}
+	if len(missing) > 0 {
+		return errors.New(strings.Join(missing, "; "))
+	}
+	return nil
+}

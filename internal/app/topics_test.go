@@ -190,3 +190,40 @@ func sortedKeys(m map[string]int) []string {
 	slices.Sort(out)
 	return out
 }
+
+// /readyz fails, naming it, while a DLQ topic does not exist, and turns ready
+// once it is created.
+func TestReadinessNamesAMissingDLQTopic(t *testing.T) {
+	b := setup(t, "REDRIVE_DLQ_TOPICS", dlqTopic+",orders.dlq")
+	var notReady struct {
+		Error struct {
+			Details struct {
+				Checks map[string]string `json:"checks"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	code := b.get(t, "/readyz", &notReady)
+	checks := notReady.Error.Details.Checks
+	if code != http.StatusServiceUnavailable || checks["dlq_topics"] != `DLQ topic "orders.dlq" does not exist` ||
+		checks["kafka"] != "ok" || checks["postgres"] != "ok" {
+		t.Fatalf("readyz = %d %v, want 503 naming orders.dlq and only it", code, checks)
+	}
+
+	adm := kadm.NewClient(kafkatest.Client(t, b.brokers))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, nil, "orders.dlq"); err != nil {
+		t.Fatal(err)
+	}
+	var ready struct {
+		Checks map[string]string `json:"checks"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for code = b.get(t, "/readyz", nil); code != http.StatusOK; code = b.get(t, "/readyz", nil) {
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz = %d after orders.dlq was created", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := b.get(t, "/readyz", &ready); code != http.StatusOK || ready.Checks["dlq_topics"] != "ok" {
+		t.Errorf("readyz = %d %v", code, ready.Checks)
+	}
+}
