@@ -152,7 +152,7 @@ func (a *App) init(ctx context.Context) error {
 		Policies:   a.queues,
 		Wake:       a.wake,
 		Events:     a.maint.events,
-		ClientOpts: a.clientOpts(kopts, "ingest"),
+		ClientOpts: append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
 		Now:        a.opts.Now,
 		Logger:     a.log,
 		Metrics:    a.metrics,
@@ -191,6 +191,7 @@ func (a *App) init(ctx context.Context) error {
 			{Name: "postgres", Check: st.Ping},
 			{Name: "kafka", Check: a.ingester.Client().Ping},
 			{Name: "ingest", Check: func(context.Context) error { return a.ingester.Ready() }},
+			{Name: "dlq_topics", Check: a.checkDLQTopics},
 		},
 	})
 	a.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr)
@@ -239,6 +240,7 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.pool.Close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.ingester.Run(gctx) })
+	g.Go(func() error { a.ensureTopics(gctx); return nil }) // archive and events topics, in the background
 	g.Go(func() error { return a.sched.Run(gctx) })
 	if a.archiver != nil {
 		g.Go(func() error { return a.archiver.Run(gctx) })

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -38,7 +39,12 @@ type bundle struct {
 func setup(t *testing.T, env ...string) *bundle {
 	t.Helper()
 	t.Parallel()
-	brokers := kafkatest.New(t, dlqTopic, "orders")
+	return start(t, kafkatest.New(t, dlqTopic, "orders"), nil, env...)
+}
+
+// start runs a processor against brokers, logging to log (nil: the default logger).
+func start(t *testing.T, brokers []string, log *slog.Logger, env ...string) *bundle {
+	t.Helper()
 	settings := map[string]string{
 		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
 		"REDRIVE_DATABASE_URL":  pgtest.URL(t),
@@ -57,7 +63,7 @@ func setup(t *testing.T, env ...string) *bundle {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers)})
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, ExtraKafkaOpts: kafkatest.ClientOpts(brokers)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,25 @@ type Config struct {
 	LogFormat      string
 	ShutdownGrace  time.Duration
 	Kafka          KafkaSecurity
+
+	// GroupInstanceID makes ingest a static group member (group.instance.id):
+	// a restart within the session timeout rejoins without a rebalance.
+	// Default: empty (dynamic membership).
+	GroupInstanceID string
+	// KafkaSessionTimeout is how long the group waits for a silent ingest
+	// consumer before moving its partitions. Default: 45s.
+	KafkaSessionTimeout time.Duration
+	// KafkaRebalanceTimeout is how long members may take to rejoin once a
+	// rebalance has begun. Default: 60s.
+	KafkaRebalanceTimeout time.Duration
+
+	// CreateTopics creates missing archive and events topics at start; when
+	// false they are only checked and each missing one is logged. Default: true.
+	CreateTopics bool
+	// TopicPartitions and TopicReplicationFactor are given to the topics
+	// Redrive creates; -1 (the default) leaves them to the broker's defaults.
+	TopicPartitions        int32
+	TopicReplicationFactor int16
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -56,6 +76,14 @@ type Setting struct {
 	set     func(c *Config, v string) error
 }
 
+// The group timeouts franz-go accepts: at least 100ms, at most what Kafka's
+// int32 milliseconds hold. Brokers narrow the session timeout further
+// (group.min/max.session.timeout.ms, 6s to 30m by default).
+const (
+	minGroupTimeout = 100 * time.Millisecond
+	maxGroupTimeout = time.Duration(math.MaxInt32) * time.Millisecond
+)
+
 // Off is the value that turns off an optional topic (archive, events).
 const Off = "off"
 
@@ -67,11 +95,17 @@ var Settings = []Setting{
 	{"REDRIVE_KAFKA_BROKERS", "kafka-brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated.", setList(func(c *Config) *[]string { return &c.KafkaBrokers })},
 	{"REDRIVE_DLQ_TOPICS", "dlq-topics", "dead_letter_queue", "DLQ topics to consume, comma-separated.", setList(func(c *Config) *[]string { return &c.DLQTopics })},
 	{"REDRIVE_GROUP", "group", "redrive", "Consumer group of the processor.", setString(func(c *Config) *string { return &c.Group })},
+	{"REDRIVE_GROUP_INSTANCE_ID", "group-instance-id", "", "Static group membership for ingest (Kafka group.instance.id), unique per replica: a replica restarted within the session timeout gets its partitions back without a rebalance. In Kubernetes: the pod name.", setString(func(c *Config) *string { return &c.GroupInstanceID })},
+	{"REDRIVE_KAFKA_SESSION_TIMEOUT", "kafka-session-timeout", "45s", "How long the group waits for a silent ingest consumer before moving its partitions to the others (with a group instance id: how long a restart may take).", setDuration(func(c *Config) *time.Duration { return &c.KafkaSessionTimeout })},
+	{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "kafka-rebalance-timeout", "60s", "How long group members may take to rejoin once a rebalance has begun.", setDuration(func(c *Config) *time.Duration { return &c.KafkaRebalanceTimeout })},
 	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_EVENTS_TOPIC", "events-topic", "", "Topic lifecycle events are produced to: empty for \"<first dlq topic>.events\", \"off\" to disable (the SSE stream stays on).", setString(func(c *Config) *string { return &c.EventsTopic })},
+	{"REDRIVE_CREATE_TOPICS", "create-topics", "true", "Create missing archive and events topics at start (false: only log an error naming each missing one).", setBool(func(c *Config) *bool { return &c.CreateTopics })},
+	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},
+	{"REDRIVE_TOPIC_REPLICATION_FACTOR", "topic-replication-factor", "-1", "Replication factor of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int16 { return &c.TopicReplicationFactor })},
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
@@ -137,6 +171,19 @@ func (c *Config) validate() error {
 	if c.Group == "" {
 		errs = append(errs, errors.New("REDRIVE_GROUP: must not be empty"))
 	}
+	for _, d := range []struct {
+		env string
+		v   time.Duration
+	}{{"REDRIVE_KAFKA_SESSION_TIMEOUT", c.KafkaSessionTimeout}, {"REDRIVE_KAFKA_REBALANCE_TIMEOUT", c.KafkaRebalanceTimeout}} {
+		switch {
+		case d.v <= 0:
+			errs = append(errs, fmt.Errorf("%s: must be positive (e.g. 45s)", d.env))
+		case d.v < minGroupTimeout:
+			errs = append(errs, fmt.Errorf("%s: %v is below the minimum of %v", d.env, d.v, minGroupTimeout))
+		case d.v > maxGroupTimeout:
+			errs = append(errs, fmt.Errorf("%s: %v is above the maximum of %v", d.env, d.v, maxGroupTimeout))
+		}
+	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		errs = append(errs, errors.New("REDRIVE_KAFKA_TLS_CERT_FILE and REDRIVE_KAFKA_TLS_KEY_FILE: set both or neither"))
 	}
@@ -181,6 +228,19 @@ func setDuration(field func(*Config) *time.Duration) func(*Config, string) error
 			return fmt.Errorf("%q is not a duration (want e.g. 15s, 2m)", v)
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// setCount parses a partition count or replication factor: -1 for the
+// broker's default, or a positive whole number that fits the Kafka field.
+func setCount[N int16 | int32](field func(*Config) *N) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n == 0 || n < -1 || int64(N(n)) != n {
+			return fmt.Errorf("%q is not -1 (the broker's default) or a positive whole number", v)
+		}
+		*field(c) = N(n)
 		return nil
 	}
 }

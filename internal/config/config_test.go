@@ -4,8 +4,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/config"
 )
@@ -22,6 +24,93 @@ func TestDefaults(t *testing.T) {
 	if c.HTTPAddr != ":8080" || c.Group != "redrive" || len(c.DLQTopics) != 1 || c.DLQTopics[0] != "dead_letter_queue" ||
 		c.KafkaBrokers[0] != "127.0.0.1:9092" || c.MigrateOnStart || c.ShutdownGrace.String() != "15s" {
 		t.Fatalf("defaults = %+v", c)
+	}
+	if c.GroupInstanceID != "" || c.KafkaSessionTimeout != 45*time.Second || c.KafkaRebalanceTimeout != 60*time.Second {
+		t.Errorf("group defaults = %q %v %v, want \"\" 45s 60s", c.GroupInstanceID, c.KafkaSessionTimeout, c.KafkaRebalanceTimeout)
+	}
+	if !c.CreateTopics || c.TopicPartitions != -1 || c.TopicReplicationFactor != -1 {
+		t.Errorf("topic defaults = %v %d %d, want true -1 -1", c.CreateTopics, c.TopicPartitions, c.TopicReplicationFactor)
+	}
+}
+
+func TestGroupAndTopicSettingsFromEnvironment(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"REDRIVE_GROUP_INSTANCE_ID":        " redrive-1 ",
+		"REDRIVE_KAFKA_SESSION_TIMEOUT":    "2m",
+		"REDRIVE_KAFKA_REBALANCE_TIMEOUT":  "30s", // shorter than the session timeout is allowed
+		"REDRIVE_CREATE_TOPICS":            "false",
+		"REDRIVE_TOPIC_PARTITIONS":         "12",
+		"REDRIVE_TOPIC_REPLICATION_FACTOR": "3",
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GroupInstanceID != "redrive-1" || c.KafkaSessionTimeout != 2*time.Minute || c.KafkaRebalanceTimeout != 30*time.Second ||
+		c.CreateTopics || c.TopicPartitions != 12 || c.TopicReplicationFactor != 3 {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestBadGroupAndTopicSettingsNameTheSetting(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "0s", "must be positive"},
+		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "-5s", "not a duration"},
+		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "forever", "not a duration"},
+		{"REDRIVE_KAFKA_SESSION_TIMEOUT", "10ms", "below the minimum of 100ms"},
+		{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "0", "must be positive"},
+		{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "1000h", "above the maximum"},
+		{"REDRIVE_CREATE_TOPICS", "maybe", "not a boolean"},
+		{"REDRIVE_TOPIC_PARTITIONS", "0", "not -1 (the broker's default) or a positive whole number"},
+		{"REDRIVE_TOPIC_PARTITIONS", "-2", "not -1"},
+		{"REDRIVE_TOPIC_PARTITIONS", "three", "not -1"},
+		{"REDRIVE_TOPIC_PARTITIONS", "2147483648", "not -1"},
+		{"REDRIVE_TOPIC_REPLICATION_FACTOR", "0", "not -1"},
+		{"REDRIVE_TOPIC_REPLICATION_FACTOR", "32768", "not -1"},
+	} {
+		_, err := config.Load(env(map[string]string{tc.env: tc.value}), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: error %v, want one naming %s and saying %q", tc.env, tc.value, err, tc.env, tc.want)
+		}
+	}
+}
+
+// GroupOpts carry the timeouts and the instance id into the client, and a
+// short session timeout lowers the heartbeat interval franz-go requires
+// below it.
+func TestGroupOpts(t *testing.T) {
+	for _, tc := range []struct {
+		env       map[string]string
+		instance  string
+		session   time.Duration
+		rebalance time.Duration
+		heartbeat time.Duration
+	}{
+		{nil, "", 45 * time.Second, 60 * time.Second, 3 * time.Second},
+		{map[string]string{"REDRIVE_GROUP_INSTANCE_ID": "redrive-0", "REDRIVE_KAFKA_SESSION_TIMEOUT": "3s", "REDRIVE_KAFKA_REBALANCE_TIMEOUT": "2s"},
+			"redrive-0", 3 * time.Second, 2 * time.Second, time.Second},
+	} {
+		c, err := config.Load(env(tc.env), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1"), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t")}, c.GroupOpts()...)...)
+		if err != nil {
+			t.Fatalf("%v: new client: %v", tc.env, err)
+		}
+		instance, hasInstance := cl.OptValues(kgo.InstanceID)[0], cl.OptValues(kgo.InstanceID)[1].(bool)
+		if instance != tc.instance || hasInstance != (tc.instance != "") {
+			t.Errorf("%v: instance id %q (set %v), want %q", tc.env, instance, hasInstance, tc.instance)
+		}
+		if got := cl.OptValue(kgo.SessionTimeout); got != tc.session {
+			t.Errorf("%v: session timeout %v, want %v", tc.env, got, tc.session)
+		}
+		if got := cl.OptValue(kgo.RebalanceTimeout); got != tc.rebalance {
+			t.Errorf("%v: rebalance timeout %v, want %v", tc.env, got, tc.rebalance)
+		}
+		if got := cl.OptValue(kgo.HeartbeatInterval); got != tc.heartbeat {
+			t.Errorf("%v: heartbeat interval %v, want %v", tc.env, got, tc.heartbeat)
+		}
+		cl.Close()
 	}
 }
 

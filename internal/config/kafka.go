@@ -61,3 +61,19 @@ func (k KafkaSecurity) tlsConfig() (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// GroupOpts returns the consumer-group options of the ingest consumer: the
+// session and rebalance timeouts and, when set, the static group instance id.
+// The heartbeat interval stays franz-go's 3s unless a short session timeout
+// needs it lower (a third of the session timeout, as Kafka advises).
+func (c *Config) GroupOpts() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SessionTimeout(c.KafkaSessionTimeout),
+		kgo.RebalanceTimeout(c.KafkaRebalanceTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, c.KafkaSessionTimeout/3)),
+	}
+	if c.GroupInstanceID != "" {
+		opts = append(opts, kgo.InstanceID(c.GroupInstanceID))
+	}
+	return opts
+}

@@ -49,10 +49,14 @@ type intOrString string
 
 func (v *intOrString) UnmarshalYAML(n *yaml.Node) error { *v = intOrString(n.Value); return nil }
 
-type k8sDeployment struct {
+// k8sStatefulSet is the processor's workload. A StatefulSet for its stable pod
+// names: they are the ingest consumer's static group membership.
+type k8sStatefulSet struct {
 	Spec struct {
-		Replicas *int `yaml:"replicas"`
-		Selector struct {
+		Replicas            *int   `yaml:"replicas"`
+		ServiceName         string `yaml:"serviceName"`
+		PodManagementPolicy string `yaml:"podManagementPolicy"`
+		Selector            struct {
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
 		Template struct {
@@ -260,10 +264,10 @@ func (m k8sManifests) one(t *testing.T, kind, name string, v any) {
 	}
 }
 
-func (m k8sManifests) deployment(t *testing.T) k8sDeployment {
+func (m k8sManifests) statefulSet(t *testing.T) k8sStatefulSet {
 	t.Helper()
-	var d k8sDeployment
-	m.one(t, "Deployment", "", &d)
+	var d k8sStatefulSet
+	m.one(t, "StatefulSet", "", &d)
 	return d
 }
 
@@ -303,7 +307,7 @@ func processor(t *testing.T, pod k8sPodSpec) k8sContainer {
 			return c
 		}
 	}
-	t.Fatal("the Deployment has no container running `redrive serve`")
+	t.Fatal("the StatefulSet has no container running `redrive serve`")
 	return k8sContainer{}
 }
 
@@ -355,6 +359,8 @@ func (m k8sManifests) containerEnv(t *testing.T, c k8sContainer) (env map[string
 				errs = append(errs, fmt.Errorf("%s: ConfigMap %q key %q is not in the manifests", e.Name, ref.Name, ref.Key))
 			}
 			env[e.Name] = v
+		case staticMemberName(e.Name, e.ValueFrom.FieldRef):
+			env[e.Name] = examplePodName
 		default: // resourceFieldRef, fieldRef: runtime values
 			if strings.HasPrefix(e.Name, config.EnvPrefix) {
 				errs = append(errs, fmt.Errorf("%s: set from the downward API, which these tests cannot check", e.Name))
@@ -388,6 +394,19 @@ func (m k8sManifests) containerConfig(t *testing.T, c k8sContainer) config.Confi
 		}
 	}
 	return loadConfig(t, env)
+}
+
+// examplePodName stands for the pod name a setting takes from the downward
+// API (metadata.name): a StatefulSet pod's name.
+const examplePodName = "redrive-0"
+
+// staticMemberName reports whether the variable is the group instance id
+// taken from the pod name, the one setting these tests accept from the
+// downward API.
+func staticMemberName(name string, ref *struct {
+	FieldPath string `yaml:"fieldPath"`
+}) bool {
+	return name == "REDRIVE_GROUP_INSTANCE_ID" && ref != nil && ref.FieldPath == "metadata.name"
 }
 
 // maps2 is the union of the keys of env and secretFrom.
@@ -455,13 +474,13 @@ func TestKustomization(t *testing.T) {
 			t.Errorf("%s: %s %s sets namespace %q; leave it to `kubectl -n` or an overlay", o.where, o.Kind, o.Metadata.Name, o.Metadata.Namespace)
 		}
 	}
-	for _, kind := range []string{"Deployment", "Service", "ConfigMap", "PodDisruptionBudget"} {
+	for _, kind := range []string{"StatefulSet", "Service", "ConfigMap", "PodDisruptionBudget"} {
 		if !slices.ContainsFunc(m.objects, func(o k8sObject) bool { return o.Kind == kind }) {
 			t.Errorf("%s: no %s", k8sDir, kind)
 		}
 	}
 	// The images transformer must name the image the containers use.
-	d := m.deployment(t)
+	d := m.statefulSet(t)
 	for _, c := range slices.Concat(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers) {
 		name, _, _ := strings.Cut(c.Image, "@")
 		if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
@@ -507,7 +526,7 @@ func TestKustomization(t *testing.T) {
 func TestKubernetesConfig(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	pod := m.deployment(t).Spec.Template.Spec
+	pod := m.statefulSet(t).Spec.Template.Spec
 	main := processor(t, pod)
 	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
 		m.containerConfig(t, c)
@@ -538,7 +557,7 @@ func TestKubernetesConfig(t *testing.T) {
 func TestKubernetesPorts(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	d := m.deployment(t)
+	d := m.statefulSet(t)
 	pod := d.Spec.Template.Spec
 	c := processor(t, pod)
 	cfg := m.containerConfig(t, c)
@@ -569,7 +588,7 @@ func TestKubernetesPorts(t *testing.T) {
 
 	labels := d.Spec.Template.Metadata.Labels
 	if !selects(d.Spec.Selector.MatchLabels, labels) {
-		t.Errorf("Deployment selector %v does not match its pod labels %v", d.Spec.Selector.MatchLabels, labels)
+		t.Errorf("StatefulSet selector %v does not match its pod labels %v", d.Spec.Selector.MatchLabels, labels)
 	}
 	var svc k8sService
 	m.one(t, "Service", "", &svc)
@@ -608,7 +627,7 @@ func TestKubernetesPorts(t *testing.T) {
 func TestKubernetesSecurity(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	pod := m.deployment(t).Spec.Template.Spec
+	pod := m.statefulSet(t).Spec.Template.Spec
 	podNonRoot := pod.SecurityContext.RunAsNonRoot != nil && *pod.SecurityContext.RunAsNonRoot
 	if u := pod.SecurityContext.RunAsUser; u != nil && *u == 0 {
 		t.Error("pod securityContext.runAsUser is 0 (root)")
@@ -650,13 +669,13 @@ func TestKubernetesSecurity(t *testing.T) {
 func TestKubernetesAvailability(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	d := m.deployment(t)
+	d := m.statefulSet(t)
 	replicas := 1
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
 	}
 	if replicas < 2 {
-		t.Errorf("Deployment: %d replica(s); run at least 2 so a restart does not stop ingest", replicas)
+		t.Errorf("StatefulSet: %d replica(s); run at least 2 so a restart does not stop ingest", replicas)
 	}
 	var pdb k8sPDB
 	m.one(t, "PodDisruptionBudget", "", &pdb)
@@ -691,7 +710,7 @@ func TestKubernetesAvailability(t *testing.T) {
 func TestKubernetesMigrations(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	pod := m.deployment(t).Spec.Template.Spec
+	pod := m.statefulSet(t).Spec.Template.Spec
 	if m.containerConfig(t, processor(t, pod)).MigrateOnStart {
 		return
 	}
@@ -727,7 +746,7 @@ func TestKubernetesMigrations(t *testing.T) {
 func TestKubernetesMounts(t *testing.T) {
 	t.Parallel()
 	m := loadK8s(t)
-	pod := m.deployment(t).Spec.Template.Spec
+	pod := m.statefulSet(t).Spec.Template.Spec
 	c := processor(t, pod)
 	cfg := m.containerConfig(t, c)
 
@@ -834,5 +853,38 @@ func TestKubernetesMounts(t *testing.T) {
 		if _, ok := files[path.Base(f.value)]; files != nil && !ok {
 			t.Errorf("%s %q: the volume mounted at %s has no file %s", f.env, f.value, path.Dir(f.value), path.Base(f.value))
 		}
+	}
+}
+
+// Ingest is a static group member named after its pod, and the pod names are
+// stable: a StatefulSet, so a restarted or rolled pod rejoins under the same
+// name instead of leaving its partitions waiting for the session timeout.
+func TestKubernetesStaticMembership(t *testing.T) {
+	t.Parallel()
+	m := loadK8s(t)
+	sts := m.statefulSet(t)
+	c := processor(t, sts.Spec.Template.Spec)
+	var fromPodName bool
+	for _, e := range c.Env {
+		if e.Name == "REDRIVE_GROUP_INSTANCE_ID" {
+			fromPodName = e.ValueFrom != nil && staticMemberName(e.Name, e.ValueFrom.FieldRef)
+		}
+	}
+	if !fromPodName {
+		t.Errorf("container %s: REDRIVE_GROUP_INSTANCE_ID is not the pod name (env valueFrom.fieldRef.fieldPath: metadata.name); "+
+			"a shared value makes the replicas fence each other", c.Name)
+	}
+	if got := m.containerConfig(t, c).GroupInstanceID; got != examplePodName {
+		t.Errorf("container %s: the group instance id is %q, want the pod name", c.Name, got)
+	}
+	if sts.Spec.PodManagementPolicy != "Parallel" {
+		t.Errorf("StatefulSet: podManagementPolicy %q; want Parallel (replicas need no start order)", sts.Spec.PodManagementPolicy)
+	}
+	var svc struct {
+		Metadata k8sMeta `yaml:"metadata"`
+	}
+	m.one(t, "Service", "", &svc)
+	if sts.Spec.ServiceName != svc.Metadata.Name {
+		t.Errorf("StatefulSet: serviceName %q is not the Service %q", sts.Spec.ServiceName, svc.Metadata.Name)
 	}
 }

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/kafkatest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// With creation off, a missing topic is reported again every recheck
+// interval, and the setup ends once the topic exists.
+func TestMissingTopicIsReportedAgainUntilItExists(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t, "dlq")
+	// Metadata no older than 10ms: the topic shows as soon as it is created.
+	adm := kadm.NewClient(kafkatest.Client(t, brokers, kgo.MetadataMinAge(10*time.Millisecond)))
+	var logs syncBuffer
+	s := &topicSetup{
+		admin: adm, topics: []ownTopic{{"dlq.archive", "archive"}}, log: slog.New(slog.NewTextHandler(&logs, nil)),
+		minWait: time.Millisecond, maxWait: time.Millisecond, recheck: 20 * time.Millisecond,
+		reportEvery: time.Hour, attemptTimeout: 10 * time.Second,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.run(ctx); close(done) }()
+
+	const line = `level=ERROR msg="topic does not exist and REDRIVE_CREATE_TOPICS is false: create it" topic=dlq.archive used_for=archive`
+	for strings.Count(logs.String(), line) < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("the missing topic was not reported twice:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "dlq.archive"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the setup did not end once the topic existed")
+	}
+}
