@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -27,8 +28,28 @@ type queueJSON struct {
 	Config     policy.Topic    `json:"config"`
 	APIConfig  json.RawMessage `json:"api_config"`
 	Stats      queueStatsJSON  `json:"stats"`
-	CreatedAt  *jsonTime       `json:"created_at"`
-	UpdatedAt  *jsonTime       `json:"updated_at"`
+	// Delivery says whether records of the queue can be redelivered.
+	Delivery  deliveryJSON `json:"delivery"`
+	CreatedAt *jsonTime    `json:"created_at"`
+	UpdatedAt *jsonTime    `json:"updated_at"`
+}
+
+// deliveryJSON is a queue's redelivery health: blocked while some of its
+// records wait on a failure backoff (their topic is missing, they are too
+// large, ...), with the latest failure's reason.
+type deliveryJSON struct {
+	State          string    `json:"state"` // ok or blocked
+	BlockedRecords int64     `json:"blocked_records"`
+	Reason         *string   `json:"reason"`
+	Message        *string   `json:"message"`
+	Since          *jsonTime `json:"since"`
+}
+
+func deliveryOf(b store.Blocked) deliveryJSON {
+	if b.Records == 0 {
+		return deliveryJSON{State: "ok"}
+	}
+	return deliveryJSON{State: "blocked", BlockedRecords: b.Records, Reason: &b.Reason, Message: &b.Message, Since: optTime(&b.Since)}
 }
 
 type queueStatsJSON struct {
@@ -50,10 +71,10 @@ func statsOf(m map[string]int64) queueStatsJSON {
 	return s
 }
 
-func (s *Server) queueJSON(name string, counts map[string]int64) queueJSON {
+func (s *Server) queueJSON(name string, counts map[string]int64, blocked store.Blocked) queueJSON {
 	t := s.queues.Resolve(name, "")
 	out := queueJSON{Name: name, State: t.State, Source: "implicit", Layers: t.Layers, Config: t,
-		APIConfig: json.RawMessage("null"), Stats: statsOf(counts)}
+		APIConfig: json.RawMessage("null"), Stats: statsOf(counts), Delivery: deliveryOf(blocked)}
 	if file := s.queues.DeclaredIn(name); file != "" {
 		out.Source, out.DeclaredIn = "file", &file
 	} else if cfg, _, ok := s.queues.Config(name); ok {
@@ -78,6 +99,10 @@ func (s *Server) listQueues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	blocked, err := s.store.BlockedQueues(ctx, "")
+	if err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for q := range st.ByQueueState {
 		names[q] = true
@@ -97,7 +122,7 @@ func (s *Server) listQueues(c echo.Context) error {
 	slices.Sort(sorted)
 	items := make([]queueJSON, len(sorted))
 	for i, n := range sorted {
-		items[i] = s.queueJSON(n, st.ByQueueState[n])
+		items[i] = s.queueJSON(n, st.ByQueueState[n], blocked[n])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items,
 		"pagination": paginationJSON{Total: int64(len(items)), Limit: len(items), HasMore: false}})
@@ -124,15 +149,28 @@ func (s *Server) getQueue(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	st, err := s.store.Stats(ctx, name)
+	q, records, err := s.oneQueue(ctx, name)
 	if err != nil {
 		return err
 	}
 	_, _, known := s.queues.Config(name)
-	if !known && st.Total == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
+	if !known && records == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
 		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
 	}
-	return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name]))
+	return c.JSON(http.StatusOK, q)
+}
+
+// oneQueue shows one queue, and how many records it has.
+func (s *Server) oneQueue(ctx context.Context, name string) (queueJSON, int64, error) {
+	st, err := s.store.Stats(ctx, name)
+	if err != nil {
+		return queueJSON{}, 0, err
+	}
+	blocked, err := s.store.BlockedQueues(ctx, name)
+	if err != nil {
+		return queueJSON{}, 0, err
+	}
+	return s.queueJSON(name, st.ByQueueState[name], blocked[name]), st.Total, nil
 }
 
 // readOnly is the 409 for a topic the policy files declare.
@@ -197,13 +235,13 @@ func (s *Server) createQueue(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	st, err := s.store.Stats(ctx, b.Name)
+	q, _, err := s.oneQueue(ctx, b.Name)
 	if err != nil {
 		return err
 	}
 	s.publishQueue(c, events.QueueConfigUpdated, b.Name)
 	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/queues/"+b.Name)
-	return c.JSON(http.StatusCreated, s.queueJSON(b.Name, st.ByQueueState[b.Name]))
+	return c.JSON(http.StatusCreated, q)
 }
 
 // queueConfigJSON is GET /queues/{name}/config: the effective config and the
@@ -342,7 +380,11 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name]))
+		blocked, err := s.store.BlockedQueues(ctx, name)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name], blocked[name]))
 	}
 }
 

@@ -233,3 +233,43 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time) ([]Rescued, er
 		WHERE r.id = back.id AND r.claim_token = back.token AND r.state = 'available' AND r.next_retry_at IS NULL
 		RETURNING r.id, r.queue`, now)
 }
+
+// Blocked is a queue's records whose redelivery keeps failing.
+type Blocked struct {
+	// Records is how many records of the queue wait on a failure backoff.
+	Records int64
+	// Reason and Message are those of the most recent failure.
+	Reason, Message string
+	// Since is the oldest failure's time among them.
+	Since time.Time
+}
+
+// BlockedQueues returns, per queue, its records whose redelivery keeps failing
+// (one queue when queue is set). Queues with none are absent. A partial index
+// keeps it cheap: only blocked records are read.
+func (s *Store) BlockedQueues(ctx context.Context, queue string) (map[string]Blocked, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT queue, count(*),
+		       (array_agg(redelivery_failure->>'reason' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
+		       (array_agg(redelivery_failure->>'message' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
+		       min((redelivery_failure->>'failed_at')::timestamptz)
+		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND ($1 = '' OR queue = $1)
+		GROUP BY queue`, queue)
+	if err != nil {
+		return nil, fmt.Errorf("blocked queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Blocked{}
+	for rows.Next() {
+		var q string
+		var b Blocked
+		if err := rows.Scan(&q, &b.Records, &b.Reason, &b.Message, &b.Since); err != nil {
+			return nil, fmt.Errorf("blocked queues: %w", err)
+		}
+		out[q] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("blocked queues: %w", err)
+	}
+	return out, nil
+}
