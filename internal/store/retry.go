@@ -44,8 +44,7 @@ type RetryParams struct {
 
 // RetryRecord retries one record: ErrNotFound when it does not exist,
 // ErrConflict when its state does not allow a retry (see RetryableStates). A
-// record the scheduler is producing right now (its claim holds the row lock)
-// is waited for; by then it is available, which is a conflict.
+// record the scheduler has claimed is available already, which is a conflict.
 func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, error) {
 	redeliv, err := encodeRedelivery(p.Redelivery)
 	if err != nil {
@@ -133,9 +132,11 @@ type BatchResult struct {
 }
 
 // RetryBatch retries up to Limit matching records in id order. Rows another
-// transaction holds (the scheduler producing or archiving them) are waited
-// for, not skipped: the keyset cursor moves past every id of a batch, so a
-// skipped row would never be seen again. Batches stay small, so the waits do. Only RetryableStates are retried, whatever the filter says.
+// statement holds (a claim being taken, ingest joining a repeat failure) are
+// waited for, not skipped: the keyset cursor moves past every id of a batch,
+// so a skipped row would never be seen again. Those statements are short and
+// none waits on Kafka, so the waits are too. Only RetryableStates are
+// retried, whatever the filter says.
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
 	f.States = intersectStates(f.States, RetryableStates)
