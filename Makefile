@@ -28,7 +28,7 @@ lint: ## Run golangci-lint (falls back to go vet + staticcheck when it is not in
 		golangci-lint run $(PKGS); \
 	else \
 		echo "golangci-lint not found; running go vet and staticcheck"; \
-		$(GO) vet $(PKGS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS); \
+		$(GO) vet $(PKGS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS); \
 	fi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
