@@ -59,28 +59,7 @@ func (a *Archiver) Close() { a.client.Close() }
 func (a *Archiver) Run(ctx context.Context) error {
 	defer a.client.Close()
 	a.log.Info("archiver started")
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		n, next, err := a.pass(ctx)
-		wait := a.cfg.PollInterval
-		switch {
-		case err != nil && ctx.Err() == nil:
-			a.log.Error("archive pass failed; retrying", "retry_in", backoff, "err", err)
-			wait, backoff = backoff, min(backoff*2, 10*time.Second)
-		case n > 0:
-			backoff = 100 * time.Millisecond
-			continue
-		case !next.IsZero():
-			wait = min(wait, max(next.Sub(a.cfg.Now()), time.Millisecond))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-a.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	runLoop(ctx, a.log, "archive pass", a.cfg.PollInterval, a.cfg.Now, a.wake, a.pass)
 	return nil
 }
 

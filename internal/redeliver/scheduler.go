@@ -93,34 +93,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	log.Info("scheduler started", "workers", s.cfg.Workers, "lease", s.cfg.Lease)
 	g, ctx := errgroup.WithContext(ctx)
 	for range s.cfg.Workers {
-		g.Go(func() error { s.loop(ctx); return nil })
+		g.Go(func() error {
+			runLoop(ctx, log, "scheduler pass", s.cfg.PollInterval, s.cfg.Now, s.wake, s.pass)
+			return nil
+		})
 	}
 	return g.Wait()
-}
-
-func (s *Scheduler) loop(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		claimed, next, err := s.pass(ctx)
-		wait := s.cfg.PollInterval
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.cfg.Logger.Error("scheduler pass failed; retrying", "component", "redeliver", "retry_in", backoff, "err", err)
-			wait, backoff = backoff, min(backoff*2, 10*time.Second)
-		case claimed > 0:
-			backoff = 100 * time.Millisecond
-			continue // there may be more due right now
-		case !next.IsZero():
-			wait = min(wait, max(next.Sub(s.cfg.Now()), time.Millisecond))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
 }
 
 // RunOnce redelivers everything due at the scheduler's clock, until nothing
