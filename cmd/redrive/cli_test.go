@@ -144,7 +144,7 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		t.Fatalf("tasks: %v\n%s", err, out)
 	}
 	out, _, err = run(t, base, "topics")
-	if err != nil || !strings.Contains(out, "orders") {
+	if err != nil || !strings.Contains(out, "orders") || !strings.Contains(out, "DELIVERY") {
 		t.Fatalf("topics: %v\n%s", err, out)
 	}
 	out, _, err = run(t, base, "topics", "pause", "orders")

@@ -104,6 +104,25 @@ type topicView struct {
 	Source     string           `json:"source"`
 	DeclaredIn *string          `json:"declared_in"`
 	Stats      map[string]int64 `json:"stats"`
+	Delivery   struct {
+		State          string  `json:"state"`
+		BlockedRecords int64   `json:"blocked_records"`
+		Reason         *string `json:"reason"`
+	} `json:"delivery"`
+}
+
+// delivery shows a topic's redelivery health: ok, or blocked with how many
+// records and the latest reason.
+func (q *topicView) delivery() string {
+	d := q.Delivery
+	if d.State != "blocked" {
+		return orDash(d.State)
+	}
+	reason := ""
+	if d.Reason != nil {
+		reason = ", " + *d.Reason
+	}
+	return fmt.Sprintf("blocked (%d%s)", d.BlockedRecords, reason)
 }
 
 func listTopics(cmd *cobra.Command, cf *clientFlags) error {
@@ -128,7 +147,7 @@ func listTopics(cmd *cobra.Command, cf *clientFlags) error {
 			src += " (" + *q.DeclaredIn + ")"
 		}
 		n := func(k string) string { return strconv.FormatInt(q.Stats[k], 10) }
-		rows[i] = []string{q.Name, q.State, src, n("retryable"), n("available"), n("dead_letter"), n("discard"), n("completed")}
+		rows[i] = []string{q.Name, q.State, src, n("retryable"), n("available"), n("dead_letter"), n("discard"), n("completed"), q.delivery()}
 	}
-	return c.table([]string{"TOPIC", "STATE", "CONFIG", "RETRYABLE", "AVAILABLE", "DEAD LETTERS", "DISCARDS", "COMPLETED"}, rows)
+	return c.table([]string{"TOPIC", "STATE", "CONFIG", "RETRYABLE", "AVAILABLE", "DEAD LETTERS", "DISCARDS", "COMPLETED", "DELIVERY"}, rows)
 }
