@@ -59,7 +59,10 @@ func (a *Archiver) Close() { a.client.Close() }
 func (a *Archiver) Run(ctx context.Context) error {
 	defer a.client.Close()
 	a.log.Info("archiver started")
-	runLoop(ctx, a.log, "archive pass", a.cfg.PollInterval, a.cfg.Now, a.wake, a.pass)
+	runLoop(ctx, a.log, "archive pass", a.cfg.PollInterval, a.cfg.Now, a.wake, func(ctx context.Context) (bool, time.Time, error) {
+		n, next, err := a.pass(ctx)
+		return n > 0, next, err
+	})
 	return nil
 }
 

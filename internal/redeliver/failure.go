@@ -27,20 +27,20 @@ func newProducer(brokers []string, timeout time.Duration, opts ...kgo.Opt) (*kgo
 	}, opts...)...)
 }
 
-// runLoop calls pass until ctx ends: again at once while it does work, else
-// after the time it says the next work is due, a wake, or poll at most; after
-// an error, with a backoff growing to 10s.
+// runLoop calls pass until ctx ends: again at once while it says there is
+// more to do now, else after the time it says the next work is due, a wake,
+// or poll at most; after an error, with a backoff growing to 10s.
 func runLoop(ctx context.Context, log *slog.Logger, what string, poll time.Duration, now func() time.Time,
-	wake <-chan struct{}, pass func(context.Context) (int, time.Time, error)) {
+	wake <-chan struct{}, pass func(context.Context) (bool, time.Time, error)) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		n, next, err := pass(ctx)
+		more, next, err := pass(ctx)
 		wait := poll
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Error(what+" failed; retrying", "retry_in", backoff, "err", err)
 			wait, backoff = backoff, min(backoff*2, 10*time.Second)
-		case n > 0:
+		case more:
 			backoff = 100 * time.Millisecond
 			continue // there may be more due right now
 		case !next.IsZero():

@@ -94,7 +94,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for range s.cfg.Workers {
 		g.Go(func() error {
-			runLoop(ctx, log, "scheduler pass", s.cfg.PollInterval, s.cfg.Now, s.wake, s.pass)
+			runLoop(ctx, log, "scheduler pass", s.cfg.PollInterval, s.cfg.Now, s.wake, func(ctx context.Context) (bool, time.Time, error) {
+				p, err := s.pass(ctx, nil)
+				return p.more, p.next, err
+			})
 			return nil
 		})
 	}
@@ -107,20 +110,29 @@ func (s *Scheduler) Run(ctx context.Context) error {
 func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, _, err := s.pass(ctx)
-		s.batches.Wait()
-		total += n
-		if err != nil || n == 0 {
+		var batches sync.WaitGroup // this call's own: RunOnce may run concurrently
+		p, err := s.pass(ctx, &batches)
+		batches.Wait()
+		total += p.claimed
+		if err != nil || p.claimed == 0 {
 			return total, err
 		}
 	}
 }
 
+// passResult is what one pass did.
+type passResult struct {
+	claimed int       // records claimed
+	more    bool      // a queue may have more due and a free slot: pass again now
+	next    time.Time // when nothing was claimed: when the next record is due
+}
+
 // pass rescues expired claims, then claims one batch per active queue,
 // starting with a different queue each time, and hands each batch to its own
-// goroutine to produce and settle. It returns how many records it claimed
-// and, when none, when the next record is due.
-func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
+// goroutine to produce and settle. A queue whose batches are all in flight is
+// left for the next pass, which the end of one of them wakes. track, when
+// set, also counts the batches handed off.
+func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult, error) {
 	now := s.cfg.Now()
 	var errs []error
 	if err := s.rescue(ctx, now); err != nil {
@@ -128,12 +140,11 @@ func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 	}
 	queues, err := s.store.WaitingQueues(ctx)
 	if err != nil {
-		return 0, time.Time{}, errors.Join(append(errs, err)...)
+		return passResult{}, errors.Join(append(errs, err)...)
 	}
 	var (
-		claimed int
-		idle    []string // queues with nothing claimed this pass, for NextDue
-		next    time.Time
+		res  passResult
+		idle []string // queues with nothing due, for NextDue
 	)
 	for _, q := range s.rotate(queues) {
 		t := s.cfg.Policies.Resolve(q, "")
@@ -143,10 +154,10 @@ func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 		if !s.acquire(q) {
 			continue // its batches are in flight; they wake us when done
 		}
-		limit, res, wait := s.reserve(q, t.Redelivery.RateLimit, now)
+		limit, reservation, wait := s.reserve(q, t.Redelivery.RateLimit, now)
 		if limit == 0 {
 			s.release(q)
-			next = earliest(next, now.Add(wait))
+			res.next = earliest(res.next, now.Add(wait))
 			continue
 		}
 		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease})
@@ -154,7 +165,7 @@ func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 		if c != nil {
 			got = len(c.Records)
 		}
-		s.settleReservation(q, res, limit, got, now)
+		s.settleReservation(q, reservation, limit, got, now)
 		if err != nil || got == 0 {
 			s.release(q)
 			if err != nil {
@@ -164,20 +175,30 @@ func (s *Scheduler) pass(ctx context.Context) (int, time.Time, error) {
 			}
 			continue
 		}
-		claimed += got
+		res.claimed += got
+		res.more = res.more || (got == limit && s.hasSlot(q))
 		s.batches.Add(1)
-		go s.deliver(ctx, q, t, c, now)
+		if track != nil {
+			track.Add(1)
+		}
+		go func() {
+			defer s.batches.Done()
+			if track != nil {
+				defer track.Done()
+			}
+			s.deliver(ctx, q, t, c, now)
+		}()
 	}
-	if claimed == 0 && len(idle) > 0 {
+	if res.claimed == 0 && len(idle) > 0 {
 		due, err := s.store.NextDue(ctx, idle)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		for _, at := range due {
-			next = earliest(next, at)
+			res.next = earliest(res.next, at)
 		}
 	}
-	return claimed, next, errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
 // rotate returns queues starting at the scheduler's turn, and advances it, so
@@ -204,6 +225,13 @@ func (s *Scheduler) acquire(queue string) bool {
 	s.inFlight[queue]++
 	s.total++
 	return true
+}
+
+// hasSlot reports whether another batch of queue may be claimed now.
+func (s *Scheduler) hasSlot(queue string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight[queue] < s.cfg.Workers && s.total < s.cfg.MaxInFlight
 }
 
 func (s *Scheduler) release(queue string) {
@@ -301,7 +329,6 @@ func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rat
 // own, so a batch that waits on Kafka holds up no other queue; shutdown does
 // not cancel it: records already produced are settled as produced.
 func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
-	defer s.batches.Done()
 	defer s.Wake() // a worker may be waiting for this queue's slot
 	defer s.release(queue)
 	start := time.Now()
