@@ -41,6 +41,10 @@ type Config struct {
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
 	OnBatch func(kind string, rows []store.BatchRow)
+	// MaxBatchErrors fails a task after this many consecutive batches that
+	// Postgres refused. Batches that could not reach Postgres at all do not
+	// count: the task waits for the server instead. Default 10.
+	MaxBatchErrors int
 	// Owner names this replica in leases. Default: hostname and pid.
 	Owner  string
 	Logger *slog.Logger
@@ -55,6 +59,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Poll == 0 {
 		c.Poll = time.Second
+	}
+	if c.MaxBatchErrors == 0 {
+		c.MaxBatchErrors = 10
 	}
 	if c.Owner == "" {
 		h, _ := os.Hostname()
@@ -128,8 +135,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
-// maxConsecutiveErrors fails a task that cannot make progress.
-const maxConsecutiveErrors = 10
+// outageBackoffCap bounds the wait between batches while Postgres is away.
+const outageBackoffCap = 5 * time.Second
 
 func (r *Runner) work(ctx context.Context, t *store.Task) {
 	log := r.log.With("task", t.ID, "kind", t.Kind)
@@ -154,7 +161,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		batch = max(1, min(batch, int(t.RateLimit)))
 		lim = rate.NewLimiter(rate.Limit(t.RateLimit), batch)
 	}
-	failures, empty := 0, 0
+	failures, outages, empty := 0, 0, 0
 	for {
 		if ctx.Err() != nil {
 			r.release(t, log)
@@ -186,23 +193,36 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		case errors.Is(err, store.ErrLeaseLost):
 			log.Warn("task lease lost; another replica has it")
 			return
-		case err != nil:
-			if ctx.Err() != nil {
+		case err != nil && ctx.Err() != nil:
+			r.release(t, log)
+			return
+		case store.Unavailable(err):
+			// An outage is not the task's fault: keep the task and wait for
+			// Postgres, however long it takes. Its token still matches when
+			// the server returns, unless another replica took it over.
+			outages++
+			if outages == 1 {
+				log.Warn("task waits for postgres", "err", err)
+			}
+			if !sleep(ctx, min(outageBackoffCap, time.Duration(outages)*200*time.Millisecond)) {
 				r.release(t, log)
 				return
 			}
+			continue
+		case err != nil:
 			failures++
 			log.Warn("task batch failed", "err", err, "consecutive", failures)
 			_ = r.store.AddTaskError(ctx, t, err.Error())
-			if failures >= maxConsecutiveErrors {
+			if failures >= r.cfg.MaxBatchErrors {
 				r.finish(ctx, t, store.TaskFailed, log)
 				return
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
-			}
+			sleep(ctx, time.Duration(failures)*200*time.Millisecond)
 			continue
+		}
+		if outages > 0 {
+			log.Info("postgres is back; task resumes", "waited_batches", outages)
+			outages = 0
 		}
 		failures = 0
 		if res.N > 0 {
@@ -246,4 +266,16 @@ func (r *Runner) release(t *store.Task, log *slog.Logger) {
 		return
 	}
 	log.Info("task released for resumption", "processed", t.Processed)
+}
+
+// sleep waits for d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

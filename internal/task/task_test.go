@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -110,5 +112,73 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	n, err := st.Count(ctx, &store.Filter{Queue: "other", State: dlq.StateDiscarded})
 	if err != nil || n != 10 {
 		t.Errorf("another queue's records were touched: %d left, %v", n, err)
+	}
+}
+
+// A Postgres outage in the middle of a bulk retry pauses the task, which
+// resumes as soon as the server is back. Counting the outage's batches as
+// errors (MaxBatchErrors is 2 here) would try to fail the task, leaving it
+// stuck until its hour-long lease ran out.
+func TestAPostgresOutagePausesATask(t *testing.T) {
+	t.Parallel()
+	cluster, url := pgtest.NewCluster(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := store.New(pool)
+	seed(t, st, "orders", 600)
+	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 100, RateLimit: 200, Total: 600, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstBatch := make(chan struct{})
+	var once sync.Once
+	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour,
+		OnBatch: func(string, []store.BatchRow) { once.Do(func() { close(firstBatch) }) }}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	select {
+	case <-firstBatch:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the task never ran a batch")
+	}
+	if err := cluster.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the outage, not a wait for a result
+	if err := cluster.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := st.GetTask(ctx, created.ID)
+		if err == nil && got.State != store.TaskRunning && got.State != store.TaskPending {
+			if got.State != store.TaskCompleted || got.Processed != 600 {
+				t.Fatalf("after the outage the task is %s with %d processed, want completed with 600", got.State, got.Processed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not finished 30 s after the outage: %+v, %v", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n, err := st.Count(ctx, &store.Filter{Queue: "orders", State: dlq.StateDiscarded})
+	if err != nil || n != 0 {
+		t.Errorf("%d records of the task still discarded, %v", n, err)
 	}
 }
