@@ -26,8 +26,9 @@ type Config struct {
 	Policies policy.Resolver
 	// BatchSize is the most records claimed per queue per claim. Default: 500.
 	BatchSize int
-	// Workers is how many claim loops run at once, and how many batches of
-	// one queue may be in flight; SKIP LOCKED keeps them apart. Default: 2.
+	// Workers is how many claim loops run at once; SKIP LOCKED keeps them
+	// apart. Up to two batches of one queue per worker are in flight, so
+	// claiming the next batch overlaps producing the last. Default: 2.
 	Workers int
 	// MaxInFlight bounds the claimed batches being produced at once, over all
 	// queues (memory). Default: 4 × Workers.

@@ -47,6 +47,9 @@ type Scheduler struct {
 	inFlight  map[string]int // batches being produced, per queue
 	total     int            // batches being produced
 	turn      int            // where the next pass starts in the queue list
+	queues    []string       // the last list of waiting queues
+	listedAt  time.Time      // when queues was listed
+	busy      bool           // a pass since then filled a batch: reuse the list
 	rescuedAt time.Time
 
 	batches sync.WaitGroup
@@ -138,7 +141,7 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 	if err := s.rescue(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
-	queues, err := s.store.WaitingQueues(ctx)
+	queues, err := s.waitingQueues(ctx, now)
 	if err != nil {
 		return passResult{}, errors.Join(append(errs, err)...)
 	}
@@ -176,7 +179,13 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			continue
 		}
 		res.claimed += got
-		res.more = res.more || (got == limit && s.hasSlot(q))
+		full := got == limit
+		res.more = res.more || (full && s.hasSlot(q))
+		if full {
+			s.mu.Lock()
+			s.busy = true
+			s.mu.Unlock()
+		}
 		s.batches.Add(1)
 		if track != nil {
 			track.Add(1)
@@ -201,6 +210,34 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 	return res, errors.Join(errs...)
 }
 
+// queueListTTL is how long a backlog reuses the list of waiting queues: a
+// queue that becomes due meanwhile joins the rotation within it.
+const queueListTTL = time.Second
+
+// waitingQueues lists the queues with records waiting. While a backlog drains
+// (the last pass filled a batch) the list of the last second is reused: the
+// claims themselves find out when a queue runs dry, and listing on every
+// batch would cost a statement per batch.
+func (s *Scheduler) waitingQueues(ctx context.Context, now time.Time) ([]string, error) {
+	s.mu.Lock()
+	if s.busy && now.Sub(s.listedAt) < queueListTTL && now.After(s.listedAt) {
+		s.busy = false
+		queues := s.queues
+		s.mu.Unlock()
+		return queues, nil
+	}
+	s.busy = false
+	s.mu.Unlock()
+	queues, err := s.store.WaitingQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.queues, s.listedAt = queues, now
+	s.mu.Unlock()
+	return queues, nil
+}
+
 // rotate returns queues starting at the scheduler's turn, and advances it, so
 // that every queue is first in its turn.
 func (s *Scheduler) rotate(queues []string) []string {
@@ -214,12 +251,17 @@ func (s *Scheduler) rotate(queues []string) []string {
 	return append(queues[start:len(queues):len(queues)], queues[:start]...)
 }
 
-// acquire takes a slot for one batch of queue: at most Workers batches of one
-// queue and MaxInFlight in all are produced at once.
+// perQueue is how many batches of one queue may be in flight: two per worker,
+// so that a worker claims a queue's next batch while Kafka takes its last one
+// (claim and produce overlap) and a busy queue keeps every worker going.
+func (s *Scheduler) perQueue() int { return 2 * s.cfg.Workers }
+
+// acquire takes a slot for one batch of queue: at most perQueue batches of
+// one queue and MaxInFlight in all are produced at once.
 func (s *Scheduler) acquire(queue string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inFlight[queue] >= s.cfg.Workers || s.total >= s.cfg.MaxInFlight {
+	if s.inFlight[queue] >= s.perQueue() || s.total >= s.cfg.MaxInFlight {
 		return false
 	}
 	s.inFlight[queue]++
@@ -231,7 +273,7 @@ func (s *Scheduler) acquire(queue string) bool {
 func (s *Scheduler) hasSlot(queue string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inFlight[queue] < s.cfg.Workers && s.total < s.cfg.MaxInFlight
+	return s.inFlight[queue] < s.perQueue() && s.total < s.cfg.MaxInFlight
 }
 
 func (s *Scheduler) release(queue string) {
