@@ -4,6 +4,10 @@
 // DLQ coordinates) → commit offsets. Offsets are committed only after the rows
 // are; a batch that cannot be written is retried, with backoff, until it is —
 // ingest pauses rather than drops. It never decides anything about redelivery.
+//
+// Two batches overlap: while one is written to Postgres, the next is polled
+// and decoded (pipeline.go). Batches are written and committed one at a time,
+// in poll order.
 package ingest
 
 import (
@@ -31,6 +35,8 @@ type Ingester struct {
 	client *kgo.Client
 	store  *store.Store
 	paused atomic.Bool
+	// encoder encodes each batch's rows on the poll loop (its only user).
+	encoder *store.Encoder
 }
 
 // New creates an Ingester; Run starts consuming.
@@ -53,7 +59,7 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
-	return &Ingester{cfg: cfg, client: cl, store: st}, nil
+	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder()}, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -78,44 +84,65 @@ func (in *Ingester) Run(ctx context.Context) error {
 	}()
 	log := in.cfg.Logger.With("component", "ingest")
 	log.Info("ingest started", "topics", in.cfg.Topics, "group", in.cfg.Group)
+	w := startWriter(ctx, in)
+	defer w.stop()
+	allowed := time.Now()
 	for {
-		fetches := in.client.PollRecords(ctx, in.cfg.BatchSize)
+		// While a batch is being written, polling must not block for good:
+		// rebalances stay blocked until it is committed and AllowRebalance
+		// runs, so the poll ends when the writer goes idle.
+		pollCtx, cancel := w.untilIdle(ctx)
+		fetches := in.client.PollRecords(pollCtx, in.cfg.BatchSize)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		fetches.EachError(func(topic string, partition int32, err error) {
-			log.Warn("fetch error", "topic", topic, "partition", partition, "err", err)
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				log.Warn("fetch error", "topic", topic, "partition", partition, "err", err)
+			}
 		})
 		if recs := fetches.Records(); len(recs) > 0 {
-			if err := in.handleBatch(ctx, recs); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
+				return w.result(ctx, err)
 			}
 		}
-		in.client.AllowRebalance()
+		// Rebalances wait for every polled batch to be committed. Let one
+		// through whenever the writer is idle, and at least once a second
+		// under a steady stream (a short pause in the overlap).
+		if w.idle() || time.Since(allowed) >= rebalanceEvery {
+			if err := w.drain(ctx); err != nil {
+				return w.result(ctx, err)
+			}
+			in.client.AllowRebalance()
+			allowed = time.Now()
+		}
 	}
 }
 
-func (in *Ingester) handleBatch(ctx context.Context, recs []*kgo.Record) error {
-	start := time.Now()
-	b := in.decode(recs)
-	res, err := in.persist(ctx, b)
+// rebalanceEvery bounds how long a steady stream of batches holds back a
+// rebalance (the group's rebalance timeout is far longer).
+const rebalanceEvery = time.Second
+
+// handleBatch persists a decoded batch, then commits its offsets and reports
+// it. It runs on the writer, one batch at a time, in poll order.
+func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
+	res, err := in.persist(ctx, j.b)
 	if err != nil {
 		return err
 	}
-	if err := in.client.CommitRecords(ctx, recs...); err != nil {
+	j.b.encoded.Release()
+	if err := in.client.CommitRecords(ctx, j.recs...); err != nil {
 		// Rows are stored; the batch will be consumed again and skipped as duplicates.
 		in.cfg.Logger.Warn("commit offsets failed; the batch will be re-consumed and deduplicated",
 			"component", "ingest", "err", err)
 	}
-	in.report(recs, b, res)
+	in.report(j.recs, j.b, res)
 	if res.due && in.cfg.Wake != nil {
 		in.cfg.Wake()
 	}
-	in.cfg.Metrics.IngestBatchRecords.Observe(float64(len(recs)))
-	in.cfg.Metrics.IngestBatchSeconds.Observe(time.Since(start).Seconds())
+	in.cfg.Metrics.IngestBatchRecords.Observe(float64(len(j.recs)))
+	in.cfg.Metrics.IngestBatchSeconds.Observe(time.Since(j.polled).Seconds())
 	return nil
 }
 
@@ -190,7 +217,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		}
 		fresh = append(slices.Clip(fresh), orphans...)
 	}
-	stored, err := in.store.InsertRecords(ctx, fresh)
+	var stored store.InsertResult
+	var err error
+	if len(fresh) == len(b.fresh) {
+		stored, err = in.store.InsertEncoded(ctx, b.encoded)
+	} else {
+		stored, err = in.store.InsertRecords(ctx, fresh) // with orphans, which were not encoded
+	}
 	if err != nil {
 		return res, err
 	}

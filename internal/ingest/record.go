@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
 )
 
 // batch is one polled batch, decoded and sorted by what it does.
@@ -20,6 +21,9 @@ type batch struct {
 	// change existing records.
 	repeats []dlq.Failure
 	now     time.Time
+	// encoded is fresh as a COPY stream, encoded while the previous batch
+	// is being written.
+	encoded *store.EncodedRecords
 }
 
 // resolvedTopic is a topic's effective policy with its retry policy's JSON,
@@ -51,6 +55,7 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 		}
 		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b.now))
 	}
+	b.encoded = in.encoder.Encode(b.fresh)
 	return b
 }
 

@@ -65,6 +65,12 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (Insert
 	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
 	// already ingesting the rows sent before, so encoding overlaps the COPY.
 	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, &recordSource{records: records, i: -1})
+	return s.afterCopy(ctx, records, n, err)
+}
+
+// afterCopy finishes a COPY of records: done when it succeeded, else the
+// records are written again the slow way that suits the error.
+func (s *Store) afterCopy(ctx context.Context, records []dlq.Record, n int64, err error) (InsertResult, error) {
 	if err == nil {
 		return InsertResult{N: int(n)}, nil
 	}

@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// A batch encoded ahead (ingest's path) is stored exactly as InsertRecords
+// stores it: every column of the two rows is equal but the id and offset.
+func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	discarded := newRecord(2, "orders") // exercises the NULLs and the archive state
+	discarded.State, discarded.Exhaustion, discarded.NextRetryAt = dlq.StateDiscarded, dlq.ExhaustionDeadLetter, nil
+	discarded.DiscardedAt, discarded.Key = &discarded.CreatedAt, nil
+	for _, want := range []dlq.Record{newRecord(1, "orders"), discarded} {
+		if res, err := s.InsertRecords(ctx, []dlq.Record{want}); err != nil || res.N != 1 {
+			t.Fatalf("InsertRecords = %+v, %v", res, err)
+		}
+		again := want
+		again.ID, again.DLQ.Offset = uuid.Must(uuid.NewV7()).String(), want.DLQ.Offset+1000
+		e := store.NewEncoder().Encode([]dlq.Record{again})
+		res, err := s.InsertEncoded(ctx, e)
+		e.Release()
+		if err != nil || res.N != 1 {
+			t.Fatalf("InsertEncoded = %+v, %v", res, err)
+		}
+		var diff []string
+		if err := pool.QueryRow(ctx, `
+			WITH a AS (SELECT to_jsonb(r) - 'id' - 'dlq_offset' AS j FROM redrive_record r WHERE id = $1),
+			     b AS (SELECT to_jsonb(r) - 'id' - 'dlq_offset' AS j FROM redrive_record r WHERE id = $2)
+			SELECT coalesce(array_agg(k), '{}') FROM a, b, jsonb_object_keys(a.j) k WHERE a.j->k IS DISTINCT FROM b.j->k`,
+			want.ID, again.ID).Scan(&diff); err != nil {
+			t.Fatal(err)
+		}
+		if len(diff) > 0 {
+			t.Errorf("state %s: columns differ between the two paths: %v", want.State, diff)
+		}
+	}
+}
+
+// The encoded path keeps InsertRecords' fallbacks: a re-consumed batch skips
+// what is stored, and JSON that jsonb rejects is kept as text.
+func TestInsertEncodedFallsBack(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	enc := store.NewEncoder()
+	first := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")})
+	if res, err := s.InsertEncoded(ctx, first); err != nil || res.N != 2 {
+		t.Fatalf("first = %+v, %v", res, err)
+	}
+	huge := newRecord(3, "orders")
+	huge.Value = []byte(`{"amount":1e999999}`)
+	again := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), huge})
+	res, err := s.InsertEncoded(ctx, again)
+	if err != nil || res.N != 1 || res.New(0) || res.New(1) || !res.New(2) {
+		t.Fatalf("re-consumed batch = %+v, %v; want only the third stored", res, err)
+	}
+	got, err := s.Get(ctx, huge.ID)
+	if err != nil || string(got.Value) != `{"amount":1e999999}` {
+		t.Fatalf("value not kept byte for byte: %q %v", got.Value, err)
+	}
+}
+
+// The encoder writes binary values of the types RecordOIDs names; a column
+// whose type a migration changes must change there too (else every batch
+// would fail its COPY and take the slow path).
+func TestRecordOIDsMatchTheTable(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	var got []uint32
+	if err := pool.QueryRow(context.Background(), `
+		SELECT array_agg(a.atttypid::int8 ORDER BY c.i)
+		FROM unnest($1::text[]) WITH ORDINALITY AS c(name, i)
+		JOIN pg_attribute a ON a.attrelid = 'redrive_record'::regclass AND a.attname = c.name`, store.RecordColumns).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, store.RecordOIDs) {
+		t.Fatalf("RecordOIDs = %v, the table has %v (columns %v)", store.RecordOIDs, got, store.RecordColumns)
+	}
+}
