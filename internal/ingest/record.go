@@ -55,7 +55,12 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 		}
 		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b.now))
 	}
-	b.encoded = in.encoder.Encode(b.fresh)
+	var err error
+	if b.encoded, err = in.encoder.Encode(b.fresh); err != nil {
+		// Still stored: the write takes the slow path, which keeps every
+		// record it can and reports the one it cannot.
+		in.cfg.Logger.Warn("batch not encoded for COPY; writing it row by row", "component", "ingest", "err", err)
+	}
 	return b
 }
 

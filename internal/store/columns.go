@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -180,13 +181,17 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode errors: %w", err)
 	}
+	id, err := uuid.Parse(r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("invalid id %q: %w", r.ID, err)
+	}
 	errorType := clean(r.LastError().Type)
 	payload := payloadOf(r.Value)
 	if mode == asText {
 		payload = nil
 	}
 	return []any{
-		r.ID, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+		id, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),

@@ -57,10 +57,10 @@ type Encoder struct{ types *pgtype.Map }
 // NewEncoder returns an Encoder.
 func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
 
-// Encode encodes records as a binary COPY stream. A record that does not
-// encode leaves the batch unencoded, for InsertEncoded to write the slow way
-// (which reports the record).
-func (e *Encoder) Encode(records []dlq.Record) *EncodedRecords {
+// Encode encodes records as a binary COPY stream. When a record does not
+// encode, it says why, and the batch it returns is left unencoded: still
+// usable, InsertEncoded writes it the slow way (which reports the record).
+func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	out := &EncodedRecords{Records: records}
 	bufp := copyBuffers.Get().(*[]byte)
 	buf := append((*bufp)[:0], copyHeader...)
@@ -68,7 +68,7 @@ func (e *Encoder) Encode(records []dlq.Record) *EncodedRecords {
 		vals, err := rowValues(&records[i], asJSON)
 		if err != nil {
 			copyBuffers.Put(bufp)
-			return out
+			return out, fmt.Errorf("encode record %s: %w", records[i].ID, err)
 		}
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
 		for j, v := range vals {
@@ -77,7 +77,7 @@ func (e *Encoder) Encode(records []dlq.Record) *EncodedRecords {
 			enc, err := e.types.Encode(recordOIDs[j], pgtype.BinaryFormatCode, v, buf)
 			if err != nil {
 				copyBuffers.Put(bufp)
-				return out
+				return out, fmt.Errorf("encode record %s: column %s: %w", records[i].ID, recordColumns[j], err)
 			}
 			if enc != nil {
 				buf = enc
@@ -88,7 +88,7 @@ func (e *Encoder) Encode(records []dlq.Record) *EncodedRecords {
 	buf = binary.BigEndian.AppendUint16(buf, 0xFFFF) // end of stream
 	*bufp = buf
 	out.data = bufp
-	return out
+	return out, nil
 }
 
 // InsertEncoded stores a batch made by an Encoder, as InsertRecords does:

@@ -28,7 +28,10 @@ func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
 		}
 		again := want
 		again.ID, again.DLQ.Offset = uuid.Must(uuid.NewV7()).String(), want.DLQ.Offset+1000
-		e := store.NewEncoder().Encode([]dlq.Record{again})
+		e, err := store.NewEncoder().Encode([]dlq.Record{again})
+		if err != nil {
+			t.Fatalf("Encode: %v", err)
+		}
 		res, err := s.InsertEncoded(ctx, e)
 		e.Release()
 		if err != nil || res.N != 1 {
@@ -54,13 +57,19 @@ func TestInsertEncodedFallsBack(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
 	enc := store.NewEncoder()
-	first := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")})
+	first, err := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")})
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
 	if res, err := s.InsertEncoded(ctx, first); err != nil || res.N != 2 {
 		t.Fatalf("first = %+v, %v", res, err)
 	}
 	huge := newRecord(3, "orders")
 	huge.Value = []byte(`{"amount":1e999999}`)
-	again := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), huge})
+	again, err := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), huge})
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
 	res, err := s.InsertEncoded(ctx, again)
 	if err != nil || res.N != 1 || res.New(0) || res.New(1) || !res.New(2) {
 		t.Fatalf("re-consumed batch = %+v, %v; want only the third stored", res, err)
