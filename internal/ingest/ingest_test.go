@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -293,4 +294,40 @@ func TestRecreatedDLQTopicIsNotMistakenForDuplicates(t *testing.T) {
 	start(t, b, b.store, "second")
 	// Same coordinates as the old rows, new records: all five are stored.
 	waitForCount(t, b.store, 10)
+}
+
+// Ingest stopped at random points of its pipeline — mid-COPY, between a
+// batch's rows and its offsets, with the next batch decoded and waiting —
+// and started again, stores every record exactly once.
+func TestStopsAtRandomPointsOfThePipelineLoseAndDuplicateNothing(t *testing.T) {
+	b := setup(t)
+	const total = 3000
+	recs := make([]*kgo.Record, total)
+	for i := range recs {
+		recs[i] = garbage(i)
+	}
+	kafkatest.Produce(t, b.cl, recs...)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	for round := range 6 {
+		s := start(t, b, b.store, "crash")
+		// Let it get going, then stop it wherever it is.
+		waitFor(t, "progress", func() bool {
+			n, err := b.store.Count(context.Background(), &store.Filter{})
+			return err == nil && (n >= int64(round*400) || n == total)
+		})
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)
+		s.stop()
+	}
+	start(t, b, b.store, "crash")
+	waitForCount(t, b.store, total)
+	var rows, distinct int
+	if err := b.pool.QueryRow(context.Background(),
+		"SELECT count(*), count(DISTINCT (dlq_partition, dlq_offset)) FROM redrive_record").Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows != total || distinct != total {
+		t.Fatalf("%d rows, %d distinct DLQ records; want %d of each", rows, distinct, total)
+	}
 }
