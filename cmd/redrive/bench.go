@@ -14,21 +14,39 @@ import (
 	"github.com/redrive/redrive/internal/bench"
 )
 
+// benchSuite runs one round of a benchmark and returns the ratios it measured.
+type benchSuite struct {
+	run func(context.Context, bench.Config) ([]bench.Figure, error)
+	// once: the suite runs a single round whatever --rounds says (its
+	// figures are latencies over a million loaded rows, not ratios).
+	once bool
+}
+
 // benchSuites are the benchmarks `redrive bench --suite` can run.
-var benchSuites = map[string]func(context.Context, bench.Config) error{
-	"ingest": func(ctx context.Context, cfg bench.Config) error { _, err := bench.Ingest(ctx, cfg); return err },
-	"redeliver": func(ctx context.Context, cfg bench.Config) error {
-		_, err := bench.Redeliver(ctx, cfg)
-		return err
-	},
-	"prune": bench.Prune,
-	"api":   bench.API,
+var benchSuites = map[string]benchSuite{
+	"ingest":    {run: figuresOf(bench.Ingest)},
+	"redeliver": {run: figuresOf(bench.Redeliver)},
+	"prune":     {run: figuresOf(bench.Prune)},
+	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
+		return nil, bench.API(ctx, cfg)
+	}},
+}
+
+func figuresOf[R interface{ Figures() []bench.Figure }](run func(context.Context, bench.Config) (R, error)) func(context.Context, bench.Config) ([]bench.Figure, error) {
+	return func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
+		res, err := run(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return res.Figures(), nil
+	}
 }
 
 func benchCmd() *cobra.Command {
 	var cfg bench.Config
 	var cpuProfile string
 	var suites []string
+	var rounds int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the hot paths against raw baselines in the same run (throwaway Postgres, in-process Kafka)",
@@ -46,15 +64,33 @@ func benchCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if rounds < 1 {
+				return fmt.Errorf("--rounds: want at least 1, got %d", rounds)
+			}
 			for _, suite := range suites {
-				run, ok := benchSuites[suite]
-				if !ok {
+				if _, ok := benchSuites[suite]; !ok {
 					return fmt.Errorf("--suite: unknown suite %q (want one of %s)", suite, strings.Join(slices.Sorted(maps.Keys(benchSuites)), ", "))
 				}
-				if err := run(cmd.Context(), cfg); err != nil {
-					return fmt.Errorf("%s: %w", suite, err)
+			}
+			figures := make([][]bench.Figure, rounds)
+			for round := range rounds {
+				for _, name := range suites {
+					suite := benchSuites[name]
+					if suite.once && round > 0 {
+						continue
+					}
+					if rounds > 1 {
+						fmt.Fprintf(cfg.Out, "[round %d of %d] ", round+1, rounds)
+					}
+					got, err := suite.run(cmd.Context(), cfg)
+					if err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
+					figures[round] = append(figures[round], got...)
 				}
 			}
+			fmt.Fprintln(cfg.Out)
+			bench.Summarize(cfg.Out, figures)
 			return nil
 		},
 	}
@@ -62,6 +98,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
 	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api"}, "suites to run, in order")
+	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of each suite; the summary gives each ratio's median and range (api runs once)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd
 }

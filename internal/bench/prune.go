@@ -39,12 +39,7 @@ type PruneResult struct {
 // throughput alone, then prunes them all (max_age, batches of 1000) while a
 // second ingest runs, and prints the pruning throughput and the ingest
 // throughput during pruning against the one without.
-func Prune(ctx context.Context, cfg Config) error {
-	_, err := prune(ctx, cfg)
-	return err
-}
-
-func prune(ctx context.Context, cfg Config) (*PruneResult, error) {
+func Prune(ctx context.Context, cfg Config) (*PruneResult, error) {
 	cfg = cfg.withDefaults()
 	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {

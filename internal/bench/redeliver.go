@@ -79,7 +79,7 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 		}
 		res.Runs = append(res.Runs, run)
 		sched, raw := rate(n, run.Scheduler), rate(n, run.RawLoop)
-		target := "(target >= 0.70)"
+		target := fmt.Sprintf("(target >= %.2f)", RedeliverTarget)
 		if workers > 1 {
 			target = "(informational)"
 		}
