@@ -18,7 +18,7 @@ import (
 type benchSuite struct {
 	run func(context.Context, bench.Config) ([]bench.Figure, error)
 	// once: the suite runs a single round whatever --rounds says (its
-	// figures are latencies over a million loaded rows, not ratios).
+	// figures are latencies or memory over a million rows, not ratios).
 	once bool
 }
 
@@ -29,6 +29,10 @@ var benchSuites = map[string]benchSuite{
 	"prune":     {run: figuresOf(bench.Prune)},
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		return nil, bench.API(ctx, cfg)
+	}},
+	"memory": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
+		_, err := bench.Memory(ctx, cfg)
+		return nil, err
 	}},
 }
 
@@ -97,7 +101,8 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Records, "records", 200_000, "DLQ records to ingest")
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
-	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api"}, "suites to run, in order")
+	cmd.Flags().IntVar(&cfg.MemoryRecords, "memory-records", 1_000_000, "records the memory suite ingests and bulk-retries")
+	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api", "memory"}, "suites to run, in order")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of each suite; the summary gives each ratio's median and range (api runs once)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd

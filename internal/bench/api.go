@@ -54,7 +54,7 @@ func API(ctx context.Context, cfg Config) error {
 // RunAPI is API returning the figures.
 func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 	cfg = cfg.withDefaults()
-	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	pool, _, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}

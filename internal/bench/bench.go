@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/pgcluster"
@@ -27,6 +29,9 @@ type Config struct {
 	Records int
 	// ValueSize is the size of each record's value in bytes. Default: 1024.
 	ValueSize int
+	// MemoryRecords is how many records the memory suite ingests and
+	// retries. Default: 1,000,000.
+	MemoryRecords int
 	// Out receives the report. Default: os.Stdout.
 	Out io.Writer
 }
@@ -38,6 +43,9 @@ func (c Config) withDefaults() Config {
 	if c.ValueSize == 0 {
 		c.ValueSize = 1024
 	}
+	if c.MemoryRecords == 0 {
+		c.MemoryRecords = 1_000_000
+	}
 	if c.Out == nil {
 		c.Out = os.Stdout
 	}
@@ -47,9 +55,9 @@ func (c Config) withDefaults() Config {
 // quiet discards the components' logs so they do not disturb the figures.
 var quiet = slog.New(slog.DiscardHandler)
 
-// scratchDB creates a fresh, migrated database and returns a pool on it and a
-// cleanup function.
-func scratchDB(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), error) {
+// scratchDB creates a fresh, migrated database and returns a pool on it, its
+// connection string and a cleanup function.
+func scratchDB(ctx context.Context, serverURL string) (*pgxpool.Pool, string, func(), error) {
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -59,7 +67,7 @@ func scratchDB(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), er
 	if serverURL == "" {
 		c, err := pgcluster.Start(ctx, pgcluster.Options{})
 		if err != nil {
-			return nil, nil, fmt.Errorf("start throwaway postgres: %w", err)
+			return nil, "", nil, fmt.Errorf("start throwaway postgres: %w", err)
 		}
 		cleanups = append(cleanups, c.Stop)
 		serverURL = c.URL("postgres")
@@ -67,13 +75,13 @@ func scratchDB(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), er
 	admin, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, "", nil, fmt.Errorf("connect: %w", err)
 	}
 	name := fmt.Sprintf("redrive_bench_%d", os.Getpid())
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		admin.Close(ctx)
 		cleanup()
-		return nil, nil, fmt.Errorf("create scratch database: %w", err)
+		return nil, "", nil, fmt.Errorf("create scratch database: %w", err)
 	}
 	cleanups = append(cleanups, func() {
 		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
@@ -82,26 +90,36 @@ func scratchDB(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), er
 	cfg, err := pgxpool.ParseConfig(serverURL)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	cfg.ConnConfig.Database = name
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	cleanups = append(cleanups, pool.Close)
 	m, err := store.NewMigrator(pool, nil)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	defer m.Close()
 	if _, err := m.Up(ctx); err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return pool, cleanup, nil
+	return pool, dsn(cfg.ConnConfig.Config), cleanup, nil
+}
+
+// dsn is a keyword/value connection string for a child process.
+func dsn(c pgconn.Config) string {
+	quote := func(v string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'" }
+	s := fmt.Sprintf("host=%s port=%d user=%s dbname=%s", quote(c.Host), c.Port, quote(c.User), quote(c.Database))
+	if c.Password != "" {
+		s += " password=" + quote(c.Password)
+	}
+	return s
 }
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }

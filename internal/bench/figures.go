@@ -16,7 +16,11 @@ type Figure struct {
 
 // Figures is the ingest ratio of a run.
 func (r *IngestResult) Figures() []Figure {
-	return []Figure{{Name: "ingest / raw COPY", Value: rate(r.IngestCount, r.Ingest) / rate(r.Records, r.RawCopy), Target: IngestTarget}}
+	raw := rate(r.Records, r.RawCopy)
+	return []Figure{
+		{Name: "ingest / raw COPY, broker in process", Value: rate(r.IngestCount, r.Ingest) / raw, Target: IngestTarget},
+		{Name: "ingest / raw COPY, broker apart", Value: rate(r.IngestBrokerProcessCount, r.IngestBrokerProcess) / raw, Target: IngestTarget},
+	}
 }
 
 // Figures are the redelivery ratios: the single loop has the target.
@@ -59,6 +63,9 @@ func Summarize(out io.Writer, rounds [][]Figure) {
 			values[f.Name] = append(values[f.Name], f.Value)
 			targets[f.Name] = f.Target
 		}
+	}
+	if len(names) == 0 {
+		return
 	}
 	fmt.Fprintf(out, "summary over %d round(s): median (min–max)\n", len(rounds))
 	for _, name := range names {

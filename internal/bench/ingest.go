@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,13 +29,17 @@ type IngestResult struct {
 	Ingest      time.Duration // DLQ topic → committed rows and offsets, steady state
 	IngestCount int           // records that time covers (the first batch is excluded)
 	RawCopy     time.Duration // one raw binary COPY of the same rows into the same table
+	// The same ingest with the broker in a process of its own, so that its
+	// CPU is not booked to Redrive.
+	IngestBrokerProcess      time.Duration
+	IngestBrokerProcessCount int
 }
 
 // Ingest measures end-to-end ingest throughput (DLQ topic → committed rows)
 // and a raw COPY of the same rows into the same table, and prints both.
 func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 	cfg = cfg.withDefaults()
-	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	pool, _, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -57,11 +62,37 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 	if res.RawCopy, err = timeRawCopy(ctx, pool, ingestBatch); err != nil {
 		return nil, err
 	}
+	if res.IngestBrokerProcess, res.IngestBrokerProcessCount, err = ingestFromBrokerProcess(ctx, pool, cfg); err != nil {
+		return nil, err
+	}
 	e2e, raw := rate(res.IngestCount, res.Ingest), rate(res.Records, res.RawCopy)
-	fmt.Fprintf(cfg.Out, "  end-to-end ingest   %9.0f records/s  (%d records in %v)\n", e2e, res.IngestCount, res.Ingest.Round(time.Millisecond))
+	apart := rate(res.IngestBrokerProcessCount, res.IngestBrokerProcess)
+	fmt.Fprintf(cfg.Out, "  end-to-end ingest   %9.0f records/s  (%d records in %v, broker in process)\n", e2e, res.IngestCount, res.Ingest.Round(time.Millisecond))
+	fmt.Fprintf(cfg.Out, "  end-to-end ingest   %9.0f records/s  (%d records in %v, broker in its own process)\n", apart,
+		res.IngestBrokerProcessCount, res.IngestBrokerProcess.Round(time.Millisecond))
 	fmt.Fprintf(cfg.Out, "  raw COPY baseline   %9.0f records/s  (%d records in %v)\n", raw, res.Records, res.RawCopy.Round(time.Millisecond))
-	fmt.Fprintf(cfg.Out, "  ratio               %9.2f           (target >= %.2f)\n", e2e/raw, IngestTarget)
+	fmt.Fprintf(cfg.Out, "  ratio               %9.2f / %.2f    (broker in process / apart; target >= %.2f)\n", e2e/raw, apart/raw, IngestTarget)
 	return res, nil
+}
+
+// ingestFromBrokerProcess empties the table and times the same ingest again
+// with the broker as a `redrive broker` process.
+func ingestFromBrokerProcess(ctx context.Context, pool *pgxpool.Pool, cfg Config) (time.Duration, int, error) {
+	broker, addr, err := startBroker(ctx, benchTopic)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer broker.stop()
+	if err := produceFailures(ctx, []string{addr}, cfg.Records, cfg.ValueSize); err != nil {
+		return 0, 0, err
+	}
+	if _, err := pool.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
+		return 0, 0, err
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record"); err != nil {
+		return 0, 0, err
+	}
+	return timeIngestTopic(ctx, pool, []string{addr}, benchTopic, cfg.Records, nil)
 }
 
 // produceFailures fills the DLQ topic with native envelopes of distinct values
@@ -72,6 +103,7 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 		return err
 	}
 	defer cl.Close()
+	var mu sync.Mutex
 	var firstErr error
 	for i := range n {
 		value := distinctValue(i, size)
@@ -83,6 +115,8 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 			Backtrace: []string{"main.handle()", "\t/app/handler.go:42"},
 		})
 		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}

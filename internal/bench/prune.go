@@ -41,7 +41,7 @@ type PruneResult struct {
 // throughput during pruning against the one without.
 func Prune(ctx context.Context, cfg Config) (*PruneResult, error) {
 	cfg = cfg.withDefaults()
-	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	pool, _, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ type RedeliverResult struct {
 // with Kafka and itself; the second line shows that cost.
 func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 	cfg = cfg.withDefaults()
-	pool, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
+	pool, _, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
