@@ -181,7 +181,7 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode errors: %w", err)
 	}
-	id, err := uuid.Parse(r.ID)
+	id, err := uuid.Parse(r.ID) // as bytes: uuid.UUID would be encoded as text through driver.Valuer
 	if err != nil {
 		return nil, fmt.Errorf("invalid id %q: %w", r.ID, err)
 	}
@@ -191,7 +191,7 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 		payload = nil
 	}
 	return []any{
-		id, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+		pgtype.UUID{Bytes: id, Valid: true}, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
