@@ -17,8 +17,8 @@ import (
 
 // dlqFilter holds the filter flags of dlq list, retry --all and purge.
 type dlqFilter struct {
-	queue, typ, errorType, state, exhaustion, since, until, key, q, path, value string
-	headers                                                                     []string
+	queue, typ, errorType, state, exhaustion, since, until, key, q, path, value, incident string
+	headers                                                                               []string
 }
 
 func (f *dlqFilter) register(fs *pflag.FlagSet) {
@@ -34,6 +34,7 @@ func (f *dlqFilter) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.path, "path", "", "JSON path in the payload, e.g. customer.id (with --value)")
 	fs.StringVar(&f.value, "value", "", "value at --path (JSON scalar or text)")
 	fs.StringArrayVar(&f.headers, "header", nil, "header that must be present: key or key:value (repeatable)")
+	fs.StringVar(&f.incident, "incident", "", "incident id: records whose latest error has this fingerprint (see redrive incidents)")
 }
 
 // query renders the filter as query parameters.
@@ -55,6 +56,7 @@ func (f *dlqFilter) query(cmd *cobra.Command) url.Values {
 	set("q", "q", f.q)
 	set("path", "path", f.path)
 	set("value", "value", f.value)
+	set("incident", "incident", f.incident)
 	for _, h := range f.headers {
 		q.Add("header", h)
 	}

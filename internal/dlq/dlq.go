@@ -205,6 +205,9 @@ type Record struct {
 	RedeliveryFailure *DeliveryFailure
 	// Archive is the state of the record's archive copy; nil when none is due.
 	Archive *ArchiveStatus
+	// Fingerprint identifies the incident of the record's latest error (its
+	// type and normalized message); empty until computed.
+	Fingerprint string
 }
 
 // Reasons a produce to Kafka failed, as stored on a record and in metrics.

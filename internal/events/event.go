@@ -38,12 +38,15 @@ const (
 	QueuePaused        Type = "queue.paused"
 	QueueResumed       Type = "queue.resumed"
 	QueueConfigUpdated Type = "queue.config_updated"
+	// IncidentOpened: a failure with a fingerprint never seen before was
+	// stored (Redrive's own). Subject: the fingerprint. Emitted by ingest.
+	IncidentOpened Type = "incident.opened"
 )
 
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
-	QueuePaused, QueueResumed, QueueConfigUpdated,
+	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
 }
 
 // Valid reports whether t is a known event type.
@@ -118,6 +121,27 @@ type QueueData struct {
 	State string `json:"state,omitempty"`
 	// Config is the effective policy after a config_updated, if shown.
 	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// IncidentData is the data of incident.opened.
+type IncidentData struct {
+	ID        string `json:"id"` // the fingerprint
+	Queue     string `json:"queue"`
+	ErrorType string `json:"error_type"`
+	Signature string `json:"signature"`
+	// Sample is the record that opened it, and its message.
+	Sample IncidentSample `json:"sample"`
+}
+
+// IncidentSample is one record of an incident.
+type IncidentSample struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
+
+// Incident returns an incident.opened event.
+func Incident(d IncidentData) Event {
+	return Event{Type: IncidentOpened, Subject: d.ID, Queue: d.Queue, Data: d}
 }
 
 // Record returns a record event of type t.

@@ -31,16 +31,18 @@ type FilterJSON struct {
 	Value json.RawMessage `json:"value,omitempty"`
 	// Header lists header matches: "key" (present) or "key:value".
 	Header []string `json:"header,omitempty"`
+	// Incident is an incident id (fingerprint): records whose latest error has it.
+	Incident string `json:"incident,omitempty"`
 }
 
 // filterParams are the query parameters that make up a filter.
-var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header"}
+var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header", "incident"}
 
 // filterFromQuery reads a filter from query parameters.
 func filterFromQuery(q url.Values) (*FilterJSON, error) {
 	f := &FilterJSON{Queue: q.Get("queue"), Type: q.Get("type"), ErrorType: q.Get("error_type"), State: q.Get("state"),
 		Exhaustion: q.Get("exhaustion"), Since: q.Get("since"), Until: q.Get("until"), Q: q.Get("q"), Path: q.Get("path"),
-		Header: q["header"]}
+		Header: q["header"], Incident: q.Get("incident")}
 	for _, name := range filterParams {
 		if name != "header" && len(q[name]) > 1 {
 			return nil, invalidParam(name, "given more than once")
@@ -62,7 +64,10 @@ func filterFromQuery(q url.Values) (*FilterJSON, error) {
 // toStore validates the filter and converts it; errors name the field, with
 // prefix (e.g. "filter.") for body filters.
 func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
-	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q}
+	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q, Incident: f.Incident}
+	if f.Incident != "" && !validIncidentID(f.Incident) {
+		return out, invalidParam(prefix+"incident", "must be an incident id: 16 lowercase hex characters")
+	}
 	if f.State != "" {
 		if !dlq.State(f.State).Valid() {
 			return out, invalidParam(prefix+"state", "must be one of retryable, available, completed, discarded")

@@ -183,6 +183,9 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/queues/:name/resume", handler: s.setQueueState(policy.TopicActive), action: "queue.resume"},
 		{method: http.MethodPost, path: "/queues/:name/drain", handler: s.setQueueState(policy.TopicDraining), action: "queue.drain"},
 
+		{method: http.MethodGet, path: "/incidents", handler: s.listIncidents},
+		{method: http.MethodGet, path: "/incidents/:id", handler: s.getIncident},
+
 		{method: http.MethodGet, path: "/audit", handler: s.listAudit},
 	}
 }

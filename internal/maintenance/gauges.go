@@ -82,6 +82,12 @@ func (g *Gauges) RunOnce(ctx context.Context) error {
 		rows[i] = metrics.RecordCount{Queue: c.Queue, State: c.State, Exhaustion: c.Exhaustion, ErrorType: c.ErrorType, N: c.N}
 	}
 	m.SetRecordCounts(rows)
+	incidents, err := g.cfg.Store.IncidentsPerQueue(ctx)
+	if err != nil {
+		m.StatsErrors.Inc()
+		return err
+	}
+	m.SetIncidents(incidents)
 	if g.cfg.Admin == nil || g.cfg.Group == "" {
 		return nil
 	}

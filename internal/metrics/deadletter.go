@@ -223,6 +223,9 @@ type depthCollector struct {
 	states      map[[3]string]float64 // queue, state, exhaustion
 	errorTypes  map[[2]string]float64 // queue, error_type
 	countsReady bool
+
+	incidents      map[string]float64 // queue
+	incidentsReady bool
 }
 
 var (
@@ -232,6 +235,8 @@ var (
 		"Age of the oldest dead letter per queue (now - discarded_at); 0 when the queue is empty.", []string{"queue"}, nil)
 	recordsDesc = prometheus.NewDesc("redrive_records",
 		"Records stored per queue, state and exhaustion (empty unless discarded), read from Postgres.", []string{"queue", "state", "exhaustion"}, nil)
+	incidentsDesc = prometheus.NewDesc("redrive_incidents",
+		"Incidents (failures grouped by error fingerprint) with live records, per queue.", []string{"queue"}, nil)
 	errorTypesDesc = prometheus.NewDesc("redrive_dead_letter_error_types",
 		"Dead letters per queue and error type of their last failure (the 20 largest per queue; the rest as \"other\").", []string{"queue", "error_type"}, nil)
 )
@@ -241,6 +246,7 @@ func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 	ch <- recordsDesc
 	ch <- errorTypesDesc
+	ch <- incidentsDesc
 }
 
 func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
@@ -252,6 +258,11 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for k, v := range c.errorTypes {
 			ch <- prometheus.MustNewConstMetric(errorTypesDesc, prometheus.GaugeValue, v, k[0], k[1])
+		}
+	}
+	if c.incidentsReady {
+		for q, v := range c.incidents {
+			ch <- prometheus.MustNewConstMetric(incidentsDesc, prometheus.GaugeValue, v, q)
 		}
 	}
 	if !c.ready {
@@ -279,6 +290,24 @@ func KafkaClientOpts(reg prometheus.Registerer, name string) kgo.Opt {
 		kprom.FetchAndProduceDetail(kprom.ByTopic, kprom.Records, kprom.UncompressedBytes),
 	)
 	return kgo.WithHooks(m)
+}
+
+// SetIncidents replaces the incidents with live records per queue. Queues
+// seen before and missing now report 0.
+func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
+	c := d.depth
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.incidents == nil {
+		c.incidents = map[string]float64{}
+	}
+	for q := range c.incidents {
+		c.incidents[q] = 0
+	}
+	for q, n := range perQueue {
+		c.incidents[q] = float64(n)
+	}
+	c.incidentsReady = true
 }
 
 // SetClock replaces the clock used for ages (tests inject one).

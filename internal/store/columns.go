@@ -23,7 +23,7 @@ var recordColumns = []string{
 	"dlq_topic", "dlq_partition", "dlq_offset", "dlq_timestamp", "format",
 	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
 	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
-	"archive_state",
+	"archive_state", "fingerprint",
 }
 
 var insertColumns = strings.Join(recordColumns, ", ")
@@ -196,7 +196,7 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
-		archiveStateOf(r.State),
+		archiveStateOf(r.State), r.Fingerprint,
 	}, nil
 }
 

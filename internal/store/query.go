@@ -40,6 +40,8 @@ type Filter struct {
 	States []dlq.State
 	// MaxID, when set, excludes records with a greater id (created later).
 	MaxID string
+	// Incident is a fingerprint: records whose latest error has it.
+	Incident string
 }
 
 // PathMatch is a JSON match on the payload: the value at Path (object keys,
@@ -107,6 +109,9 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if f.ErrorType != "" {
 		add("error_type = $%d", f.ErrorType)
+	}
+	if f.Incident != "" {
+		add("fingerprint = $%d", f.Incident)
 	}
 	if f.State != "" {
 		add("state = $%d", string(f.State))
@@ -286,7 +291,7 @@ func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
 
 // countWhere renders the dimension part of f over redrive_record_count.
 func (f *Filter) countWhere() (string, []any) {
-	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States}
+	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident}
 	cond, args := g.where(nil)
 	if f.Exhaustion != "" {
 		args = append(args, string(f.Exhaustion))
@@ -331,7 +336,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &dlqTS, &format,
 		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
 		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
-		&archiveState,
+		&archiveState, &r.Fingerprint,
 		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
 	)
 	if err != nil {

@@ -78,9 +78,9 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 // rows its snapshot sees, and deletes what it folds).
 func (s *Store) CompactCounts(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM redrive_record_count RETURNING *)
-		INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, n)
-		SELECT queue, type, error_type, state, exhaustion, sum(n) FROM d
-		GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0`)
+		INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
+		SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
+		GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0`)
 	if err != nil {
 		return fmt.Errorf("compact record counts: %w", err)
 	}

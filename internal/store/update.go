@@ -59,11 +59,12 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 			}
 			batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
 				errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
-				updated_at = $12, `+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
+				updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint),
+				`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
 				WHERE id = $1`,
 				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 				errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
-				r.UpdatedAt)
+				r.UpdatedAt, r.Fingerprint)
 		}
 		saved = len(updates)
 		return tx.SendBatch(ctx, batch).Close()

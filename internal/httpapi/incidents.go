@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// incidentJSON is an incident as the API shows it.
+type incidentJSON struct {
+	ID        string           `json:"id"`
+	ErrorType string           `json:"error_type"`
+	Signature string           `json:"signature"`
+	Count     int64            `json:"count"`
+	Queues    []string         `json:"queues"`
+	States    map[string]int64 `json:"states"`
+	FirstSeen jsonTime         `json:"first_seen"`
+	LastSeen  jsonTime         `json:"last_seen"`
+	Sample    incidentSample   `json:"sample"`
+}
+
+type incidentSample struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
+
+func toIncidentJSON(in *store.Incident) incidentJSON {
+	states := in.States
+	if states == nil {
+		states = map[string]int64{}
+	}
+	queues := in.Queues
+	if queues == nil {
+		queues = []string{}
+	}
+	return incidentJSON{ID: in.ID, ErrorType: in.ErrorType, Signature: in.Signature, Count: in.Count, Queues: queues,
+		States: states, FirstSeen: jsonTime(in.FirstSeen), LastSeen: jsonTime(in.LastSeen),
+		Sample: incidentSample{ID: in.SampleID, Message: in.SampleMessage}}
+}
+
+var incidentParams = map[string]bool{"queue": true, "state": true, "since": true, "sort": true, "limit": true}
+
+// listIncidents is GET /incidents: the fingerprints with live records.
+func (s *Server) listIncidents(c echo.Context) error {
+	q := c.QueryParams()
+	if err := checkParams(q, incidentParams); err != nil {
+		return err
+	}
+	for name := range q {
+		if len(q[name]) > 1 {
+			return invalidParam(name, "given more than once")
+		}
+	}
+	p := &store.IncidentParams{Queue: q.Get("queue"), State: q.Get("state"), Sort: q.Get("sort")}
+	if p.State != "" && !dlq.State(p.State).Valid() {
+		return invalidParam("state", "must be one of retryable, available, completed, discarded")
+	}
+	switch p.Sort {
+	case "":
+		p.Sort = store.IncidentSortCount
+	case store.IncidentSortCount, store.IncidentSortLastSeen:
+	default:
+		return invalidParam("sort", "must be count or last_seen")
+	}
+	var err error
+	if p.Since, err = parseTime(q.Get("since"), "since"); err != nil {
+		return err
+	}
+	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return err
+	}
+	list, err := s.store.ListIncidents(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	items := make([]incidentJSON, len(list))
+	for i := range list {
+		items[i] = toIncidentJSON(&list[i])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}
+
+// getIncident is GET /incidents/{id}.
+func (s *Server) getIncident(c echo.Context) error {
+	id := c.Param("id")
+	if !validIncidentID(id) {
+		return invalidParam("id", "must be an incident id: lowercase hex")
+	}
+	in, err := s.store.GetIncident(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("incident " + id + " not found")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toIncidentJSON(in))
+}
+
+// validIncidentID reports whether id looks like a fingerprint (lowercase
+// hex), so that anything else is refused before it reaches a query.
+func validIncidentID(id string) bool {
+	return id != "" && len(id) <= 64 && strings.Trim(id, "0123456789abcdef") == ""
+}

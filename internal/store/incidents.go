@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// IncidentSeen is a fingerprint met in a batch of failures, with one record
+// of it as the sample.
+type IncidentSeen struct {
+	Fingerprint   string
+	ErrorType     string
+	Signature     string
+	Queue         string
+	SeenAt        time.Time
+	SampleID      string
+	SampleMessage string
+}
+
+// RecordIncidents notes the fingerprints a batch of failures had: a new one
+// opens an incident, a known one moves its last_seen. It returns the
+// incidents this call opened. Idempotent, so a batch consumed again opens
+// nothing twice (an incident whose opening statement was lost to a crash is
+// opened when the batch comes again).
+func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]IncidentSeen, error) {
+	if len(seen) == 0 {
+		return nil, nil
+	}
+	// One row per fingerprint: ON CONFLICT cannot touch a row twice.
+	byFP := map[string]int{}
+	var uniq []IncidentSeen
+	for _, in := range seen {
+		if i, ok := byFP[in.Fingerprint]; ok {
+			if in.SeenAt.After(uniq[i].SeenAt) {
+				uniq[i].SeenAt = in.SeenAt
+			}
+			continue
+		}
+		byFP[in.Fingerprint] = len(uniq)
+		uniq = append(uniq, in)
+	}
+	n := len(uniq)
+	fps, types, sigs, ids, msgs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at := make([]time.Time, n)
+	for i, in := range uniq {
+		fps[i], types[i], sigs[i], ids[i], msgs[i], at[i] = in.Fingerprint, clean(in.ErrorType), clean(in.Signature),
+			in.SampleID, clean(in.SampleMessage), in.SeenAt
+	}
+	rows, err := s.pool.Query(ctx, `
+		INSERT INTO redrive_incident AS i (fingerprint, error_type, signature, first_seen, last_seen, sample_id, sample_message)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $4::timestamptz[], $5::uuid[], $6::text[])
+		ON CONFLICT (fingerprint) DO UPDATE SET last_seen = greatest(i.last_seen, excluded.last_seen)
+		RETURNING fingerprint, xmax = 0`, fps, types, sigs, at, ids, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("record incidents: %w", err)
+	}
+	var opened []IncidentSeen
+	var fp string
+	var inserted bool
+	if _, err := pgx.ForEachRow(rows, []any{&fp, &inserted}, func() error {
+		if inserted {
+			opened = append(opened, uniq[byFP[fp]])
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("record incidents: %w", err)
+	}
+	return opened, nil
+}
+
+// Incident is a group of failures with one fingerprint, with the records it
+// has now.
+type Incident struct {
+	ID            string // the fingerprint
+	ErrorType     string
+	Signature     string
+	Count         int64            // live records matching the listing's filters
+	Queues        []string         // queues with live records of it
+	States        map[string]int64 // live records by state
+	FirstSeen     time.Time
+	LastSeen      time.Time
+	SampleID      string
+	SampleMessage string
+}
+
+// IncidentParams filters and sorts ListIncidents.
+type IncidentParams struct {
+	Queue string
+	State string
+	// Since keeps incidents last seen at or after it.
+	Since time.Time
+	// Sort is "count" (most records first) or "last_seen" (newest first).
+	Sort  string
+	Limit int
+	// ID, when set, reads that incident alone, with or without live records.
+	ID string
+}
+
+// Incident sorts.
+const (
+	IncidentSortCount    = "count"
+	IncidentSortLastSeen = "last_seen"
+)
+
+// ListIncidents lists incidents with live records (records still stored),
+// counted from the statistics table: a few hundred rows whatever the number
+// of records.
+func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Incident, error) {
+	var since *time.Time
+	if !p.Since.IsZero() {
+		since = &p.Since
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	return collect(ctx, s.pool, "list incidents", scanIncident, `
+		WITH c AS (
+			SELECT fingerprint, queue, state, sum(n)::bigint AS n FROM redrive_record_count
+			WHERE fingerprint <> '' AND ($1 = '' OR queue = $1) AND ($6 = '' OR fingerprint = $6)
+			GROUP BY 1, 2, 3 HAVING sum(n) <> 0),
+		q AS (SELECT fingerprint, array_agg(DISTINCT queue ORDER BY queue) AS queues FROM c GROUP BY 1),
+		t AS (SELECT fingerprint, state, sum(n)::bigint AS n FROM c GROUP BY 1, 2),
+		u AS (SELECT fingerprint, jsonb_object_agg(state, n) AS states,
+		             coalesce(sum(n) FILTER (WHERE $2 = '' OR state = $2), 0)::bigint AS matching
+		      FROM t GROUP BY 1)
+		SELECT i.fingerprint, i.error_type, i.signature, coalesce(u.matching, 0), coalesce(q.queues, '{}'),
+		       coalesce(u.states, '{}'), i.first_seen, i.last_seen, i.sample_id::text, i.sample_message
+		FROM redrive_incident i
+		LEFT JOIN u USING (fingerprint) LEFT JOIN q USING (fingerprint)
+		WHERE ($6 <> '' AND i.fingerprint = $6) OR ($6 = '' AND u.matching > 0 AND ($3::timestamptz IS NULL OR i.last_seen >= $3))
+		ORDER BY CASE WHEN $4 = 'count' THEN coalesce(u.matching, 0) END DESC NULLS LAST, i.last_seen DESC, i.fingerprint
+		LIMIT $5`, p.Queue, p.State, since, p.Sort, limit, p.ID)
+}
+
+// GetIncident returns one incident, or ErrNotFound.
+func (s *Store) GetIncident(ctx context.Context, id string) (*Incident, error) {
+	out, err := s.ListIncidents(ctx, &IncidentParams{ID: id, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return &out[0], nil
+}
+
+// IncidentsPerQueue counts, per queue, the incidents with live records.
+func (s *Store) IncidentsPerQueue(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT queue, count(*) FROM (
+			SELECT queue, fingerprint FROM redrive_record_count WHERE fingerprint <> ''
+			GROUP BY 1, 2 HAVING sum(n) > 0) c
+		GROUP BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("incidents per queue: %w", err)
+	}
+	out := map[string]int64{}
+	var q string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("incidents per queue: %w", err)
+	}
+	return out, nil
+}
+
+func scanIncident(row pgx.CollectableRow) (Incident, error) {
+	var in Incident
+	var states []byte
+	err := row.Scan(&in.ID, &in.ErrorType, &in.Signature, &in.Count, &in.Queues, &states,
+		&in.FirstSeen, &in.LastSeen, &in.SampleID, &in.SampleMessage)
+	if err != nil {
+		return in, err
+	}
+	in.States = map[string]int64{}
+	if err := json.Unmarshal(states, &in.States); err != nil {
+		return in, fmt.Errorf("decode incident states: %w", err)
+	}
+	slices.Sort(in.Queues)
+	return in, nil
+}
