@@ -133,6 +133,8 @@ type recordJSON struct {
 	Redelivery *redeliveryJSON `json:"redelivery"`
 	// RedeliveryFailure is set while the record's redelivery keeps failing.
 	RedeliveryFailure *failureJSON `json:"redelivery_failure"`
+	// Incident is the fingerprint of the latest error (GET /incidents/{id}).
+	Incident string `json:"incident"`
 	// Archive is the state of the record's archive copy.
 	Archive *archiveJSON `json:"archive"`
 }
@@ -171,7 +173,7 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
 		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),
 		RedeliveredAt: optTime(r.RedeliveredAt), ArchivedAt: optTime(r.ArchivedAt),
-		RedeliveryFailure: toFailureJSON(r.RedeliveryFailure), Archive: toArchiveJSON(r, archiving),
+		RedeliveryFailure: toFailureJSON(r.RedeliveryFailure), Archive: toArchiveJSON(r, archiving), Incident: r.Fingerprint,
 	}
 	if rd := r.Redelivery; rd != nil {
 		out.Redelivery = &redeliveryJSON{Headers: make([]headerJSON, len(rd.Headers))}
