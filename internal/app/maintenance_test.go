@@ -268,11 +268,14 @@ replay_rules:
 		time.Sleep(50 * time.Millisecond)
 		mustOK(t, a.app.Gauges().RunOnce(context.Background()))
 	}
-	added := collect(t, all, 5)
-	for _, e := range added {
-		if !strings.HasPrefix(e, "dead_letter.added ") {
-			t.Errorf("event %q, want dead_letter.added", e)
-		}
+	// Five records, and two incidents opened: db.timeout and smtp.down.
+	byType := map[string]int{}
+	for _, e := range collect(t, all, 7) {
+		typ, _, _ := strings.Cut(e, " ")
+		byType[typ]++
+	}
+	if byType["dead_letter.added"] != 5 || byType["incident.opened"] != 2 {
+		t.Errorf("events %v, want 5 dead_letter.added and 2 incident.opened", byType)
 	}
 	if got := collect(t, billingOnly, 2); !strings.HasPrefix(got[0], "dead_letter.added") {
 		t.Errorf("billing stream %v", got)
@@ -462,7 +465,7 @@ replay_rules:
 		counts[ev.Type]++
 	}
 	if want := fmt.Sprint(map[string]int{"dead_letter.added": 5, "dead_letter.deleted": 1, "dead_letter.pruned": 1,
-		"dead_letter.replayed": 1, "dead_letter.retried": 1}); fmt.Sprint(counts) != want {
+		"dead_letter.replayed": 1, "dead_letter.retried": 1, "incident.opened": 2}); fmt.Sprint(counts) != want {
 		t.Errorf("events topic: %v, want %v", counts, want)
 	}
 	// kprom client metrics are exported for every client.

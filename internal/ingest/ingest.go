@@ -23,6 +23,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -148,9 +149,10 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 
 // persisted is what a batch changed.
 type persisted struct {
-	stored  store.InsertResult // which new records were stored (the rest were duplicates)
-	changed []*dlq.Record      // existing records a repeat failure or ack changed
-	due     bool               // something now waits for redelivery
+	stored  store.InsertResult   // which new records were stored (the rest were duplicates)
+	changed []*dlq.Record        // existing records a repeat failure or ack changed
+	due     bool                 // something now waits for redelivery
+	opened  []store.IncidentSeen // incidents the batch opened
 }
 
 // persist writes the batch, retrying with backoff until it succeeds or ctx
@@ -228,13 +230,39 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		return res, err
 	}
 	res.stored = stored
-	for _, r := range fresh {
+	// Records stored now come first, so that an incident's sample is one
+	// of them; duplicates (stored before) still make sure it exists.
+	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))
+	var dups []store.IncidentSeen
+	for i := range fresh {
+		r := &fresh[i]
 		res.due = res.due || r.State == dlq.StateRetryable
+		if stored.New(i) {
+			seen = append(seen, incidentOf(r))
+		} else {
+			dups = append(dups, incidentOf(r))
+		}
 	}
 	for _, r := range res.changed {
 		res.due = res.due || r.State == dlq.StateRetryable
+		if r.State != dlq.StateCompleted {
+			seen = append(seen, incidentOf(r))
+		}
+	}
+	seen = append(seen, dups...)
+	// After the records: a crash in between leaves the batch uncommitted,
+	// and its next consumption records the incidents.
+	if res.opened, err = in.store.RecordIncidents(ctx, seen); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// incidentOf is the incident a record's latest error belongs to.
+func incidentOf(r *dlq.Record) store.IncidentSeen {
+	last := r.LastError()
+	return store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type, Signature: fingerprint.Normalize(last.Message),
+		Queue: r.Queue, SeenAt: last.OccurredAt, SampleID: r.ID, SampleMessage: last.Message}
 }
 
 // report updates metrics and publishes events for a persisted batch.
@@ -261,6 +289,10 @@ func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
 	}
 	if dup > 0 {
 		m.IngestDuplicates.WithLabelValues(recs[0].Topic).Add(float64(dup))
+	}
+	for _, o := range res.opened {
+		added = append(added, events.Incident(events.IncidentData{ID: o.Fingerprint, Queue: o.Queue, ErrorType: o.ErrorType,
+			Signature: o.Signature, Sample: events.IncidentSample{ID: o.SampleID, Message: o.SampleMessage}}))
 	}
 	in.cfg.Events.Publish(context.Background(), added...)
 	for _, r := range res.changed {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -121,6 +122,7 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, n
 		Errors:      []dlq.ErrorEntry{failed},
 		Retry:       retryJSON,
 		CreatedAt:   now,
+		Fingerprint: fingerprint.Of(failed.Type, failed.Message, failed.Backtrace),
 	}
 	if f.Format == dlq.FormatUnparseable {
 		// Nowhere to redeliver it to: keep it for an operator.
@@ -184,6 +186,7 @@ func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, now time.Time) bo
 		first = r.Errors[0].OccurredAt
 	}
 	r.Errors = append(r.Errors, failed)
+	r.Fingerprint = fingerprint.Of(failed.Type, failed.Message, failed.Backtrace)
 	setOutcome(r, in.decide(t, &failed, first, now), failed.OccurredAt, now)
 	return true
 }
