@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
@@ -29,6 +31,8 @@ const (
 	apiListTarget  = 50 * time.Millisecond
 	apiStatsTarget = 20 * time.Millisecond
 	apiPathTarget  = 200 * time.Millisecond
+	// apiIncidentsTarget: listing incidents at a million records.
+	apiIncidentsTarget = 50 * time.Millisecond
 )
 
 // apiSamples is how many timed requests each query gets (after a warm-up).
@@ -36,8 +40,8 @@ const apiSamples = 200
 
 // APIResult holds the latencies of one run.
 type APIResult struct {
-	Load                          time.Duration
-	List, Stats, PathSearch, Misc map[string]Latency
+	Load                               time.Duration
+	List, Stats, PathSearch, Incidents map[string]Latency
 }
 
 // Latency is a p50/p99 pair.
@@ -132,7 +136,7 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 		fmt.Fprintf(cfg.Out, "  %-6s %-28s p50 %7.2f ms  p99 %7.2f ms  (target p99 <= %v: %s)\n", group, name,
 			ms(l.P50), ms(l.P99), target, ok)
 	}
-	res.List, res.Stats, res.PathSearch = map[string]Latency{}, map[string]Latency{}, map[string]Latency{}
+	res.List, res.Stats, res.PathSearch, res.Incidents = map[string]Latency{}, map[string]Latency{}, map[string]Latency{}, map[string]Latency{}
 	for _, l := range lists {
 		lat, err := measure(l.path)
 		if err != nil {
@@ -169,6 +173,35 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 		}
 		res.Stats[name] = lat
 		report("stats", name, lat, apiStatsTarget)
+	}
+	var incidents struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	body, err := call(srv, "/ojs/v1/incidents?limit=1000")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body, &incidents); err != nil || len(incidents.Items) == 0 {
+		return nil, fmt.Errorf("incidents: %d listed, %v", len(incidents.Items), err)
+	}
+	for name, path := range map[string]func() string{
+		"all, by count": func() string { return "/ojs/v1/incidents" },
+		"one queue, by last_seen": func() string {
+			return fmt.Sprintf("/ojs/v1/incidents?queue=q%d&sort=last_seen", rng.IntN(apiQueues))
+		},
+		"state": func() string { return "/ojs/v1/incidents?state=retryable" },
+		"records of one": func() string {
+			return "/ojs/v1/dead-letter?limit=50&incident=" + incidents.Items[rng.IntN(len(incidents.Items))].ID
+		},
+	} {
+		lat, err := measure(path)
+		if err != nil {
+			return nil, fmt.Errorf("incidents: %w", err)
+		}
+		res.Incidents[name] = lat
+		report("incid.", name, lat, apiIncidentsTarget)
 	}
 	for name, path := range map[string]func() string{
 		"customer.id (number)": func() string {
@@ -223,6 +256,7 @@ func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	retry, _ := json.Marshal(policy.Default())
 	const batch = 10_000
 	recs := make([]dlq.Record, 0, batch)
+	opened := map[string]store.IncidentSeen{}
 	for i := range n {
 		q := rng.IntN(apiQueues)
 		created := now.Add(-time.Duration(rng.Int64N(int64(90 * 24 * time.Hour))))
@@ -239,8 +273,16 @@ func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 			Headers: []dlq.Header{{Key: "traceparent", Value: fmt.Appendf(nil, "00-%032x-%016x-01", rng.Uint64(), rng.Uint64())}},
 			Retry:   retry, Meta: json.RawMessage(`{}`),
 			CreatedAt: created, UpdatedAt: created,
-			Errors: []dlq.ErrorEntry{{Attempt: 3, Type: errorTypeOf(q, rng.IntN(apiErrTypes)), Message: "failed", Code: dlq.CodeRetry,
-				OccurredAt: created}},
+		}
+		// Messages with variable parts, one signature per error type: each
+		// error type is an incident.
+		errType := errorTypeOf(q, rng.IntN(apiErrTypes))
+		msg := fmt.Sprintf("dial tcp 10.0.%d.%d:5432: connect: connection refused (order %d)", rng.IntN(256), rng.IntN(256), i)
+		r.Errors = []dlq.ErrorEntry{{Attempt: 3, Type: errType, Message: msg, Code: dlq.CodeRetry, OccurredAt: created}}
+		r.Fingerprint = fingerprint.Of(errType, msg, nil)
+		if _, ok := opened[r.Fingerprint]; !ok {
+			opened[r.Fingerprint] = store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: errType,
+				Signature: fingerprint.Normalize(msg), Queue: r.Queue, SeenAt: created, SampleID: r.ID, SampleMessage: msg}
 		}
 		switch p := rng.IntN(100); {
 		case p < 70:
@@ -261,5 +303,6 @@ func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 			recs = recs[:0]
 		}
 	}
-	return nil
+	_, err := st.RecordIncidents(ctx, slices.Collect(maps.Values(opened)))
+	return err
 }
