@@ -24,6 +24,7 @@ import (
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
@@ -250,6 +251,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return a.tasks.Run(gctx) })
 	a.runMaintenance(gctx, g)
 	g.Go(func() error { a.compactCounts(gctx, 5*time.Second); return nil })
+	g.Go(func() error { maintenance.BackfillFingerprints(gctx, a.store, a.log); return nil })
 	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
 	g.Go(func() error {
 		a.log.Info("http api listening", "component", "app", "addr", a.Addr())

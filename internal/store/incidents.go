@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // IncidentSeen is a fingerprint met in a batch of failures, with one record
@@ -184,4 +186,39 @@ func scanIncident(row pgx.CollectableRow) (Incident, error) {
 	}
 	slices.Sort(in.Queues)
 	return in, nil
+}
+
+// Unfingerprinted is a record stored before fingerprints existed, with its
+// latest error.
+type Unfingerprinted struct {
+	ID, Queue string
+	Last      dlq.ErrorEntry
+}
+
+// Unfingerprinted returns up to limit records without a fingerprint.
+func (s *Store) Unfingerprinted(ctx context.Context, limit int) ([]Unfingerprinted, error) {
+	return collect(ctx, s.pool, "records without a fingerprint", func(row pgx.CollectableRow) (Unfingerprinted, error) {
+		var u Unfingerprinted
+		var last []byte
+		if err := row.Scan(&u.ID, &u.Queue, &last); err != nil {
+			return u, err
+		}
+		if len(last) > 0 {
+			if err := json.Unmarshal(last, &u.Last); err != nil {
+				return u, fmt.Errorf("decode the latest error of %s: %w", u.ID, err)
+			}
+		}
+		return u, nil
+	}, `SELECT id::text, queue, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
+}
+
+// SetFingerprints sets records' fingerprints where none is set yet (ingest
+// may have set a newer one meanwhile).
+func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints []string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE redrive_record r SET fingerprint = f.fp
+		FROM unnest($1::uuid[], $2::text[]) AS f(id, fp) WHERE r.id = f.id AND r.fingerprint = ''`, ids, fingerprints)
+	if err != nil {
+		return fmt.Errorf("set fingerprints: %w", err)
+	}
+	return nil
 }
