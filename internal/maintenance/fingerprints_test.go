@@ -9,7 +9,7 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// Records stored before fingerprints existed (fingerprint '') get the one of
+// Records stored before fingerprints existed (fingerprint ”) get the one of
 // their latest error, and their incidents are listed with them.
 func TestBackfillFingerprintsOlderRecords(t *testing.T) {
 	b := setup(t)
