@@ -26,16 +26,18 @@ type quiesceResult struct {
 	waited  time.Duration
 }
 
-// quiesce waits until the workload has run its course — every redelivery the
-// policies ask for reached its source topic, every record bound for the
-// archive has its copy, the bulk retry completed, and Postgres holds no open
-// claim (an orphaned claim is rescued and redelivered only after its lease,
-// and the suite wants to see that duplicate) — then reads every stored record.
+// quiesce waits until the workload has run its course — the bulk retry
+// completed, every redelivery the policies ask for reached its source topic
+// and got its outcome (a repeat failure, an acknowledgement), every record is
+// stored or has its copy on the archive topic, and no claim orphaned by a
+// kill may still deliver again (see openWork) — then reads every stored
+// record.
 func quiesce(ctx context.Context, t *testing.T, in quiesceInput) quiesceResult {
 	t.Helper()
 	start := time.Now()
 	var bulkErr error
 	bulkFinished := false
+	lastLog := start
 	for {
 		if !bulkFinished {
 			select {
@@ -50,6 +52,10 @@ func quiesce(ctx context.Context, t *testing.T, in quiesceInput) quiesceResult {
 		why := notSettled(ctx, in, bulkFinished)
 		if why == "" {
 			break
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			t.Logf("chaos: waiting for quiescence: %s", why)
+			lastLog = time.Now()
 		}
 		if time.Now().After(in.deadline) || ctx.Err() != nil {
 			t.Errorf("no quiescence %v after the last disruption: %s", time.Since(start).Round(time.Second), why)
@@ -85,7 +91,8 @@ func notSettled(ctx context.Context, in quiesceInput, bulkFinished bool) string 
 	for _, c := range copies {
 		copied[c.key] = true
 	}
-	missing, uncopied := 0, 0
+	missing := 0
+	var uncopied [][]byte
 	for _, k := range in.prod.keys() {
 		q := queueOf(k)
 		for _, a := range expectedAttempts[q] {
@@ -94,49 +101,74 @@ func notSettled(ctx context.Context, in quiesceInput, bulkFinished bool) string 
 			}
 		}
 		if q != qEmails && !copied[k] {
-			uncopied++
+			uncopied = append(uncopied, []byte(k))
 		}
 	}
 	if missing > 0 {
 		why = append(why, fmt.Sprintf("%d redeliveries not seen", missing))
 	}
-	if uncopied > 0 {
-		why = append(why, fmt.Sprintf("%d archive copies not seen", uncopied))
-	}
 	if len(why) > 0 {
 		return strings.Join(why, ", ")
 	}
-	// Only once the topics look done: Postgres may still hold a claim whose
-	// records were produced but not settled.
-	claims, busy, err := openWork(ctx, in.dbURL)
+	w, err := openWork(ctx, in.dbURL, uncopied)
 	if err != nil {
 		return fmt.Sprintf("postgres: %v", err)
 	}
-	if claims > 0 {
-		why = append(why, fmt.Sprintf("%d redelivery claims open", claims))
+	if w.claims > 0 {
+		why = append(why, fmt.Sprintf("%d unsettled redelivery claims that would deliver again when rescued", w.claims))
 	}
-	if busy > 0 {
-		why = append(why, fmt.Sprintf("%d records retryable or with an archive copy due", busy))
+	if w.retryable > 0 {
+		why = append(why, fmt.Sprintf("%d records waiting for a retry", w.retryable))
+	}
+	if w.outcome > 0 {
+		why = append(why, fmt.Sprintf("%d redelivered records waiting for their outcome", w.outcome))
+	}
+	if gap := len(uncopied) - w.stored; gap > 0 {
+		// Pruned after its copy was made, and the copy not read yet.
+		why = append(why, fmt.Sprintf("%d records neither stored nor seen on the archive topic", gap))
 	}
 	return strings.Join(why, ", ")
 }
 
-// openWork counts the redelivery claims not yet settled or rescued, and the
-// records still waiting for a retry or an archive copy.
-func openWork(ctx context.Context, dbURL string) (claims, busy int, err error) {
+// work is what Postgres still has to do.
+type work struct {
+	claims    int // unsettled claims that would deliver again when rescued
+	retryable int // records waiting for a retry
+	outcome   int // orders and payments records redelivered, their failure or ack not in yet
+	stored    int // of the keys asked about, how many are stored
+}
+
+// openWork reads what is left to do.
+//
+// A claim orphaned by a kill (produced, never settled) is rescued only when
+// its lease (30 s) has passed, and puts back only its records that are still
+// as it left them: available, carrying its token, with no outcome yet
+// (store.RescueExpired). Those are redelivered again — the duplicate the
+// suite wants to see and explain — so such claims are waited for. A claim
+// whose records all moved on (acknowledged, failed again) can redeliver
+// nothing and is not. Nor is an archive copy still due: its record is stored
+// (and a copy whose claim was never settled is on the topic already), it is
+// only made after its lease.
+func openWork(ctx context.Context, dbURL string, keys [][]byte) (work, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		return 0, 0, fmt.Errorf("connect: %w", err)
+		return work{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM redrive_claim),
-		(SELECT count(*) FROM redrive_record WHERE state = 'retryable' OR archive_state IN ('pending', 'failed'))`).Scan(&claims, &busy)
+	var w work
+	err = conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM redrive_claim c WHERE EXISTS (SELECT 1 FROM redrive_record r
+			WHERE r.id = ANY (c.ids) AND r.claim_token = c.token AND r.state = 'available' AND r.next_retry_at IS NULL)),
+		(SELECT count(*) FROM redrive_record WHERE state = 'retryable'),
+		(SELECT count(*) FROM redrive_record WHERE state = 'available' AND queue IN ($1, $2)),
+		(SELECT count(DISTINCT key) FROM redrive_record WHERE key = ANY ($3))`,
+		qOrders, qPayments, keys).Scan(&w.claims, &w.retryable, &w.outcome, &w.stored)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count open work: %w", err)
+		return work{}, fmt.Errorf("count open work: %w", err)
 	}
-	return claims, busy, nil
+	return w, nil
 }
 
 // report is what verify found.
