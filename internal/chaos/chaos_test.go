@@ -51,8 +51,11 @@ var (
 	shortMode = mode{name: "short", kills: 3, pgStops: 1, pgStopFor: 3 * time.Second, perQueue: 150,
 		produceFor: 8 * time.Second, window: 10 * time.Second, bulkAt: 2 * time.Second, bulkRate: 0,
 		quiesce: 75 * time.Second, limit: 4 * time.Minute}
+	// Full: 24 kills and two 20 s stops over three minutes while 6,000
+	// records flow in; the bulk retry is throttled (30 records/s) so that
+	// kills hit it while it works.
 	fullMode = mode{name: "full", kills: 24, pgStops: 2, pgStopFor: 20 * time.Second, perQueue: 1500,
-		produceFor: 120 * time.Second, window: 180 * time.Second, bulkAt: 40 * time.Second, bulkRate: 30,
+		produceFor: 160 * time.Second, window: 180 * time.Second, bulkAt: 40 * time.Second, bulkRate: 30,
 		quiesce: 150 * time.Second, limit: 25 * time.Minute}
 )
 

@@ -693,5 +693,8 @@ func (m *monitor) activity(gen int, started time.Time, extra ...string) []string
 		out = append(out, a)
 	}
 	sort.Strings(out)
+	if len(out) == 0 {
+		out = append(out, "nothing (idle)")
+	}
 	return out
 }
