@@ -228,7 +228,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer obsCl.Close()
-	obs := &observer{cl: obsCl}
+	obs := &observer{}
 	wctx, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopWork(); wg.Wait() }()
@@ -256,7 +256,9 @@ func TestChaos(t *testing.T) {
 	prod := &producer{dl: dl, seed: seed}
 	prodDone := make(chan error, 1)
 	var prodTook time.Duration
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		// emails first, all of them: the bulk retry only takes records stored
 		// before its task, and waits for every one.
 		err := prod.produceAll(wctx, []string{qEmails}, m.perQueue, 500*time.Millisecond)
@@ -269,7 +271,8 @@ func TestChaos(t *testing.T) {
 
 	bulk := &bulkRetry{api: a, want: m.perQueue, rate: m.bulkRate, logf: t.Logf}
 	bulkDone := make(chan error, 1)
-	go func() { bulkDone <- bulk.run(wctx, t0.Add(m.bulkAt)) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); bulkDone <- bulk.run(wctx, t0.Add(m.bulkAt)) }()
 
 	// The chaos itself.
 	events := plan(rng, m)
@@ -338,7 +341,7 @@ func TestChaos(t *testing.T) {
 	}
 	deliveries, copies, appErrs := obs.snapshot()
 	rep := verify(prod.keys(), res.records, deliveries, copies, disruptions)
-	tasks, _, _, _ := bulk.snapshot()
+	tasks := bulk.snapshot()
 	failedTasks := 0
 	for _, tk := range tasks {
 		if tk.State == "failed" {

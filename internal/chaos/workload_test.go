@@ -213,8 +213,6 @@ type archived struct {
 // the consumer application: it fails every orders record again, succeeds and
 // acknowledges payments, and succeeds on emails.
 type observer struct {
-	cl *kgo.Client
-
 	mu         sync.Mutex
 	deliveries []delivery
 	copies     []archived
@@ -397,12 +395,9 @@ type bulkRetry struct {
 	rate float64 // rate_limit of the task (records/s); 0 = unlimited
 	logf func(format string, args ...any)
 
-	mu        sync.Mutex
-	tasks     []task // every task created, latest state
-	running   bool
-	done      bool
-	startedAt time.Time
-	doneAt    time.Time
+	mu      sync.Mutex
+	tasks   []task // every task created, latest state
+	running bool   // a task was created and the retry has not completed
 }
 
 func (b *bulkRetry) isRunning() bool {
@@ -411,10 +406,10 @@ func (b *bulkRetry) isRunning() bool {
 	return b.running
 }
 
-func (b *bulkRetry) snapshot() (tasks []task, done bool, startedAt, doneAt time.Time) {
+func (b *bulkRetry) snapshot() []task {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]task(nil), b.tasks...), b.done, b.startedAt, b.doneAt
+	return append([]task(nil), b.tasks...)
 }
 
 var emailsFilter = map[string]any{"queue": qEmails}
@@ -439,8 +434,8 @@ func (b *bulkRetry) run(ctx context.Context, notBefore time.Time) error {
 		if err == nil && l.Pagination.Total >= b.want {
 			break
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return fmt.Errorf("wait for %d emails dead letters (last: %d, %v): %w", b.want, l.Pagination.Total, err, ctx.Err())
+		if serr := sleep(ctx, 200*time.Millisecond); serr != nil {
+			return fmt.Errorf("wait for %d emails dead letters (last: %d, %v): %w", b.want, l.Pagination.Total, err, serr)
 		}
 	}
 	for attempt := 1; ; attempt++ {
@@ -454,7 +449,7 @@ func (b *bulkRetry) run(ctx context.Context, notBefore time.Time) error {
 		}
 		if t.State == "completed" {
 			b.mu.Lock()
-			b.running, b.done, b.doneAt = false, true, time.Now()
+			b.running = false
 			b.mu.Unlock()
 			return nil
 		}
@@ -488,7 +483,8 @@ func (b *bulkRetry) create(ctx context.Context) (string, error) {
 		if _, err := b.api.do(ctx, http.MethodGet, "/ojs/v1/tasks?limit=100", nil, &tl); err == nil {
 			for _, t := range tl.Items {
 				if t.Kind == "retry" && (t.State == "pending" || t.State == "running") {
-					return t.ID, b.track(t)
+					b.track(t)
+					return t.ID, nil
 				}
 			}
 			var dry struct {
@@ -508,7 +504,8 @@ func (b *bulkRetry) create(ctx context.Context) (string, error) {
 			code, err := b.api.do(ctx, http.MethodPost, "/ojs/v1/dead-letter/retry", body, &created)
 			if err == nil && code == http.StatusAccepted {
 				b.logf("bulk retry task %s created for %d emails records (rate_limit %v)", created.Task.ID, created.Task.Total, b.rate)
-				return created.Task.ID, b.track(created.Task)
+				b.track(created.Task)
+				return created.Task.ID, nil
 			}
 		}
 		if err := sleep(ctx, 200*time.Millisecond); err != nil {
@@ -518,21 +515,17 @@ func (b *bulkRetry) create(ctx context.Context) (string, error) {
 }
 
 // track records a task's latest state.
-func (b *bulkRetry) track(t task) error {
+func (b *bulkRetry) track(t task) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.running = true
 	for i := range b.tasks {
 		if b.tasks[i].ID == t.ID {
 			b.tasks[i] = t
-			return nil
+			return
 		}
 	}
 	b.tasks = append(b.tasks, t)
-	if b.startedAt.IsZero() {
-		b.startedAt = time.Now()
-	}
-	b.running = true
-	return nil
 }
 
 // follow polls a task until it is finished.
@@ -540,7 +533,7 @@ func (b *bulkRetry) follow(ctx context.Context, id string) (task, error) {
 	for {
 		var t task
 		if _, err := b.api.do(ctx, http.MethodGet, "/ojs/v1/tasks/"+id, nil, &t); err == nil {
-			_ = b.track(t)
+			b.track(t)
 			switch t.State {
 			case "completed", "failed", "cancelled":
 				return t, nil
