@@ -22,6 +22,10 @@ run: ## Run the embedded stack: in-process Kafka on 127.0.0.1:9092, throwaway Po
 test: ## Run every test against real Postgres and in-process Kafka
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
+.PHONY: chaos
+chaos: ## Run the full chaos suite: kill -9 serve and stop Postgres under load (REDRIVE_CHAOS_SEED, REDRIVE_CHAOS_LOGS=dir)
+	REDRIVE_CHAOS=full $(GO) test -count=1 -timeout 30m -run TestChaos -v ./internal/chaos
+
 .PHONY: lint
 lint: ## Run golangci-lint (falls back to go vet + staticcheck when it is not installed)
 	@if command -v golangci-lint >/dev/null 2>&1; then \
