@@ -54,7 +54,9 @@ func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			status = statusOf(err)
 		}
-		e := &store.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.Path,
+		// The path as sent (percent-encoded): a refused call's hostile bytes
+		// are logged faithfully and never break the write.
+		e := &store.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.EscapedPath(),
 			Status: status, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 		if info, ok := c.Get(auditKey).(*auditInfo); ok {
 			e.Target, e.Filter, e.Count = info.Target, info.Filter, info.Count

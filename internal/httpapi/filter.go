@@ -65,6 +65,17 @@ func filterFromQuery(q url.Values) (*FilterJSON, error) {
 // prefix (e.g. "filter.") for body filters.
 func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
 	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q, Incident: f.Incident}
+	for name, v := range map[string]string{"queue": f.Queue, "type": f.Type, "error_type": f.ErrorType, "path": f.Path,
+		"incident": f.Incident, "state": f.State, "exhaustion": f.Exhaustion, "since": f.Since, "until": f.Until} {
+		if !validText(v) {
+			return out, invalidParam(prefix+name, "must be valid UTF-8 without NUL characters")
+		}
+	}
+	for _, h := range f.Header {
+		if !validText(h) {
+			return out, invalidParam(prefix+"header", "must be valid UTF-8 without NUL characters")
+		}
+	}
 	if f.Incident != "" && !validIncidentID(f.Incident) {
 		return out, invalidParam(prefix+"incident", "must be an incident id: 16 lowercase hex characters")
 	}
@@ -116,6 +127,9 @@ func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
 		var text string
 		switch x := v.(type) {
 		case string:
+			if !validText(x) {
+				return out, invalidParam(prefix+"value", "must be valid UTF-8 without NUL characters")
+			}
 			text = x
 		case float64, bool, nil:
 			text = string(f.Value)

@@ -114,7 +114,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, store: cfg.Store, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate)
+	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,11 +29,14 @@ type AuditEntry struct {
 func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 	var filter any
 	if len(e.Filter) > 0 {
-		filter = e.Filter
+		// jsonb cannot hold NUL; a refused call's filter is still logged.
+		filter = bytes.ReplaceAll(e.Filter, nulEscape, []byte(`\ufffd`))
 	}
+	// Refused calls are logged too, whatever bytes they carried: text
+	// columns get valid UTF-8 without NUL.
 	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		e.KeyName, e.Action, e.Method, e.Path, e.Target, filter, e.Count, e.Status, e.RequestID)
+		clean(e.KeyName), e.Action, e.Method, clean(e.Path), clean(e.Target), filter, e.Count, e.Status, clean(e.RequestID))
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}

@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// byteParams are the query parameters matched byte for byte against bytea
+// columns: they may hold anything, NUL and invalid UTF-8 included.
+var byteParams = map[string]bool{"key": true, "q": true}
+
+// needValue are the query parameters that are refused when given empty
+// (limit= is a mistake, not the default).
+var needValue = map[string]bool{"limit": true, "offset": true, "cursor": true, "since": true, "until": true,
+	"state": true, "exhaustion": true, "sort": true}
+
+// rejectBadText refuses, with a 400 naming the parameter, a query parameter
+// or path segment that is not valid UTF-8 or holds a NUL byte: Postgres text
+// cannot hold them, and a hostile byte must never turn into a 5xx. It also
+// refuses a query parameter given twice (but header, which repeats) and an
+// empty one where a value is expected.
+func rejectBadText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for name, vals := range c.QueryParams() {
+			if !validText(name) {
+				return invalidParam(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", "\uFFFD"), "\uFFFD"),
+					"query parameter names must be valid UTF-8 without NUL bytes")
+			}
+			if len(vals) > 1 && name != "header" {
+				return invalidParam(name, "given more than once")
+			}
+			if needValue[name] && vals[0] == "" {
+				return invalidParam(name, "must not be empty; leave it out for the default")
+			}
+			if byteParams[name] {
+				continue
+			}
+			for _, v := range vals {
+				if !validText(v) {
+					return invalidParam(name, "must be valid UTF-8 without NUL bytes")
+				}
+			}
+		}
+		for i, name := range c.ParamNames() {
+			if v := c.ParamValues()[i]; !validText(v) {
+				return invalidParam(name, "path segment must be valid UTF-8 without NUL bytes")
+			}
+		}
+		return next(c)
+	}
+}
+
+func validText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
