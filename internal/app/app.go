@@ -199,7 +199,12 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	a.server = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	// A client that never finishes its request is cut off; a response that
+	// cannot be written in time is dropped. The event stream lifts both
+	// deadlines for itself. Idle keep-alive connections are closed.
+	a.server = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	return nil
 }
 

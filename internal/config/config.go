@@ -16,23 +16,28 @@ import (
 
 // Config is the processor's configuration.
 type Config struct {
-	KafkaBrokers   []string
-	DLQTopics      []string
-	Group          string
-	DatabaseURL    string
-	HTTPAddr       string
-	PoliciesDir    string
-	ArchiveTopic   string
-	EventsTopic    string
-	PruneInterval  time.Duration
-	ReplayInterval time.Duration
-	APIKeysFile    string
-	AuthDisabled   bool
-	MigrateOnStart bool
-	LogLevel       string
-	LogFormat      string
-	ShutdownGrace  time.Duration
-	Kafka          KafkaSecurity
+	KafkaBrokers []string
+	DLQTopics    []string
+	Group        string
+	DatabaseURL  string
+	HTTPAddr     string
+	// HTTPReadTimeout bounds reading a request, body included;
+	// HTTPWriteTimeout bounds writing a response. The event stream is exempt
+	// from both (it keeps itself alive with heartbeats).
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	PoliciesDir      string
+	ArchiveTopic     string
+	EventsTopic      string
+	PruneInterval    time.Duration
+	ReplayInterval   time.Duration
+	APIKeysFile      string
+	AuthDisabled     bool
+	MigrateOnStart   bool
+	LogLevel         string
+	LogFormat        string
+	ShutdownGrace    time.Duration
+	Kafka            KafkaSecurity
 
 	// GroupInstanceID makes ingest a static group member (group.instance.id):
 	// a restart within the session timeout rejoins without a rebalance.
@@ -100,6 +105,8 @@ var Settings = []Setting{
 	{"REDRIVE_KAFKA_REBALANCE_TIMEOUT", "kafka-rebalance-timeout", "60s", "How long group members may take to rejoin once a rebalance has begun.", setDuration(func(c *Config) *time.Duration { return &c.KafkaRebalanceTimeout })},
 	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
+	{"REDRIVE_HTTP_READ_TIMEOUT", "http-read-timeout", "30s", "Longest time to read an API request, body included; a slower client is cut off.", setDuration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
+	{"REDRIVE_HTTP_WRITE_TIMEOUT", "http-write-timeout", "60s", "Longest time to write an API response (the event stream is exempt).", setDuration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_EVENTS_TOPIC", "events-topic", "", "Topic lifecycle events are produced to: empty for \"<first dlq topic>.events\", \"off\" to disable (the SSE stream stays on).", setString(func(c *Config) *string { return &c.EventsTopic })},

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,6 +33,15 @@ func (s *Server) streamEvents(c echo.Context) error {
 	}
 	if s.cfg.Events.Broker() == nil {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError, Message: "events are not enabled on this server"}
+	}
+	// A stream outlives the server's read and write timeouts: lift them for
+	// this connection (heartbeats keep proxies from closing it).
+	rc := http.NewResponseController(c.Response())
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
 	}
 	return events.ServeSSE(c.Response(), c.Request(), s.cfg.Events.Broker(), f)
 }

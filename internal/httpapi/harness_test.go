@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,6 +70,8 @@ type options struct {
 	// dbURL reuses a database (a restart); brokers reuses a Kafka.
 	dbURL   string
 	brokers []string
+	// env adds settings (REDRIVE_*).
+	env map[string]string
 }
 
 // setup runs a whole processor (ingest, scheduler, API, tasks) against a
@@ -98,14 +101,16 @@ func start(t *testing.T, o options) *bundle {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(polDir, "topics.yaml"), filePolicy)
+	env := map[string]string{
+		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
+		"REDRIVE_DATABASE_URL":  dbURL,
+		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
+		"REDRIVE_POLICIES_DIR":  polDir,
+		"REDRIVE_API_KEYS_FILE": keyFile,
+	}
+	maps.Copy(env, o.env)
 	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := map[string]string{
-			"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-			"REDRIVE_DATABASE_URL":  dbURL,
-			"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
-			"REDRIVE_POLICIES_DIR":  polDir,
-			"REDRIVE_API_KEYS_FILE": keyFile,
-		}[k]
+		v, ok := env[k]
 		return v, ok
 	}, nil)
 	if err != nil {

@@ -28,7 +28,7 @@ func rejectBadText(next echo.HandlerFunc) echo.HandlerFunc {
 				return invalidParam(strings.ToValidUTF8(strings.ReplaceAll(name, "\x00", "\uFFFD"), "\uFFFD"),
 					"query parameter names must be valid UTF-8 without NUL bytes")
 			}
-			if len(vals) > 1 && name != "header" {
+			if len(vals) > 1 && !repeatable(c, name) {
 				return invalidParam(name, "given more than once")
 			}
 			if needValue[name] && vals[0] == "" {
@@ -50,6 +50,15 @@ func rejectBadText(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// repeatable reports whether a query parameter may be given more than once:
+// header matches, and the event stream's type and topic filters.
+func repeatable(c echo.Context, name string) bool {
+	if name == "header" {
+		return true
+	}
+	return c.Path() == BasePath+"/events" && (name == "type" || name == "topic" || name == "queue")
 }
 
 func validText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
