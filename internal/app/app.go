@@ -162,7 +162,7 @@ func (a *App) init(ctx context.Context) error {
 		a.closeProducers()
 		return err
 	}
-	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log,
+	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log, OwnTopics: reservedTopics(cfg),
 		OnBatch: func(kind string, rows []store.BatchRow) {
 			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
 		}}, st)
@@ -175,6 +175,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
+		OwnTopics:       reservedTopics(cfg),
 		Store:           st,
 		ArchiveDisabled: a.archiver == nil,
 		Queues:          a.queues,

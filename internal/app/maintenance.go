@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
 )
 
 // maint holds the background upkeep: lifecycle events, the pruner, replay
@@ -90,7 +92,13 @@ func (a *App) initMaintenance() error {
 		return err
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
-		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake, DecodeFilter: httpapi.DecodeFilter,
+		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
+		// Rules filter like bulk retries, which leave Redrive's own topics alone.
+		DecodeFilter: func(raw json.RawMessage) (store.Filter, error) {
+			f, err := httpapi.DecodeFilter(raw)
+			f.NotQueues = append(f.NotQueues, reservedTopics(cfg)...)
+			return f, err
+		},
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -241,4 +242,17 @@ func (a *App) checkDLQTopics(ctx context.Context) error {
 		return errors.New(strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// reservedTopics are every topic Redrive itself reads or writes: the DLQ
+// topics, the archive topics and the events topic. Their records have no
+// topic to go back to, and an operator may not name one as a target.
+func reservedTopics(cfg config.Config) []string {
+	out := slices.Clone(cfg.DLQTopics)
+	for _, t := range ownTopics(cfg) {
+		if !slices.Contains(out, t.name) {
+			out = append(out, t.name)
+		}
+	}
+	return out
 }

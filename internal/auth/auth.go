@@ -1,4 +1,4 @@
-// Package auth checks API keys (DESIGN.md §6). Keys are kept hashed at rest:
+// Package auth checks API keys (docs/api.md). Keys are kept hashed at rest:
 // the keys file holds each key's name, scope and the hex SHA-256 of the key.
 // A presented key is hashed and compared with every stored digest in constant
 // time. It never logs or returns a key.

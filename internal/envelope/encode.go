@@ -15,7 +15,7 @@ import (
 // next to Kafka's default 1 MiB record limit, so that a huge error can never
 // make its own dead-lettering impossible.
 const (
-	// MaxBacktraceBytes caps redrive.error.backtrace (DESIGN.md §2.1).
+	// MaxBacktraceBytes caps redrive.error.backtrace (docs/client.md, Envelope headers).
 	MaxBacktraceBytes = 4 << 10
 	// MaxMessageBytes caps redrive.error.message.
 	MaxMessageBytes = 16 << 10
@@ -54,7 +54,7 @@ type FailureInfo struct {
 	FailedAt time.Time
 }
 
-// Encode builds the native failure envelope for src (DESIGN.md §2.1): a record
+// Encode builds the native failure envelope for src (docs/client.md, Envelope headers): a record
 // for f.DLQTopic with src's key and value byte for byte (the slices are shared,
 // not copied), src's headers, and the redrive.* envelope headers.
 //

@@ -1,5 +1,5 @@
 // Package envelope is Redrive's wire format: it encodes the native failure
-// envelope (DESIGN.md §2.1) and decodes every DLQ record format Redrive
+// envelope (docs/client.md, Envelope headers) and decodes every DLQ record format Redrive
 // understands (§2.2) into a dlq.Failure.
 //
 // Decoding never fails, never panics and never drops: a record no decoder
@@ -20,7 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// Native envelope header names (DESIGN.md §2.1).
+// Native envelope header names (docs/client.md, Envelope headers).
 const (
 	HeaderPrefix          = "redrive."
 	HeaderSourceTopic     = "redrive.source.topic"

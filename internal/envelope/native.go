@@ -8,7 +8,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// decodeNative reads the native envelope (DESIGN.md §2.1). A record is native
+// decodeNative reads the native envelope (docs/client.md, Envelope headers). A record is native
 // when it carries a non-empty redrive.source.topic: without it there is nowhere
 // to redeliver to, so other decoders get their turn and, failing them, the
 // record is unparseable with all its headers kept. Invalid partition, offset

@@ -10,8 +10,8 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// Redelivery builds the record Redrive produces to a record's topic (DESIGN.md
-// §2.3): the original key, the original value or the operator's edit, the
+// Redelivery builds the record Redrive produces to a record's topic (see
+// docs/redelivery.md): the original key, the original value or the operator's edit, the
 // original headers (an operator's header overrides replace same-key ones), and
 // redrive.id, redrive.attempt, redrive.redelivered_at so that a repeat failure
 // joins its record and consumers can dedupe. Partition -1 leaves the choice to

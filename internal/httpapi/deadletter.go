@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -67,6 +70,9 @@ func (s *Server) retryRecord(c echo.Context) error {
 		}
 	}
 	noteAudit(c, id, b.Override, count64(1))
+	if err := s.checkRoutable(ctx, id, p); err != nil {
+		return err
+	}
 	r, err := s.store.RetryRecord(ctx, p)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -89,6 +95,30 @@ func (s *Server) retryRecord(c echo.Context) error {
 	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }
 
+// checkRoutable refuses to retry a record that has no topic to go back to —
+// an unparseable one, or one whose queue is Redrive's own topic — unless the
+// retry (or an earlier one) names a target topic: produced back to the DLQ
+// it would only return as a repeat failure, over and over.
+func (s *Server) checkRoutable(ctx context.Context, id string, p *store.RetryParams) error {
+	if p.Redelivery != nil && p.Redelivery.Topic != "" {
+		return nil
+	}
+	r, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil // RetryRecord reports a missing record
+	}
+	if r.Redelivery != nil && r.Redelivery.Topic != "" {
+		return nil
+	}
+	if r.Format == dlq.FormatUnparseable || slices.Contains(s.cfg.OwnTopics, r.Queue) {
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) +
+				" is Redrive's own topic); retry it with override.queue naming the topic to deliver it to",
+			Details: map[string]any{"parameter": "override.queue"}}
+	}
+	return nil
+}
+
 // applyOverride validates an override into p; errors name the field.
 func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryParams) error {
 	rd := &dlq.Redelivery{}
@@ -96,6 +126,11 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 	if o.Queue != nil {
 		if msg := topicProblem(*o.Queue); msg != "" {
 			return invalidParam("override.queue", msg)
+		}
+		if slices.Contains(s.cfg.OwnTopics, *o.Queue) {
+			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+				Message: "override.queue: " + jsonString(*o.Queue) + " is one of Redrive's own topics (DLQ, archive or events); name the topic a consumer reads",
+				Details: map[string]any{"parameter": "override.queue"}}
 		}
 		rd.Topic, touched = *o.Queue, true
 	}
@@ -266,19 +301,34 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 		}
 	}
 	ctx := c.Request().Context()
-	var n int64
+	var n, skipped int64
 	if kind == store.TaskRetry {
-		n, err = s.store.CountRetryable(ctx, &f)
-	} else {
-		n, err = s.store.Count(ctx, &f)
-	}
-	if err != nil {
+		// Records of Redrive's own topics have nowhere to go back to: a bulk
+		// retry skips them and says how many.
+		all, err := s.store.CountRetryable(ctx, &f)
+		if err != nil {
+			return err
+		}
+		f.NotQueues = s.cfg.OwnTopics
+		if n, err = s.store.CountRetryable(ctx, &f); err != nil {
+			return err
+		}
+		skipped = all - n
+	} else if n, err = s.store.Count(ctx, &f); err != nil {
 		return err
 	}
 	noteAudit(c, "dry_run", b.Filter, &n)
 	if !b.Confirm {
-		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "would_affect": n, "filter": b.Filter,
-			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"})
+		out := map[string]any{"dry_run": true, "would_affect": n, "filter": b.Filter,
+			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"}
+		if kind == store.TaskRetry {
+			out["skipped"] = skipped
+			if skipped > 0 {
+				out["message"] = out["message"].(string) + fmt.Sprintf("; %d records of Redrive's own topics (unparseable ones among them) "+
+					"are skipped: retry each with override.queue", skipped)
+			}
+		}
+		return c.JSON(http.StatusOK, out)
 	}
 	raw, err := json.Marshal(b.Filter)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Error codes of the OJS error envelope (DESIGN.md §6).
+// Error codes of the OJS error envelope (docs/api.md, Conventions).
 const (
 	CodeInvalidRequest  = "invalid_request"
 	CodeUnauthorized    = "unauthorized"

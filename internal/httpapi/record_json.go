@@ -98,7 +98,7 @@ type errorJSON struct {
 	OccurredAt jsonTime        `json:"occurred_at"`
 }
 
-// recordJSON is a dead-letter record in the API's JSON shape (DESIGN.md §6).
+// recordJSON is a dead-letter record in the API's JSON shape (docs/api.md).
 type recordJSON struct {
 	ID            string          `json:"id"`
 	Queue         string          `json:"queue"`

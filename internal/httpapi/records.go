@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// Page sizes for lists (DESIGN.md §6).
+// Page sizes for lists (docs/api.md).
 const (
 	defaultLimit = 50
 	maxLimit     = 1000

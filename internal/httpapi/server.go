@@ -43,7 +43,11 @@ type Check struct {
 
 // Config configures the HTTP API.
 type Config struct {
-	Store *store.Store
+	// OwnTopics are Redrive's own topics (DLQ, archive, events). Their
+	// records (unparseable ones among them) have no topic to go back to:
+	// retrying one needs override.queue, and bulk retries skip them.
+	OwnTopics []string
+	Store     *store.Store
 	// ArchiveDisabled says archiving is off (REDRIVE_ARCHIVE_TOPIC=off):
 	// records show archive state off.
 	ArchiveDisabled bool

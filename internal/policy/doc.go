@@ -1,6 +1,6 @@
 // Package policy decides what becomes of a failed record: whether it is retried,
 // when, and how it is kept once Redrive gives up. It implements the OJS retry
-// policy (seeds/ojs-retry.md) and Redrive's per-topic policy files (DESIGN.md §4).
+// policy (seeds/ojs-retry.md) and Redrive's per-topic policy files (docs/policies.md).
 //
 // The pieces, from the inside out:
 //

@@ -134,7 +134,7 @@ func (t Topic) Decide(attempt int, errType string, code dlq.Code, failedAt, now 
 }
 
 // WithRecordOverride merges a record's redrive.retry header (a partial OJS
-// RetryPolicy in JSON) onto t.Retry, the last layer of DESIGN.md §4. Empty or null
+// RetryPolicy in JSON) onto t.Retry, the last layer of the policy layering (docs/policies.md). Empty or null
 // raw returns t unchanged. On error (unknown field, bad duration, invalid merged
 // policy) it returns t unchanged and the error, so ingest can keep the record on
 // the topic's own policy and note why.

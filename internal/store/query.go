@@ -42,6 +42,9 @@ type Filter struct {
 	MaxID string
 	// Incident is a fingerprint: records whose latest error has it.
 	Incident string
+	// NotQueues excludes records of these queues (bulk retries leave out
+	// Redrive's own topics: such records need a target topic of their own).
+	NotQueues []string
 }
 
 // PathMatch is a JSON match on the payload: the value at Path (object keys,
@@ -112,6 +115,9 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if f.Incident != "" {
 		add("fingerprint = $%d", f.Incident)
+	}
+	if len(f.NotQueues) > 0 {
+		add("queue <> ALL($%d)", f.NotQueues)
 	}
 	if f.State != "" {
 		add("state = $%d", string(f.State))
@@ -291,7 +297,8 @@ func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
 
 // countWhere renders the dimension part of f over redrive_record_count.
 func (f *Filter) countWhere() (string, []any) {
-	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident}
+	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident,
+		NotQueues: f.NotQueues}
 	cond, args := g.where(nil)
 	if f.Exhaustion != "" {
 		args = append(args, string(f.Exhaustion))

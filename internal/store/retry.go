@@ -21,7 +21,7 @@ var ErrConflict = errors.New("record is in a conflicting state")
 // and its outcome is pending; retrying it again would only duplicate it.
 var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable}
 
-// retrySet is the one definition of a manual retry (DESIGN.md §3, OJS
+// retrySet is the one definition of a manual retry (docs/api.md, OJS
 // dead-letter spec §6.1): available, attempt reset, redelivered as soon as the
 // scheduler sees it; the id and error history are kept.
 const retrySet = `state = 'available', attempt = 0, next_retry_at = now(), enqueued_at = now(),

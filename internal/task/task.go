@@ -41,6 +41,9 @@ type Config struct {
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
 	OnBatch func(kind string, rows []store.BatchRow)
+	// OwnTopics are Redrive's own topics (DLQ, archive, events): a retry task
+	// leaves their records alone, since they have no topic to go back to.
+	OwnTopics []string
 	// MaxBatchErrors fails a task after this many consecutive batches that
 	// Postgres refused. Batches that could not reach Postgres at all do not
 	// count: the task waits for the server instead. Default 10.
@@ -149,6 +152,9 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 	}
 	if t.MaxID != nil {
 		filter.MaxID = *t.MaxID
+	}
+	if t.Kind == store.TaskRetry {
+		filter.NotQueues = append(filter.NotQueues, r.cfg.OwnTopics...)
 	}
 	batch := t.BatchSize
 	if batch <= 0 || batch > r.cfg.BatchSize {
