@@ -465,11 +465,12 @@ type recordJSON struct {
 type listJSON struct {
 	Items      []recordJSON `json:"items"`
 	Pagination struct {
-		Total       int    `json:"total"`
-		TotalCapped bool   `json:"total_capped"`
-		Limit       int    `json:"limit"`
-		HasMore     bool   `json:"has_more"`
-		NextCursor  string `json:"next_cursor"`
+		Total          int    `json:"total"`
+		TotalCapped    bool   `json:"total_capped"`
+		TotalEstimated bool   `json:"total_estimated"`
+		Limit          int    `json:"limit"`
+		HasMore        bool   `json:"has_more"`
+		NextCursor     string `json:"next_cursor"`
 	} `json:"pagination"`
 }
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 )
@@ -66,4 +67,59 @@ func TestHostileTextIsA400NamingTheParameter(t *testing.T) {
 		"/ojs/v1/queues/a%00b/pause").Scan(&n); err != nil || n != 1 {
 		t.Errorf("audit rows for the refused pause: %d, %v", n, err)
 	}
+}
+
+// HEAD answers as GET does on every GET route, without a body.
+func TestHeadOnGetRoutes(t *testing.T) {
+	b := setup(t)
+	id := b.seed(t, rec{})[0]
+	for _, path := range []string{"/healthz", "/readyz", "/ojs/v1/dead-letter", "/ojs/v1/dead-letter/" + id,
+		"/ojs/v1/dead-letter/stats", "/ojs/v1/queues", "/ojs/v1/tasks", "/ojs/v1/incidents", "/ojs/v1/audit"} {
+		req, _ := http.NewRequest(http.MethodHead, b.base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+readKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("HEAD %s: %d, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
+// When a listing has no more pages its total is exact — the records the pages
+// held — never an estimate or a capped count (a substring search counts at
+// most 10,000); offset paging stops at 10,000 and points to the cursor.
+func TestLastPageTotalIsExact(t *testing.T) {
+	b := setup(t)
+	const n = 10_050
+	var rs []rec
+	for i := range n {
+		rs = append(rs, rec{value: fmt.Sprintf(`{"n":%d,"word":"needle"}`, i)})
+	}
+	b.seed(t, rs...)
+	var l listJSON
+	b.get(t, "/ojs/v1/dead-letter?q=zzzz", &l)
+	if len(l.Items) != 0 || l.Pagination.HasMore || l.Pagination.Total != 0 || l.Pagination.TotalEstimated || l.Pagination.TotalCapped {
+		t.Errorf("empty search: %+v", l.Pagination)
+	}
+	seen, cursor := 0, ""
+	for {
+		path := "/ojs/v1/dead-letter?q=needle&limit=1000"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		l = listJSON{}
+		b.get(t, path, &l)
+		seen += len(l.Items)
+		if !l.Pagination.HasMore {
+			break
+		}
+		cursor = l.Pagination.NextCursor
+	}
+	if seen != n || l.Pagination.Total != n || l.Pagination.TotalEstimated || l.Pagination.TotalCapped {
+		t.Errorf("last page: seen %d, pagination %+v; want an exact total of %d", seen, l.Pagination, n)
+	}
+	wantError(t, "deep offset", b.get(t, "/ojs/v1/dead-letter?offset=10001", nil), http.StatusBadRequest, "invalid_request", "offset")
 }

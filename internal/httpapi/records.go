@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -46,13 +47,18 @@ func init() {
 }
 
 func (s *Server) listRecords(c echo.Context) error {
-	p, err := parseListParams(c)
+	p, seen, err := parseListParams(c)
 	if err != nil {
 		return err
 	}
 	page, err := s.store.List(c.Request().Context(), p)
 	if err != nil {
 		return err
+	}
+	if !page.HasMore && seen >= 0 {
+		// The last page: every match has been seen, so the total is exact
+		// (an estimate or a capped count would claim what was not found).
+		page.Total, page.TotalCapped, page.TotalEstimated = seen+int64(len(page.Records)), false, false
 	}
 	out := listJSON{Items: make([]recordJSON, len(page.Records)),
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
@@ -61,44 +67,78 @@ func (s *Server) listRecords(c echo.Context) error {
 		out.Items[i] = toRecordJSON(&page.Records[i], !s.cfg.ArchiveDisabled)
 	}
 	if page.HasMore {
-		out.Pagination.NextCursor = encodeCursor(page.Records[len(page.Records)-1].ID)
+		next := page.Records[len(page.Records)-1].ID
+		if seen >= 0 {
+			next += "." + strconv.FormatInt(seen+int64(len(page.Records)), 10)
+		}
+		out.Pagination.NextCursor = encodeCursor(next)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-func parseListParams(c echo.Context) (*store.ListParams, error) {
+// maxOffset bounds offset paging: deeper pages cost a scan of every row
+// before them; the cursor costs the same on every page.
+const maxOffset = 10_000
+
+// parseListParams reads a listing's parameters, and how many matching
+// records come before its page (-1 when unknown: a cursor of an older form).
+func parseListParams(c echo.Context) (*store.ListParams, int64, error) {
 	q := c.QueryParams()
 	if err := checkParams(q, listParams); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	fj, err := filterFromQuery(q)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f, err := fj.toStore("")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p := &store.ListParams{Filter: f}
 	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 1_000_000 {
-			return nil, invalidParam("offset", "must be an integer from 0 to 1000000 (use cursor to page further)")
+		if err != nil || n < 0 || n > maxOffset {
+			return nil, 0, invalidParam("offset", "must be an integer from 0 to 10000; page further with cursor (pagination.next_cursor)")
 		}
 		p.Offset = n
 	}
+	seen := int64(p.Offset)
 	if v := q.Get("cursor"); v != "" {
 		if p.Offset > 0 {
-			return nil, invalidParam("cursor", "cannot be combined with offset")
+			return nil, 0, invalidParam("cursor", "cannot be combined with offset")
 		}
-		if p.BeforeID, err = decodeCursor(v); err != nil {
-			return nil, invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
+		if p.BeforeID, seen, err = decodeListCursor(v); err != nil {
+			return nil, 0, invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
 		}
 	}
-	return p, nil
+	return p, seen, nil
+}
+
+// decodeListCursor reads a records cursor: the last record's id and how
+// many records its page and the pages before held ("<id>.<seen>"); a bare
+// id (an older cursor) gives seen -1.
+func decodeListCursor(c string) (string, int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", 0, err
+	}
+	idPart, seenPart, hasSeen := strings.Cut(string(b), ".")
+	id, err := uuid.Parse(idPart)
+	if err != nil {
+		return "", 0, err
+	}
+	if !hasSeen {
+		return id.String(), -1, nil
+	}
+	seen, err := strconv.ParseInt(seenPart, 10, 64)
+	if err != nil || seen < 1 {
+		return "", 0, errors.New("malformed cursor position")
+	}
+	return id.String(), seen, nil
 }
 
 // Cursors are opaque to clients: the last record's id, base64url-encoded.

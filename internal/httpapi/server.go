@@ -121,7 +121,9 @@ func New(cfg Config) *Server {
 	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
+	e.HEAD("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.HEAD("/readyz", s.readyz)
 	if cfg.Registry != nil {
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	}
@@ -159,6 +161,14 @@ func (s *Server) add(g *echo.Group, prefix string, r route) {
 	}
 	s.routes[r.method+" "+prefix+r.path] = r
 	g.Add(r.method, r.path, r.handler)
+	if r.method == http.MethodGet && r.path != "/events" {
+		// HEAD answers as GET does, without the body (net/http drops it).
+		// Not the event stream: it never ends.
+		head := r
+		head.method = http.MethodHead
+		s.routes[head.method+" "+prefix+r.path] = head
+		g.Add(http.MethodHead, r.path, r.handler)
+	}
 }
 
 // apiRoutes are the /ojs/v1 routes. Add new ones here: the scope defaults

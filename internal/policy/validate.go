@@ -72,15 +72,28 @@ func (l *errorList) checkMaxAttempts(v int, p string) {
 	}
 }
 
+// Upper bounds: beyond them a value is a mistake (1e308, P1000Y), and the
+// arithmetic of delays would overflow.
+const (
+	maxCoefficient = 100
+	maxInterval    = 366 * 24 * time.Hour
+)
+
 func (l *errorList) checkPositive(d time.Duration, p string) {
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		l.addf(p, "must be greater than zero, got %s", FormatDuration(d))
+	case d > maxInterval:
+		l.addf(p, "must be at most P366D, got %s", FormatDuration(d))
 	}
 }
 
 func (l *errorList) checkCoefficient(c float64, p string) {
-	if !(c >= 1) || math.IsInf(c, 0) { // RET-03; the negation also catches NaN
+	switch {
+	case !(c >= 1) || math.IsInf(c, 0): // RET-03; the negation also catches NaN
 		l.addf(p, "must be >= 1.0, got %v", c)
+	case c > maxCoefficient:
+		l.addf(p, "must be at most %d, got %v", maxCoefficient, c)
 	}
 }
 
