@@ -446,7 +446,7 @@ func TestDecodeFormats(t *testing.T) {
 				Source: dlq.Source{Partition: -1, Offset: -1},
 				Value:  []byte(`{"topic":"orders","message":"hello"}`),
 				Error: dlq.ErrorEntry{
-					Attempt: 1, Type: dlq.ErrorTypeUnparseable, Code: dlq.CodeRetry,
+					Attempt: 1, Type: dlq.ErrorTypeUnparseable, Code: dlq.CodeDeadLetter,
 					Message: UnparseableMessage, OccurredAt: dlqTime,
 				},
 			},

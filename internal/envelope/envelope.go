@@ -12,6 +12,7 @@
 package envelope
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -130,17 +131,33 @@ func Decode(rec *kgo.Record) dlq.Failure {
 		return f
 	}
 
+	message := UnparseableMessage
 	for _, d := range decoders {
-		if d.decode(h, rec, &f) {
-			f.Format = d.format
-			return f
+		if !d.decode(h, rec, &f) {
+			continue
 		}
+		// A source topic that is no legal topic name (invalid UTF-8, a
+		// space) has nowhere to go back to and would be stored mangled:
+		// keep the record raw, and say why.
+		if problem := dlq.TopicNameProblem(f.Source.Topic); f.Source.Topic != "" && problem != "" {
+			message = fmt.Sprintf("the %s record's source topic %q %s; it is kept raw", d.format, f.Source.Topic, problem)
+			f.Error = dlq.ErrorEntry{Attempt: 1, Code: dlq.CodeRetry, OccurredAt: orZero(rec.Timestamp)}
+			break
+		}
+		f.Format = d.format
+		return f
 	}
 
 	f.Format = dlq.FormatUnparseable
 	f.Source = dlq.Source{Partition: -1, Offset: -1}
 	f.Error.Type = dlq.ErrorTypeUnparseable
-	f.Error.Message = UnparseableMessage
+	f.Error.Message = message
+	if f.RecordID == "" {
+		// A new record kept for an operator, never retried on its own: its
+		// code says so. (A repeat failure of a record Redrive redelivered
+		// keeps RETRY: the record's own policy decides.)
+		f.Error.Code = dlq.CodeDeadLetter
+	}
 	f.Headers = copyHeaders(rec.Headers, func(string) bool { return false })
 	return f
 }

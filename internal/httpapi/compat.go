@@ -31,7 +31,7 @@ const maxRequeueAll = 1000
 func compatQueue(c echo.Context) (dlqName, topic string, err error) {
 	raw := c.Param("queue")
 	topic = strings.TrimPrefix(raw, compatPrefix)
-	if msg := topicProblem(topic); msg != "" {
+	if msg := dlq.TopicNameProblem(topic); msg != "" {
 		return "", "", invalidParam("queue_name", msg)
 	}
 	return compatPrefix + topic, topic, nil

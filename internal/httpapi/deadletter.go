@@ -124,7 +124,7 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 	rd := &dlq.Redelivery{}
 	touched := false
 	if o.Queue != nil {
-		if msg := topicProblem(*o.Queue); msg != "" {
+		if msg := dlq.TopicNameProblem(*o.Queue); msg != "" {
 			return invalidParam("override.queue", msg)
 		}
 		if slices.Contains(s.cfg.OwnTopics, *o.Queue) {
@@ -387,24 +387,6 @@ func (s *Server) stats(c echo.Context) error {
 			Discarded: policy.Duration(t.Retention.Discarded), Completed: policy.Duration(t.Retention.Completed),
 			NextPruneAt: optTime(s.cfg.NextPruneAt())},
 	})
-}
-
-// topicProblem says what is wrong with a Kafka topic name, or "".
-func topicProblem(name string) string {
-	switch {
-	case name == "":
-		return "must not be empty"
-	case len(name) > 249:
-		return "is longer than Kafka's limit of 249 characters"
-	case name == "." || name == "..":
-		return "is not a legal Kafka topic name"
-	}
-	for _, c := range name {
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
-			return "may only contain letters, digits, '.', '_' and '-'"
-		}
-	}
-	return ""
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
@@ -134,7 +135,7 @@ func queueName(c echo.Context) (string, error) {
 	if name == queue.DefaultName {
 		return name, nil
 	}
-	if msg := topicProblem(name); msg != "" {
+	if msg := dlq.TopicNameProblem(name); msg != "" {
 		return "", invalidParam("name", msg)
 	}
 	return name, nil
@@ -215,7 +216,7 @@ func (s *Server) createQueue(c echo.Context) error {
 	if b.Name == queue.DefaultName {
 		return invalidParam("name", "_default is not a queue; use PUT /ojs/v1/queues/_default/config")
 	}
-	if msg := topicProblem(b.Name); msg != "" {
+	if msg := dlq.TopicNameProblem(b.Name); msg != "" {
 		return invalidParam("name", msg)
 	}
 	noteAudit(c, b.Name, nil, nil)

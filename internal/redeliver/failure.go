@@ -78,17 +78,10 @@ func classify(err error) string {
 // before it is produced.
 var errInvalidTopic = errors.New("invalid topic name")
 
-// checkTopic reports whether name is a legal Kafka topic name: 1 to 249
-// characters of [a-zA-Z0-9._-], and not "." or "..".
+// checkTopic fails a target that is no legal Kafka topic name.
 func checkTopic(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > 249 {
-		return fmt.Errorf("%w %q: want 1 to 249 characters of a-z, A-Z, 0-9, '.', '_', '-', and not \".\" or \"..\"", errInvalidTopic, name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w %q: character %q is not allowed (want a-z, A-Z, 0-9, '.', '_', '-')", errInvalidTopic, name, c)
-		}
+	if problem := dlq.TopicNameProblem(name); problem != "" {
+		return fmt.Errorf("%w %q: %s", errInvalidTopic, name, problem)
 	}
 	return nil
 }
