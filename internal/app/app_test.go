@@ -39,7 +39,9 @@ type bundle struct {
 func setup(t *testing.T, env ...string) *bundle {
 	t.Helper()
 	t.Parallel()
-	return start(t, kafkatest.New(t, dlqTopic, "orders"), nil, env...)
+	// The archive and events topics exist, as in production: a scheduler or
+	// archiver that stalled on a missing topic would hide a failure here.
+	return start(t, kafkatest.New(t, dlqTopic, "orders", dlqTopic+".archive", dlqTopic+".events"), nil, env...)
 }
 
 // start runs a processor against brokers, logging to log (nil: the default logger).
@@ -137,7 +139,8 @@ type list struct {
 	} `json:"pagination"`
 }
 
-// waitFor polls the list endpoint until it returns n records.
+// waitFor polls the list endpoint until it returns exactly n records; more
+// (a stored duplicate) fails at once.
 func (b *bundle) waitFor(t *testing.T, query string, n int) list {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -145,6 +148,9 @@ func (b *bundle) waitFor(t *testing.T, query string, n int) list {
 	for time.Now().Before(deadline) {
 		l = list{}
 		if b.get(t, "/ojs/v1/dead-letter?"+query, &l) == http.StatusOK && len(l.Items) >= n {
+			if len(l.Items) > n {
+				t.Fatalf("GET ?%s: %d records, want exactly %d", query, len(l.Items), n)
+			}
 			return l
 		}
 		time.Sleep(25 * time.Millisecond)
