@@ -42,11 +42,16 @@ func Example() {
 	}
 	defer cluster.Close()
 	seed := kgo.SeedBrokers(cluster.ListenAddrs()...)
-	producer, _ := kgo.NewClient(seed)
+	producer, err := kgo.NewClient(seed)
+	if err != nil {
+		panic(err)
+	}
 	defer producer.Close()
 	for _, v := range []string{"order-1:sku-1", "order-2:sku-404", "order-3:flaky", "order-4:sku-2"} {
 		key, _, _ := strings.Cut(v, ":")
-		producer.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(v)})
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(v)}).FirstErr(); err != nil {
+			panic(err)
+		}
 	}
 
 	cl, err := kgo.NewClient(seed,
@@ -88,10 +93,13 @@ func Example() {
 	}
 
 	// What Redrive will ingest from the DLQ topic.
-	reader, _ := kgo.NewClient(seed,
+	reader, err := kgo.NewClient(seed,
 		kgo.ConsumeTopics(redrive.DefaultDLQTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
 	defer reader.Close()
 	for n := 0; n < 2; {
 		for _, r := range reader.PollFetches(ctx).Records() {
@@ -137,7 +145,9 @@ func ExampleDeadLetterer_Process() {
 	}
 	defer cl.Close()
 	for _, v := range []string{"pay-1", "pay-2:card_declined", "pay-3"} {
-		cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte(v)})
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte(v)}).FirstErr(); err != nil {
+			panic(err)
+		}
 	}
 
 	dl, err := redrive.New(cl) // group "ledger" is taken from the client
@@ -166,8 +176,31 @@ func ExampleDeadLetterer_Process() {
 		}
 		total += len(done)
 	}
-	fmt.Println("all payments done; pay-2 is in the DLQ as a discard")
+	fmt.Println("all payments done")
+
+	// The DLQ topic holds the one that failed.
+	reader, err := kgo.NewClient(seed, kgo.ConsumeTopics(redrive.DefaultDLQTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(250*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer reader.Close()
+	for found := false; !found; {
+		fetches := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			panic(ctx.Err())
+		}
+		for _, r := range fetches.Records() {
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			fmt.Printf("in the DLQ: %s (%s %s, group %s)\n", r.Value, h["redrive.error.code"], h["redrive.error.type"], h["redrive.source.group"])
+			found = true
+		}
+	}
 
 	// Output:
-	// all payments done; pay-2 is in the DLQ as a discard
+	// all payments done
+	// in the DLQ: pay-2:card_declined (DISCARD payment.card_declined, group ledger)
 }

@@ -107,15 +107,15 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		checkEnvelope(t, r.Value, want)
 	}
 	for i := range evs {
-		msg := <-all.C
+		msg := recv(t, all.C)
 		checkEnvelope(t, msg.JSON, evs[i])
 	}
 	var ordersGot, replaysGot []events.Type
 	for range 5 {
-		ordersGot = append(ordersGot, (<-orders.C).Event.Type)
+		ordersGot = append(ordersGot, recv(t, orders.C).Event.Type)
 	}
 	for range 2 {
-		replaysGot = append(replaysGot, (<-replays.C).Event.Type)
+		replaysGot = append(replaysGot, recv(t, replays.C).Event.Type)
 	}
 	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened" {
 		t.Errorf("orders subscriber got %v", ordersGot)
@@ -127,7 +127,7 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 	cancel()
 	<-done
 	// Run closes the remaining subscriptions at shutdown.
-	if _, ok := <-orders.C; ok {
+	if _, ok := recvOK(t, orders.C); ok {
 		t.Error("subscription open after shutdown")
 	}
 	if v := counter(t, reg, "redrive_events_produced_total", nil); v != float64(len(evs)) {
@@ -177,7 +177,7 @@ func TestProduceFailureIsCountedNotFatal(t *testing.T) {
 	defer cancel()
 	go func() { _ = p.Run(ctx) }()
 	p.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: "x", Queue: "q"}))
-	<-sub.C // subscribers still get it
+	recv(t, sub.C) // subscribers still get it
 	deadline := time.Now().Add(10 * time.Second)
 	for counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "produce"}) != 1 {
 		if time.Now().After(deadline) {
@@ -286,3 +286,27 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 }
 
 func kgoTimeout() []kgo.Opt { return []kgo.Opt{kgo.RecordDeliveryTimeout(time.Second)} }
+
+// recv receives one value, failing the test after 10 s instead of hanging
+// until the suite's timeout.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	v, ok := recvOK(t, ch)
+	if !ok {
+		t.Fatal("channel closed")
+	}
+	return v
+}
+
+// recvOK receives one value or the channel's close, failing after 10 s.
+func recvOK[T any](t *testing.T, ch <-chan T) (T, bool) {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		return v, ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10 s")
+		var zero T
+		return zero, false
+	}
+}

@@ -101,7 +101,6 @@ func TestBulkRetryOfTenThousandIsRateLimitedObservableAndCancellable(t *testing.
 	if a.WouldAffect != 10_000 {
 		t.Fatalf("would affect %d", a.WouldAffect)
 	}
-	start := time.Now()
 	var seen []int64
 	eventually(t, "progress to be observed twice", 20*time.Second, func() bool {
 		tj := b.task(t, a.Task.ID)
@@ -110,11 +109,10 @@ func TestBulkRetryOfTenThousandIsRateLimitedObservableAndCancellable(t *testing.
 		}
 		return len(seen) >= 2
 	})
-	// At 2,000 records/s, 10,000 take about five seconds: after the first
-	// observations it is still far from done, and never ahead of the limit.
-	elapsed := time.Since(start)
-	if last := seen[len(seen)-1]; last >= 10_000 || float64(last) > 2000*elapsed.Seconds()+2000 {
-		t.Fatalf("processed %v within %v: not rate limited", seen, elapsed)
+	// Progress shows while it runs; its pacing is internal/task's test
+	// (TestRateLimitPacesBatches, on an injected clock).
+	if last := seen[len(seen)-1]; last >= 10_000 {
+		t.Fatalf("processed %v: finished before it could be cancelled", seen)
 	}
 	var cancelled taskJSON
 	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/tasks/"+a.Task.ID+"/cancel", nil, &cancelled), http.StatusAccepted)

@@ -33,7 +33,15 @@ func TestOperatorActionsArePublishedAsEvents(t *testing.T) {
 		}
 		close(lines)
 	}()
-	time.Sleep(100 * time.Millisecond) // let the subscription register
+	// The stream says ": connected" once its subscription is registered.
+	select {
+	case l := <-lines:
+		if l != ": connected" {
+			t.Fatalf("first line %q, want \": connected\"", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream never connected")
+	}
 	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/queues/billing/pause", nil, nil), http.StatusOK)
 	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+ids[0]+"/retry", nil, nil), http.StatusOK)
 	wantStatus(t, b.send(t, http.MethodDelete, "/ojs/v1/dead-letter/"+ids[1], nil, nil), http.StatusOK)

@@ -48,6 +48,10 @@ type Config struct {
 	// Postgres refused. Batches that could not reach Postgres at all do not
 	// count: the task waits for the server instead. Default 10.
 	MaxBatchErrors int
+	// Now and Sleep pace rate-limited tasks. Default: the wall clock; tests
+	// inject a clock that Sleep advances.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// Owner names this replica in leases. Default: hostname and pid.
 	Owner  string
 	Logger *slog.Logger
@@ -65,6 +69,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchErrors == 0 {
 		c.MaxBatchErrors = 10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
 	}
 	if c.Owner == "" {
 		h, _ := os.Hostname()
@@ -165,7 +175,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		// A batch never asks for more than a second's worth of records, so
 		// the limiter's burst covers it and records flow evenly.
 		batch = max(1, min(batch, int(t.RateLimit)))
-		lim = rate.NewLimiter(rate.Limit(t.RateLimit), batch)
+		lim = rate.NewLimiter(rate.Limit(t.RateLimit), batch) // full: the first batch goes at once
 	}
 	failures, outages, empty := 0, 0, 0
 	for {
@@ -177,12 +187,6 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		if err == nil && cancel {
 			r.finish(ctx, t, store.TaskCancelled, log)
 			return
-		}
-		if lim != nil {
-			if err := lim.WaitN(ctx, batch); err != nil {
-				r.release(t, log)
-				return
-			}
 		}
 		cursor := ""
 		if t.CursorID != nil {
@@ -240,6 +244,15 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				r.cfg.Wake()
 			}
 			r.cfg.OnBatch(t.Kind, res.Rows)
+			// Pay for the batch done: the next waits until the rate allows
+			// it, and the last (empty) one waits for nothing.
+			if lim != nil {
+				now := r.cfg.Now()
+				if d := lim.ReserveN(now, res.N).DelayFrom(now); d > 0 && !r.cfg.Sleep(ctx, d) {
+					r.release(t, log)
+					return
+				}
+			}
 		}
 		if res.N == 0 {
 			after := ""

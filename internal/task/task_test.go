@@ -182,3 +182,62 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 		t.Errorf("%d records of the task still discarded, %v", n, err)
 	}
 }
+
+// A rate-limited task asks to wait exactly what its rate requires: 1,200
+// records at 100/s go in batches of 100, the first at once and each of the
+// other eleven a second later. The clock is the test's; Sleep advances it.
+func TestRateLimitPacesBatches(t *testing.T) {
+	t.Parallel()
+	st := store.New(pgtest.New(t))
+	ctx := context.Background()
+	seed(t, st, "orders", 1200)
+	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 500, RateLimit: 100, Total: 1200, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var slept []time.Duration
+	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond,
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
+		Sleep: func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			clock = clock.Add(d)
+			slept = append(slept, d)
+			return true
+		}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := st.GetTask(ctx, created.ID)
+		if err == nil && got.State == store.TaskCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not completed: %+v, %v", got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var total time.Duration
+	for _, d := range slept {
+		total += d
+	}
+	if len(slept) != 11 || total < 10900*time.Millisecond || total > 11100*time.Millisecond {
+		t.Fatalf("waited %v in %d sleeps (%v), want eleven of a second", total, len(slept), slept)
+	}
+}
