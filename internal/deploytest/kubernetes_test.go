@@ -892,10 +892,14 @@ func TestKubernetesStaticMembership(t *testing.T) {
 func kustomizer(t *testing.T) func(dir string) ([]byte, error) {
 	t.Helper()
 	if bin, err := exec.LookPath("kustomize"); err == nil {
-		return func(dir string) ([]byte, error) { return exec.CommandContext(t.Context(), bin, "build", dir).CombinedOutput() }
+		return func(dir string) ([]byte, error) {
+			return exec.CommandContext(t.Context(), bin, "build", dir).CombinedOutput()
+		}
 	}
 	if bin, err := exec.LookPath("kubectl"); err == nil {
-		return func(dir string) ([]byte, error) { return exec.CommandContext(t.Context(), bin, "kustomize", dir).CombinedOutput() }
+		return func(dir string) ([]byte, error) {
+			return exec.CommandContext(t.Context(), bin, "kustomize", dir).CombinedOutput()
+		}
 	}
 	t.Fatal("neither kustomize nor kubectl is installed; install kustomize: " +
 		"go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1 (.ci/run does)")
