@@ -161,11 +161,21 @@ func Load(lookup Lookup, fs *pflag.FlagSet) (Config, error) {
 }
 
 // RegisterFlags adds a flag for every setting; their values are read by Load.
+// On/off settings are boolean flags: --kafka-tls alone turns TLS on.
 func RegisterFlags(fs *pflag.FlagSet) {
 	for _, s := range Settings {
-		fs.String(s.Flag, s.Default, s.Help+" (env "+s.Env+")")
+		help := s.Help + " (env " + s.Env + ")"
+		if s.isBool() {
+			fs.Bool(s.Flag, s.Default == "true", help)
+			continue
+		}
+		fs.String(s.Flag, s.Default, help)
 	}
 }
+
+// isBool reports whether the setting is on/off: its default is true or
+// false (every on/off setting has one, and nothing else does).
+func (s Setting) isBool() bool { return s.Default == "true" || s.Default == "false" }
 
 func (c *Config) validate() error {
 	var errs []error

@@ -174,3 +174,29 @@ func TestREADMEDocumentsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// On/off settings are boolean flags: given alone they mean true, and --help
+// shows them without a value type.
+func TestBoolSettingsAreBoolFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--kafka-tls", "--migrate", "--create-topics=false", "--kafka-brokers", "b:9092"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(func(string) (string, bool) { return "", false }, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Kafka.TLS || !cfg.MigrateOnStart || cfg.CreateTopics {
+		t.Errorf("tls %v migrate %v create-topics %v; want true, true, false", cfg.Kafka.TLS, cfg.MigrateOnStart, cfg.CreateTopics)
+	}
+	for _, s := range config.Settings {
+		f := fs.Lookup(s.Flag)
+		if (s.Default == "true" || s.Default == "false") != (f.Value.Type() == "bool") {
+			t.Errorf("--%s is a %s flag with default %q", s.Flag, f.Value.Type(), s.Default)
+		}
+	}
+	if !strings.Contains(fs.FlagUsages(), "--kafka-tls ") || strings.Contains(fs.FlagUsages(), "--kafka-tls string") {
+		t.Errorf("usage of --kafka-tls: %s", fs.FlagUsages())
+	}
+}
