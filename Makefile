@@ -8,7 +8,9 @@ BENCH_N   ?= 200000
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@# Colour only on a terminal: piped or redirected help stays plain text.
+	@if [ -t 1 ]; then c='\033[36m'; r='\033[0m'; else c=''; r=''; fi; \
+	awk -v c="$$c" -v r="$$r" 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %s%-10s%s %s\n", c, $$1, r, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the redrive binary into bin/
@@ -16,7 +18,10 @@ build: ## Build the redrive binary into bin/
 
 .PHONY: run
 run: ## Run the embedded stack: in-process Kafka on 127.0.0.1:9092, throwaway Postgres (or DATABASE_URL), API on :8080
-	$(GO) run ./cmd/redrive dev
+	@$(GO) build -o $(BIN) ./cmd/redrive
+	@# exec: Ctrl-C reaches redrive itself, which shuts down cleanly and exits 0
+	@# (go run would report the interrupt as a failure).
+	exec ./$(BIN) dev
 
 .PHONY: test
 test: ## Run every test against real Postgres and in-process Kafka
