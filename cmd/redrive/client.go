@@ -164,3 +164,14 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// count says "1 record", "2 records", "1 topic entry", "3 topic entries".
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

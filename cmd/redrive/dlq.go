@@ -339,14 +339,14 @@ func bulk(cmd *cobra.Command, c *apiClient, method, path string, filter map[stri
 		if c.output == "json" {
 			return c.printJSON(raw)
 		}
-		fmt.Fprintf(c.out, "would %s %d records; nothing changed (add --yes to %s them)\n", verb, ans.WouldAffect, verb)
+		fmt.Fprintf(c.out, "would %s %s; nothing changed (add --yes to %s them)\n", verb, count(ans.WouldAffect, "record"), verb)
 		return nil
 	}
 	if !wait {
 		if c.output == "json" {
 			return c.printJSON(raw)
 		}
-		fmt.Fprintf(c.out, "task %s started: %s %d records (follow: redrive tasks show %s --wait)\n", ans.Task.ID, verb, ans.WouldAffect, ans.Task.ID)
+		fmt.Fprintf(c.out, "task %s started: %s %s (follow: redrive tasks show %s --wait)\n", ans.Task.ID, verb, count(ans.WouldAffect, "record"), ans.Task.ID)
 		return nil
 	}
 	return waitTask(cmd, c, ans.Task.ID)
@@ -447,7 +447,7 @@ func waitTask(cmd *cobra.Command, c *apiClient, id string) error {
 			if c.output == "json" {
 				return c.printJSON(raw)
 			}
-			fmt.Fprintf(c.out, "task %s %s: %d of %d records\n", t.ID, t.State, t.Processed, t.Total)
+			fmt.Fprintf(c.out, "task %s %s: %d of %s\n", t.ID, t.State, t.Processed, count(t.Total, "record"))
 			if t.State == "failed" {
 				return fmt.Errorf("task %s failed: %d errors", t.ID, len(t.Errors))
 			}

@@ -41,7 +41,7 @@ func policyValidateCmd() *cobra.Command {
 				return err
 			}
 			topics := set.Topics()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d file(s), %d topic entr(ies): valid\n", dir, len(set.Files()), len(topics))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, %s: valid\n", dir, count(len(set.Files()), "file"), count(len(topics), "topic entry"))
 			return nil
 		},
 	}

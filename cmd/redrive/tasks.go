@@ -69,7 +69,7 @@ func tasksCmd() *cobra.Command {
 			if c.output == "json" {
 				return c.printJSON(raw)
 			}
-			fmt.Fprintf(c.out, "task %s: cancellation requested (%d of %d records done)\n", t.ID, t.Processed, t.Total)
+			fmt.Fprintf(c.out, "task %s: cancellation requested (%d of %s done)\n", t.ID, t.Processed, count(t.Total, "record"))
 			return nil
 		},
 	}
