@@ -310,3 +310,21 @@ func recvOK[T any](t *testing.T, ch <-chan T) (T, bool) {
 		return zero, false
 	}
 }
+
+// Event times are written to the millisecond, as documented.
+func TestEventTimeIsMilliseconds(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	p := events.New(events.Config{Now: func() time.Time { return at }})
+	sub := p.Broker().Subscribe(events.Filter{})
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	p.Publish(ctx, events.Queue(events.QueuePaused, events.QueueData{Queue: "orders"}))
+	msg := recv(t, sub.C)
+	if !strings.Contains(string(msg.JSON), `"time":"2026-03-01T12:00:00.123Z"`) {
+		t.Errorf("envelope %s, want time 2026-03-01T12:00:00.123Z", msg.JSON)
+	}
+}

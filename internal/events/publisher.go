@@ -175,7 +175,7 @@ func (p *Publisher) deliver(ctx context.Context, evs []Event) {
 		if ev.ID == "" {
 			ev.ID = uuid.Must(uuid.NewV7()).String()
 		}
-		ev.Time = ev.Time.UTC()
+		ev.Time = ev.Time.UTC().Truncate(time.Millisecond) // documented precision: milliseconds
 		p.cfg.Metrics.Published.WithLabelValues(string(ev.Type)).Inc()
 		data, err := json.Marshal(ev)
 		if err != nil {
