@@ -362,8 +362,16 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		}
 		raw, _ := json.Marshal(map[string]policy.TopicState{"state": state})
 		ctx := c.Request().Context()
-		if _, err := s.store.PutQueueConfig(ctx, name, raw, true); err != nil {
+		qc, err := s.store.PutQueueConfig(ctx, name, raw, true)
+		if err != nil {
 			return err
+		}
+		if resumedToNothing(qc, state) {
+			// A topic that only a pause had put under API control goes back
+			// to its files and defaults: its source is no longer "api".
+			if err := s.store.DeleteQueue(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 		}
 		if err := s.queues.Refresh(ctx); err != nil {
 			return err
@@ -387,6 +395,20 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		}
 		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name], blocked[name]))
 	}
+}
+
+// resumedToNothing reports whether a resume left an implicit topic's API
+// config holding nothing but the active state.
+func resumedToNothing(qc *store.QueueConfig, state policy.TopicState) bool {
+	if state != policy.TopicActive || qc.Explicit {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(qc.Config, &m) != nil || len(m) != 1 {
+		return false
+	}
+	var st policy.TopicState
+	return json.Unmarshal(m["state"], &st) == nil && st == policy.TopicActive
 }
 
 // publishQueue emits a queue event with the topic's state and effective config.
