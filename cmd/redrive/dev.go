@@ -25,6 +25,9 @@ Do one of:
   - point it at a server you have: DATABASE_URL=postgres://user:pass@localhost:5432/redrive make run;
   - or run the full stack in containers: docker compose up`
 
+// tourTopics are the source topics the README's tour uses.
+var tourTopics = []string{"orders", "inventory"}
+
 func devCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -73,6 +76,9 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		kfake.DefaultNumPartitions(3),
 		kfake.AllowAutoTopicCreation(),
 		kfake.SeedTopics(3, cfg.DLQTopics...),
+		// The README tour's source topics: consuming one before its first
+		// redelivery must not fail with "Unknown topic".
+		kfake.SeedTopics(3, tourTopics...),
 	)
 	if err != nil {
 		return fmt.Errorf("start in-process kafka on 127.0.0.1:%d (is the port taken?): %w", devKafkaPort, err)
@@ -80,7 +86,6 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	defer broker.Close()
 	cfg.KafkaBrokers = broker.ListenAddrs()
 	log.Info("in-process kafka started", "component", "dev", "brokers", cfg.KafkaBrokers, "dlq_topics", cfg.DLQTopics)
-	log.Warn("AUTH DISABLED: redrive dev serves the API without authentication; never expose it", "component", "dev")
 
 	// Topics appear on first use, as on a laptop broker: redelivering to a
 	// topic nobody created yet (the README's tour) just works.
