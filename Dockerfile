@@ -33,7 +33,8 @@ ENV REDRIVE_POLICIES_DIR=/etc/redrive/policies
 
 USER 65532:65532
 # HTTP API, /metrics, /healthz and /readyz (REDRIVE_HTTP_ADDR, default :8080).
-# No HEALTHCHECK: there is no curl in distroless; compose and Kubernetes probe /healthz.
+# No HEALTHCHECK in the image: Kubernetes probes /healthz and /readyz over HTTP, and
+# Compose runs `redrive health` (there is no curl in distroless).
 EXPOSE 8080
 ENTRYPOINT ["/redrive"]
 CMD ["serve"]

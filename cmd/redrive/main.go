@@ -35,7 +35,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), devCmd(), brokerCmd(), migrateCmd(), benchCmd(), policyCmd())
+	root.AddCommand(serveCmd(), devCmd(), brokerCmd(), migrateCmd(), benchCmd(), policyCmd(), healthCmd())
 	root.AddCommand(dlqCmd(), tasksCmd(), topicsCmd(), incidentsCmd(), apikeyCmd())
 	return root
 }

@@ -496,6 +496,17 @@ func TestKustomization(t *testing.T) {
 	if err != nil {
 		t.Errorf("kustomize %s: %v\n%s", k8sDir, err, out)
 	}
+	// The Kafka TLS example overlay mounts its secret where its settings point.
+	tls, err := build(filepath.Join(repoRoot(t), "deploy", "examples", "kafka-tls"))
+	if err != nil {
+		t.Errorf("kustomize deploy/examples/kafka-tls: %v\n%s", err, tls)
+	}
+	for _, want := range []string{`REDRIVE_KAFKA_TLS: "true"`, "REDRIVE_KAFKA_TLS_CA_FILE: /etc/redrive/kafka-tls/ca.crt",
+		"mountPath: /etc/redrive/kafka-tls", "secretName: redrive-kafka-tls"} {
+		if !bytes.Contains(tls, []byte(want)) {
+			t.Errorf("the kafka-tls example lacks %q", want)
+		}
+	}
 	// The optional ServiceMonitor component builds on top of the base.
 	overlay := t.TempDir()
 	rel := func(dir string) string { // kustomize refuses absolute paths
