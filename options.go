@@ -27,6 +27,7 @@ type cfg struct {
 	recordType func(*kgo.Record) string
 	now        func() time.Time
 	ack        bool
+	flood      *FloodGuardConfig
 }
 
 // DLQTopic sets the topic failed records are produced to, overriding the

@@ -55,9 +55,10 @@ type Handler func(ctx context.Context, r *kgo.Record) error
 // DeadLetterer sends the records a handler fails to the DLQ topic. It is safe
 // for concurrent use, e.g. by one goroutine per partition.
 type DeadLetterer struct {
-	cl  *kgo.Client
-	cfg cfg
-	log *slog.Logger
+	cl    *kgo.Client
+	cfg   cfg
+	log   *slog.Logger
+	guard *floodGuard // nil without FloodGuard
 }
 
 // New returns a DeadLetterer that produces failed records with client, which
@@ -94,7 +95,15 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &DeadLetterer{cl: client, cfg: c, log: log.With("component", "redrive")}, nil
+	d := &DeadLetterer{cl: client, cfg: c, log: log.With("component", "redrive")}
+	if c.flood != nil {
+		g, err := newFloodGuard(*c.flood, d)
+		if err != nil {
+			return nil, fmt.Errorf("redrive: New: FloodGuard: %w", err)
+		}
+		d.guard = g
+	}
+	return d, nil
 }
 
 // Wrap returns a handler that runs h and dead-letters the records it fails.
@@ -106,9 +115,16 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 // handler returns a *PublishError when the record could not be dead-lettered:
 // the record is not done and its offset must not be committed.
 //
+// With FloodGuard, the returned handler also returns a *FloodError
+// (errors.Is(err, ErrFlooded)) for a record the guard holds in Kafka: not
+// done either, but the caller should keep polling (see FloodGuard).
+//
 // Wrap has the middleware shape func(Handler) Handler.
 func (d *DeadLetterer) Wrap(h Handler) Handler {
 	return func(ctx context.Context, r *kgo.Record) error {
+		if d.guard != nil {
+			return d.guard.handle(ctx, d, h, r)
+		}
 		err := d.run(ctx, h, r)
 		if err == nil {
 			if d.cfg.ack {
@@ -176,7 +192,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Redrive (it carries redrive.id and redrive.attempt), those headers go back
 // with it so the failure joins its existing record.
 func (d *DeadLetterer) Publish(ctx context.Context, r *kgo.Record, cause error) error {
-	f := classify(cause)
+	return d.publish(ctx, r, cause, classify(cause), "")
+}
+
+// publish is Publish of a classified cause; a flood guard deciding on a
+// flood passes its fingerprint as flood, written as FloodHeader.
+func (d *DeadLetterer) publish(ctx context.Context, r *kgo.Record, cause error, f failure, flood string) error {
 	info := envelope.FailureInfo{
 		DLQTopic:  d.cfg.dlqTopic,
 		Group:     d.cfg.group,
@@ -191,6 +212,9 @@ func (d *DeadLetterer) Publish(ctx context.Context, r *kgo.Record, cause error) 
 		info.Type = d.cfg.recordType(r)
 	}
 	env := envelope.Encode(r, info)
+	if flood != "" {
+		env.Headers = append(env.Headers, kgo.RecordHeader{Key: FloodHeader, Value: []byte(flood)})
+	}
 	out, err := d.cl.ProduceSync(ctx, env).First()
 	if err != nil {
 		d.log.Error("dead-letter publish failed; record not done",
@@ -198,10 +222,13 @@ func (d *DeadLetterer) Publish(ctx context.Context, r *kgo.Record, cause error) 
 			"dlq_topic", d.cfg.dlqTopic, "error_type", f.typ, "err", err)
 		return &PublishError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, HandlerErr: cause, Err: err}
 	}
-	d.log.Warn("record dead-lettered",
-		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+	attrs := []any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 		"error_type", f.typ, "code", string(f.code), "message", f.message,
-		"dlq_topic", out.Topic, "dlq_partition", out.Partition, "dlq_offset", out.Offset)
+		"dlq_topic", out.Topic, "dlq_partition", out.Partition, "dlq_offset", out.Offset}
+	if flood != "" {
+		attrs = append(attrs, "flood", flood)
+	}
+	d.log.Warn("record dead-lettered", attrs...)
 	return nil
 }
 
@@ -211,18 +238,33 @@ func (d *DeadLetterer) Publish(ctx context.Context, r *kgo.Record, cause error) 
 // *PublishError: the returned records then stop before it in its partition,
 // and the caller should commit them and stop consuming, so that a restart
 // resumes at the record that is not done. Fetch errors are not inspected.
+//
+// With FloodGuard, records the guard holds are left out of the returned
+// records, and Process goes on over the poll (the guard holds the rest too,
+// rewinding each partition to its first held record) and returns the first
+// *FloodError: commit the returned records and keep polling; the held records
+// come back once the guard resumes.
 func (d *DeadLetterer) Process(ctx context.Context, fetches kgo.Fetches, h Handler) ([]*kgo.Record, error) {
 	handle := d.Wrap(h)
 	var done []*kgo.Record
+	var flooded error
 	iter := fetches.RecordIter()
 	for !iter.Done() {
 		r := iter.Next()
-		if err := handle(ctx, r); err != nil {
-			return done, err
+		err := handle(ctx, r)
+		if err == nil {
+			done = append(done, r)
+			continue
 		}
-		done = append(done, r)
+		if _, ok := err.(*FloodError); ok { //nolint:errorlint // the guard's own error, not one a handler wrapped
+			if flooded == nil {
+				flooded = err
+			}
+			continue
+		}
+		return done, err
 	}
-	return done, nil
+	return done, flooded
 }
 
 // ackCompletion tells Redrive that a redelivered record succeeded.

@@ -19,7 +19,8 @@
 // Error codes stay: a five-character SQLSTATE after "SQLSTATE" and a number
 // after "status" or "code" (HTTP statuses, Kafka error codes) tell different
 // problems apart. Whitespace collapses to single spaces. A backtrace adds its
-// top frames with line numbers and offsets removed.
+// top frames with line numbers and offsets removed (for a recovered Go panic,
+// the top frames below the runtime's panic call: see TopFrames).
 package fingerprint
 
 import (
@@ -49,11 +50,17 @@ func Of(errorType, message string, backtrace []string) string {
 // line numbers, columns and program-counter offsets: "\t/app/handler.go:42
 // +0x1d" becomes "/app/handler.go", "at com.acme.X.run(X.java:42)" becomes
 // "at com.acme.X.run(X.java)".
+//
+// A Go panic stack (runtime/debug.Stack) starts at the panicking site: its
+// "goroutine 7 [running]:" line, whose number differs from one panic to the
+// next, and the frames up to and including the runtime's panic call (the
+// recovering code, the same for every panic) are skipped.
 func TopFrames(backtrace []string) []string {
+	backtrace = afterPanic(backtrace)
 	var out []string
 	for _, f := range backtrace {
 		f = strings.TrimSpace(f)
-		if f == "" {
+		if f == "" || isGoroutineHeader(f) {
 			continue
 		}
 		if i := strings.Index(f, " +0x"); i >= 0 {
@@ -65,6 +72,32 @@ func TopFrames(backtrace []string) []string {
 		}
 	}
 	return out
+}
+
+// afterPanic returns the frames of a Go panic stack below the runtime's
+// panic call ("panic({0x…})" and its file line), or backtrace itself when it
+// has none.
+func afterPanic(backtrace []string) []string {
+	for i, f := range backtrace {
+		if strings.HasPrefix(strings.TrimSpace(f), "panic(") && i+1 < len(backtrace) &&
+			strings.Contains(backtrace[i+1], "runtime/panic.go:") {
+			return backtrace[i+2:]
+		}
+	}
+	return backtrace
+}
+
+// isGoroutineHeader reports whether f is a Go stack's "goroutine 7 [running]:".
+func isGoroutineHeader(f string) bool {
+	rest, ok := strings.CutPrefix(f, "goroutine ")
+	if !ok {
+		return false
+	}
+	n := 0
+	for n < len(rest) && isDigit(rest[n]) {
+		n++
+	}
+	return n > 0 && strings.HasPrefix(rest[n:], " [")
 }
 
 // stripLineNumbers removes ":<digits>" runs (line and column numbers).

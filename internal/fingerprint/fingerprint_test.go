@@ -108,3 +108,32 @@ func BenchmarkOf(b *testing.B) {
 		fingerprint.Of("db.connection_refused", msg, nil)
 	}
 }
+
+// A recovered panic's stack (runtime/debug.Stack) names its goroutine and
+// starts in the recovering code: neither may split or merge panics.
+func TestPanicStackFromThePanickingSite(t *testing.T) {
+	stack := func(goroutine, site string) []string {
+		return []string{
+			"goroutine " + goroutine + " [running]:",
+			"runtime/debug.Stack()",
+			"\t/usr/local/go/src/runtime/debug/stack.go:26 +0x5e",
+			"github.com/redrive/redrive.call.func1()",
+			"\t/app/redrive.go:130 +0x45",
+			"panic({0x5d4a40?, 0x6b1e30?})",
+			"\t/usr/local/go/src/runtime/panic.go:783 +0x132",
+			"main." + site + "(...)",
+			"\t/app/" + site + ".go:42 +0x1d",
+			"main.loop()",
+			"\t/app/main.go:10 +0x2a",
+		}
+	}
+	if got := fingerprint.TopFrames(stack("7", "charge")); got[0] != "main.charge(...)" || got[1] != "/app/charge.go" {
+		t.Errorf("TopFrames = %q, want the panicking site first", got)
+	}
+	if fingerprint.Of("panic", "panic: boom", stack("7", "charge")) != fingerprint.Of("panic", "panic: boom", stack("1234", "charge")) {
+		t.Error("the goroutine number changed the fingerprint")
+	}
+	if fingerprint.Of("panic", "panic: boom", stack("7", "charge")) == fingerprint.Of("panic", "panic: boom", stack("7", "refund")) {
+		t.Error("panics at different sites share a fingerprint")
+	}
+}
