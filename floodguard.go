@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/fingerprint"
 )
 
@@ -20,7 +21,7 @@ import (
 // failures were already frequent and alike enough to trip it, only not yet
 // FloodGuardConfig.MinFailures of them. Its value is the failure's
 // fingerprint (of error type and message; see FloodGuard).
-const FloodHeader = "redrive.flood"
+const FloodHeader = envelope.HeaderFlood
 
 // ErrFlooded is matched (errors.Is) by the *FloodError a wrapped handler
 // returns for a record its flood guard holds in Kafka.

@@ -21,6 +21,12 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
+// HeaderFlood marks a record the client library's flood guard dead-lettered
+// while it was deciding whether its failures are one outage (the value is
+// the failures' fingerprint). Unlike the other redrive.* headers it is kept
+// with the record's headers, so that the API shows it.
+const HeaderFlood = "redrive.flood"
+
 // Native envelope header names (docs/client.md, Envelope headers).
 const (
 	HeaderPrefix          = "redrive."
@@ -197,6 +203,9 @@ func copyHeaders(hs []kgo.RecordHeader, drop func(key string) bool) []dlq.Header
 // withoutPrefixes drops redrive.* headers and headers with any of prefixes.
 func withoutPrefixes(prefixes ...string) func(string) bool {
 	return func(key string) bool {
+		if key == HeaderFlood {
+			return false // kept: the record shows it was dead-lettered while a flood was building
+		}
 		if strings.HasPrefix(key, HeaderPrefix) {
 			return true
 		}
