@@ -105,17 +105,36 @@ func payloadOf(value []byte) []byte {
 	return value
 }
 
+// looksLikeJSON is payloadOf without the full check: an object or array
+// without a NUL escape is passed to jsonb as it is, and Postgres validates it
+// while it parses. Ingest's batches use it (a full json.Valid is the largest
+// per-record cost of ingest); a batch that holds a bad one fails its COPY and
+// is written again with the full check (see InsertEncoded).
+func looksLikeJSON(value []byte) []byte {
+	v := bytes.TrimSpace(value)
+	if len(v) < 2 || bytes.Contains(value, nulEscape) {
+		return nil
+	}
+	if (v[0] == '{' && v[len(v)-1] == '}') || (v[0] == '[' && v[len(v)-1] == ']') {
+		return value
+	}
+	return payloadOf(value) // scalars: short, checked in full
+}
+
 // jsonMode says how JSON from the outside (a record's value, an error's
 // details) is stored.
-type jsonMode bool
+type jsonMode int
 
 const (
 	// asJSON stores it as jsonb, searchable.
-	asJSON jsonMode = false
+	asJSON jsonMode = iota
 	// asText is the fallback for JSON that Go accepts but jsonb rejects
 	// (numbers beyond numeric's range, lone surrogate escapes): no payload, and
 	// error details kept as a string under "raw_details". Nothing is dropped.
-	asText jsonMode = true
+	asText
+	// asJSONUnchecked is asJSON with the value's payload only shaped like
+	// JSON (looksLikeJSON), for Postgres to validate: ingest's fast path.
+	asJSONUnchecked
 )
 
 // encodeErrors marshals an error history, keeping the newest dlq.MaxErrorHistory.
@@ -138,7 +157,7 @@ func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 		}
 		cleaned[i] = e
 	}
-	return json.Marshal(cleaned)
+	return appendErrorsJSON(make([]byte, 0, 256*len(cleaned)), cleaned), nil
 }
 
 // clean makes s storable in Postgres text: valid UTF-8, no NUL bytes.
@@ -186,9 +205,12 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 		return nil, fmt.Errorf("invalid id %q: %w", r.ID, err)
 	}
 	errorType := clean(r.LastError().Type)
-	payload := payloadOf(r.Value)
-	if mode == asText {
-		payload = nil
+	var payload []byte
+	switch mode {
+	case asJSON:
+		payload = payloadOf(r.Value)
+	case asJSONUnchecked:
+		payload = looksLikeJSON(r.Value)
 	}
 	return []any{
 		pgtype.UUID{Bytes: id, Valid: true}, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,

@@ -65,7 +65,7 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	bufp := copyBuffers.Get().(*[]byte)
 	buf := append((*bufp)[:0], copyHeader...)
 	for i := range records {
-		vals, err := rowValues(&records[i], asJSON)
+		vals, err := rowValues(&records[i], asJSONUnchecked)
 		if err != nil {
 			copyBuffers.Put(bufp)
 			return out, fmt.Errorf("encode record %s: %w", records[i].ID, err)
@@ -107,5 +107,10 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 	}
 	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(*e.data), copyRecordsSQL)
 	conn.Release()
+	if isDataException(err) {
+		// A value shaped like JSON that is not (the batch was encoded
+		// without the full check): write the batch again the checked way.
+		return s.InsertRecords(ctx, e.Records)
+	}
 	return s.afterCopy(ctx, e.Records, tag.RowsAffected(), err)
 }

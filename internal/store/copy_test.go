@@ -54,7 +54,9 @@ func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
 // The encoded path keeps InsertRecords' fallbacks: a re-consumed batch skips
 // what is stored, and JSON that jsonb rejects is kept as text.
 func TestInsertEncodedFallsBack(t *testing.T) {
-	s := setup(t)
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
 	ctx := context.Background()
 	enc := store.NewEncoder()
 	first, err := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")})
@@ -77,6 +79,21 @@ func TestInsertEncodedFallsBack(t *testing.T) {
 	got, err := s.Get(ctx, huge.ID)
 	if err != nil || string(got.Value) != `{"amount":1e999999}` {
 		t.Fatalf("value not kept byte for byte: %q %v", got.Value, err)
+	}
+	// A value shaped like JSON that is not: the batch is encoded without the
+	// full check, so its COPY fails and the batch is written the checked way.
+	fake, fine := newRecord(4, "orders"), newRecord(5, "orders")
+	fake.Value = []byte(`{"not": json}`)
+	batch, err := enc.Encode([]dlq.Record{fake, fine})
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	if res, err := s.InsertEncoded(ctx, batch); err != nil || res.N != 2 {
+		t.Fatalf("batch with a fake JSON value = %+v, %v", res, err)
+	}
+	var payloads int
+	if err := pool.QueryRow(ctx, `SELECT count(payload) FROM redrive_record WHERE id IN ($1, $2)`, fake.ID, fine.ID).Scan(&payloads); err != nil || payloads != 1 {
+		t.Fatalf("%d payloads, %v; want only the real JSON searchable", payloads, err)
 	}
 }
 
