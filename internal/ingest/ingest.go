@@ -23,7 +23,6 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
-	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -206,8 +205,8 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 				r, ok := records[f.RecordID]
 				switch {
 				case !ok && !f.Completed:
-					orphans = append(orphans, in.newRecord(f, queueOf(f), in.resolve(queueOf(f), f.Type), b.now))
-				case ok && in.applyRepeat(r, f, b.now) && !seen[r.ID]:
+					orphans = append(orphans, in.newRecord(f, queueOf(f), in.resolve(queueOf(f), f.Type), b))
+				case ok && in.applyRepeat(r, f, b) && !seen[r.ID]:
 					seen[r.ID] = true
 					res.changed = append(res.changed, r)
 				}
@@ -238,15 +237,15 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		r := &fresh[i]
 		res.due = res.due || r.State == dlq.StateRetryable
 		if stored.New(i) {
-			seen = append(seen, incidentOf(r))
+			seen = append(seen, incidentOf(r, b.fps))
 		} else {
-			dups = append(dups, incidentOf(r))
+			dups = append(dups, incidentOf(r, b.fps))
 		}
 	}
 	for _, r := range res.changed {
 		res.due = res.due || r.State == dlq.StateRetryable
 		if r.State != dlq.StateCompleted {
-			seen = append(seen, incidentOf(r))
+			seen = append(seen, incidentOf(r, b.fps))
 		}
 	}
 	seen = append(seen, dups...)
@@ -259,9 +258,9 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 }
 
 // incidentOf is the incident a record's latest error belongs to.
-func incidentOf(r *dlq.Record) store.IncidentSeen {
+func incidentOf(r *dlq.Record, fps *fingerprints) store.IncidentSeen {
 	last := r.LastError()
-	return store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type, Signature: fingerprint.Normalize(last.Message),
+	return store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type, Signature: fps.signature(r.Fingerprint, last.Message),
 		Queue: r.Queue, SeenAt: last.OccurredAt, SampleID: r.ID, SampleMessage: last.Message}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
-	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -25,6 +24,8 @@ type batch struct {
 	// encoded is fresh as a COPY stream, encoded while the previous batch
 	// is being written.
 	encoded *store.EncodedRecords
+	// fps fingerprints the batch's failures, each distinct one once.
+	fps *fingerprints
 }
 
 // resolvedTopic is a topic's effective policy with its retry policy's JSON,
@@ -39,7 +40,7 @@ type topicKey struct{ topic, typ string }
 // decode sorts a polled batch into new records and changes to existing ones,
 // applying the retry policy to each new failure.
 func (in *Ingester) decode(recs []*kgo.Record) *batch {
-	b := &batch{now: in.cfg.Now().UTC(), fresh: make([]dlq.Record, 0, len(recs))}
+	b := &batch{now: in.cfg.Now().UTC(), fresh: make([]dlq.Record, 0, len(recs)), fps: newFingerprints()}
 	topics := make(map[topicKey]*resolvedTopic)
 	for _, rec := range recs {
 		f := envelope.Decode(rec)
@@ -54,7 +55,7 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 			t = in.resolve(queue, f.Type)
 			topics[key] = t
 		}
-		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b.now))
+		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b))
 	}
 	var err error
 	if b.encoded, err = in.encoder.Encode(b.fresh); err != nil {
@@ -92,7 +93,8 @@ func (in *Ingester) retryJSON(r policy.Retry, queue string) []byte {
 // newRecord turns a first failure into a record: retryable with its next
 // retry time, or discarded when the policy, the handler's code or the topic's
 // state says so.
-func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, now time.Time) dlq.Record {
+func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, b *batch) dlq.Record {
+	now := b.now
 	failed := f.Error
 	failed.Attempt = max(failed.Attempt, 1)
 	if failed.OccurredAt.IsZero() || failed.OccurredAt.After(now) {
@@ -122,7 +124,7 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, n
 		Errors:      []dlq.ErrorEntry{failed},
 		Retry:       retryJSON,
 		CreatedAt:   now,
-		Fingerprint: fingerprint.Of(failed.Type, failed.Message, failed.Backtrace),
+		Fingerprint: b.fps.of(&failed),
 	}
 	if f.Format == dlq.FormatUnparseable {
 		// Nowhere to redeliver it to: keep it for an operator.
@@ -162,7 +164,8 @@ func setOutcome(r *dlq.Record, d policy.Decision, failedAt, now time.Time) {
 // record, and reports whether it changed it. A failure or ack of any delivery
 // other than the record's latest, or one already applied, changes nothing:
 // that is what keeps max_attempts an exact bound under duplicates.
-func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, now time.Time) bool {
+func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, b *batch) bool {
+	now := b.now
 	if r.State != dlq.StateAvailable || r.Attempt != f.Attempt {
 		return false
 	}
@@ -186,7 +189,7 @@ func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, now time.Time) bo
 		first = r.Errors[0].OccurredAt
 	}
 	r.Errors = append(r.Errors, failed)
-	r.Fingerprint = fingerprint.Of(failed.Type, failed.Message, failed.Backtrace)
+	r.Fingerprint = b.fps.of(&failed)
 	setOutcome(r, in.decide(t, &failed, first, now), failed.OccurredAt, now)
 	return true
 }

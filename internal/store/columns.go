@@ -115,10 +115,20 @@ func looksLikeJSON(value []byte) []byte {
 	if len(v) < 2 || bytes.Contains(value, nulEscape) {
 		return nil
 	}
-	if (v[0] == '{' && v[len(v)-1] == '}') || (v[0] == '[' && v[len(v)-1] == ']') {
-		return value
+	switch v[0] {
+	case '{':
+		return nilUnless(v[len(v)-1] == '}', value)
+	case '[':
+		return nilUnless(v[len(v)-1] == ']', value)
 	}
-	return payloadOf(value) // scalars: short, checked in full
+	return payloadOf(value) // anything else: a scalar, or text that fails at once
+}
+
+func nilUnless(ok bool, b []byte) []byte {
+	if ok {
+		return b
+	}
+	return nil
 }
 
 // jsonMode says how JSON from the outside (a record's value, an error's
