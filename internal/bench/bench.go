@@ -123,3 +123,10 @@ func dsn(c pgconn.Config) string {
 }
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+// quiesce flushes the dirty pages earlier suites left behind (CHECKPOINT),
+// so that their write-back does not land in the next timed run. It needs a
+// superuser (the throwaway cluster's role is one); without it, runs go on.
+func quiesce(ctx context.Context, pool *pgxpool.Pool) {
+	_, _ = pool.Exec(ctx, "CHECKPOINT")
+}

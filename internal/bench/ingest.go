@@ -56,6 +56,7 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 		return nil, err
 	}
 	res := &IngestResult{Records: cfg.Records}
+	quiesce(ctx, pool)
 	if res.Ingest, res.IngestCount, err = timeIngestTopic(ctx, pool, brokers, benchTopic, cfg.Records, nil); err != nil {
 		return nil, err
 	}
@@ -92,6 +93,7 @@ func ingestFromBrokerProcess(ctx context.Context, pool *pgxpool.Pool, cfg Config
 	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record"); err != nil {
 		return 0, 0, err
 	}
+	quiesce(ctx, pool)
 	return timeIngestTopic(ctx, pool, []string{addr}, benchTopic, cfg.Records, nil)
 }
 
@@ -161,6 +163,7 @@ func timeRawCopy(ctx context.Context, pool *pgxpool.Pool, batch int) (time.Durat
 	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
 		return 0, err
 	}
+	quiesce(ctx, pool)
 	start := time.Now()
 	for _, buf := range chunks {
 		if _, err := pg.CopyFrom(ctx, buf, "COPY redrive_record FROM STDIN (FORMAT binary)"); err != nil {

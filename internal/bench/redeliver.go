@@ -169,8 +169,11 @@ func makeDueAgain(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pool.Exec(ctx, `DELETE FROM redrive_claim`); err != nil {
 		return err
 	}
-	_, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record")
-	return err
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record"); err != nil {
+		return err
+	}
+	quiesce(ctx, pool)
+	return nil
 }
 
 // timeScheduler runs the scheduler until every record is redelivered.
