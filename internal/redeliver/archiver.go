@@ -2,6 +2,7 @@ package redeliver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -94,6 +95,7 @@ type batchResult struct{ n, done int }
 
 // archiveBatch claims, produces and settles one batch of copies.
 func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult, error) {
+	claimedAt := time.Now()
 	c, err := a.store.ClaimArchive(ctx, now, a.cfg.BatchSize, a.cfg.Lease)
 	if err != nil || len(c.Records) == 0 {
 		return batchResult{}, err
@@ -140,10 +142,15 @@ func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult
 		a.fails.failed("archive copy failed; the record waits on its own backoff and is kept until it is archived",
 			k.queue, a.cfg.Topic(r.DLQ.Topic), r.ID, len(idx), f)
 	}
-	if _, err := a.store.SettleArchive(ctx, c, outcomes, a.cfg.Now()); err != nil {
-		// The claim expires and the copies are made again: a duplicate
-		// copy, never a missing one.
-		return res, err
+	// As the scheduler does: a Postgres blip while settling is waited out
+	// within the lease; past it the claim expires and the copies are made
+	// again (a duplicate copy, never a missing one).
+	log := a.cfg.Logger.With("component", "archiver", "claim", c.Token)
+	if !settleWithinLease(log, a.cfg.Lease, claimedAt, len(c.Records), func() error {
+		_, err := a.store.SettleArchive(ctx, c, outcomes, a.cfg.Now())
+		return err
+	}) {
+		return res, errors.New("archive claim not settled; its copies are made again when it expires")
 	}
 	return res, nil
 }

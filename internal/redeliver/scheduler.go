@@ -426,24 +426,9 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 // (the documented duplicate window).
 func (s *Scheduler) settle(ctx context.Context, queue string, c *store.Claim, failed []store.FailedDelivery, claimedAt time.Time) {
 	log := s.cfg.Logger.With("component", "redeliver", "queue", queue, "claim", c.Token)
-	wait := 100 * time.Millisecond
-	for {
-		err := s.store.Settle(ctx, c, failed, s.cfg.Now())
-		switch {
-		case err == nil:
-			return
-		case errors.Is(err, store.ErrLeaseLost):
-			log.Warn("claim expired before it was settled; its records are redelivered again", "records", len(c.Records))
-			return
-		case time.Since(claimedAt)+wait >= s.cfg.Lease:
-			log.Error("cannot settle claim within its lease; it will be rescued and its records redelivered again",
-				"records", len(c.Records), "err", err)
-			return
-		}
-		log.Warn("settle claim failed; retrying", "retry_in", wait, "err", err)
-		time.Sleep(wait)
-		wait = min(wait*2, 2*time.Second)
-	}
+	settleWithinLease(log, s.cfg.Lease, claimedAt, len(c.Records), func() error {
+		return s.store.Settle(ctx, c, failed, s.cfg.Now())
+	})
 }
 
 func earliest(a, b time.Time) time.Time {
