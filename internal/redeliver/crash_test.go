@@ -96,7 +96,10 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 func TestShutdownAfterProduceSettlesTheBatch(t *testing.T) {
 	b := setup(t, "orders")
 	recs := b.due(t, "orders", 20)
-	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now = time.Now })
+	// One worker: the one claim takes all 20. (With two, a second claim may
+	// still be running when the shutdown cancels it; its records are then
+	// rightly never claimed, which is not what this test is about.)
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now, c.Workers = time.Now, 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	// SIGTERM arrives while the batch is produced.
 	redeliver.SetAfterProduce(s, cancel)
