@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/console"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/maintenance"
@@ -203,7 +204,12 @@ func (a *App) init(ctx context.Context) error {
 	// A client that never finishes its request is cut off; a response that
 	// cannot be written in time is dropped. The event stream lifts both
 	// deadlines for itself. Idle keep-alive connections are closed.
-	a.server = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second,
+	// The console's files are public (its API calls carry the key); the
+	// rest is the API.
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled}))
+	mux.Handle("/", api)
+	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	return nil
