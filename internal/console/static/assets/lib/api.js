@@ -1,0 +1,100 @@
+// The JSON API and the event stream, with the caller's key. The key lives in
+// sessionStorage (this tab only) and travels in the Authorization header:
+// no cookies, so another site has nothing to ride on.
+
+const KEY = "redrive.key";
+
+// session is what the console knows about the caller: whether the server
+// wants keys, and the key's name and scope (from /ojs/v1/whoami).
+export const session = { auth: true, key: null, scope: "read" };
+
+// onUnauthorized is called when the server refuses the key (set by app.js).
+let onUnauthorized = () => {};
+export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
+
+export const storedKey = () => sessionStorage.getItem(KEY);
+export const storeKey = (k) => sessionStorage.setItem(KEY, k);
+export const forgetKey = () => sessionStorage.removeItem(KEY);
+export const canWrite = () => session.scope === "write";
+
+export class APIError extends Error {
+  constructor(message, status, details) {
+    super(message);
+    this.status = status;
+    this.details = details || {};
+  }
+}
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  const key = storedKey();
+  if (session.auth && key) h.Authorization = "Bearer " + key;
+  return h;
+}
+
+// api calls the API and returns its JSON; a non-2xx answer throws an APIError
+// carrying the API's message and details.
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const resp = await fetch(path, {
+    method, signal,
+    headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (resp.status === 401 && session.auth) {
+    forgetKey();
+    onUnauthorized("That key was refused; enter another.");
+    throw new APIError("unauthorized", 401);
+  }
+  if (!resp.ok) {
+    const err = (data && data.error) || {};
+    throw new APIError(err.message || `${resp.status} ${resp.statusText}`, resp.status, err.details);
+  }
+  return data;
+}
+
+// subscribe reads the event stream (Server-Sent Events) with fetch, so the
+// key can go in a header (EventSource cannot send one), and calls onEvent
+// with each parsed event. It reconnects after a pause until signal aborts.
+// onState("live" | "reconnecting") reports the connection.
+export function subscribe(query, onEvent, signal, onState = () => {}) {
+  const run = async () => {
+    while (!signal.aborted) {
+      try {
+        const resp = await fetch("/ojs/v1/events" + (query ? "?" + query : ""), { headers: headers(), signal });
+        if (resp.status === 401) { forgetKey(); onUnauthorized("That key was refused; enter another."); return; }
+        if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
+        onState("live");
+        await readEvents(resp.body, onEvent);
+      } catch (e) {
+        if (signal.aborted) return;
+      }
+      onState("reconnecting");
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+  };
+  run();
+}
+
+async function readEvents(body, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let end;
+    while ((end = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (!data) continue; // a comment: connected or heartbeat
+      try { onEvent(JSON.parse(data)); } catch { /* not an event */ }
+    }
+  }
+}
+
+// readOnlyReason explains a disabled write control.
+export const readOnlyReason = () => `Read-only key${session.key ? ` "${session.key}"` : ""}: changes need a key with the write scope.`;

@@ -1,0 +1,100 @@
+// One queue (a source topic): its state with pause, resume and drain; its
+// stats; the effective policy, where it was declared and its schedule; the
+// API config editor; the replay rules that select its records.
+
+import { el, fill, link, table, ago, facts, status, duration, plural } from "../lib/dom.js";
+import { api, canWrite, readOnlyReason } from "../lib/api.js";
+import { render } from "../lib/page.js";
+import { reload } from "../lib/nav.js";
+import { writeButton } from "../lib/write.js";
+import { scheduleView } from "../lib/schedule.js";
+import { replayRules } from "./replay.js";
+
+const ACTIONS = [["pause", "Pause", "paused"], ["resume", "Resume", "active"], ["drain", "Drain", "draining"]];
+
+export async function queuePage(signal, name) {
+  const path = `/ojs/v1/queues/${encodeURIComponent(name)}`;
+  const [q, rules] = await Promise.all([api(path, { signal }), api("/ojs/v1/dead-letter/replay-rules", { signal })]);
+  const outcome = status();
+  const setState = (action) => async () => {
+    try {
+      await api(`${path}/${action}`, { method: "POST" });
+      reload();
+    } catch (e) { outcome.fail(e.message); }
+  };
+  render(
+    el("h1", {}, `Queue ${q.name}`),
+    facts([
+      ["State", el("span", { id: "queue-state", class: `qstate-${q.state}` }, q.state)],
+      ["Delivery", q.delivery.state === "blocked"
+        ? el("span", { class: "blocked" }, `blocked: ${plural(q.delivery.blocked_records, "record")} wait on a failure backoff (${q.delivery.reason}: ${q.delivery.message}), since `, ago(q.delivery.since))
+        : "ok"],
+      ["Records", link(`/ui/records?queue=${encodeURIComponent(q.name)}`, plural(q.stats.total, "record"))],
+      ["Oldest", ago(q.oldest_at)],
+      ["Last hour", q.last_hour ? `${q.last_hour.added} failures added, ${q.last_hour.retried} redelivered` : "—"],
+    ]),
+    el("div", { class: "actions", role: "group", "aria-label": "Queue state" },
+      ACTIONS.map(([action, label, state]) => writeButton(label, setState(action),
+        { id: `queue-${action}`, class: action === "resume" ? "" : "secondary", disabled: q.state === state }))),
+    el("p", { class: "muted" }, "Paused: failures are still stored, nothing is redelivered. Draining: scheduled retries go out, replay rules start nothing new."),
+    outcome,
+    el("h2", {}, "Stats"),
+    table(["Retryable", "Available", "Completed", "Discarded", "Dead letters", "Discarded by policy", "Total"], [el("tr", {},
+      ["retryable", "available", "completed", "discarded", "dead_letter", "discard", "total"].map((k) => el("td", { class: "num" }, String(q.stats[k]))))]),
+    el("h2", {}, "Effective policy"),
+    facts([
+      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : "nowhere: the defaults"],
+      ["Merged", (q.layers || []).join(" ← ") || "—"],
+    ]),
+    policyTable(q.config),
+    el("h3", {}, "Retry schedule"),
+    scheduleView(q.schedule),
+    el("h2", {}, "API config"),
+    configEditor(q, path),
+    el("h2", {}, "Replay rules"),
+    replayRules(q.name, rules.items || []),
+  );
+}
+
+// policyTable flattens the effective config into dotted fields; durations
+// show their words.
+function policyTable(config) {
+  const rows = [];
+  const walk = (prefix, v) => {
+    if (v && typeof v === "object" && !Array.isArray(v)) {
+      for (const [k, x] of Object.entries(v)) if (k !== "replay_rules" && k !== "name" && k !== "layers") walk(prefix ? `${prefix}.${k}` : k, x);
+      return;
+    }
+    const shown = typeof v === "string" && /^P/.test(v) ? duration(v) : Array.isArray(v) ? (v.length ? v.join(", ") : "none") : v === "" ? "—" : String(v);
+    rows.push(el("tr", {}, el("th", { scope: "row" }, prefix), el("td", {}, shown)));
+  };
+  walk("", config);
+  return el("table", { class: "policy", id: "policy" }, el("tbody", {}, rows));
+}
+
+function configEditor(q, path) {
+  if (q.source === "file") return el("p", { class: "muted" }, `Declared in the policy file ${q.declared_in}: change it there (the API refuses changes to file topics).`);
+  const text = el("textarea", { id: "config", rows: "10", spellcheck: "false", "aria-describedby": "config-help" },
+    JSON.stringify(q.api_config || {}, null, 2));
+  const errors = el("div", { id: "config-errors", role: "alert" });
+  const save = async () => {
+    fill(errors);
+    let body;
+    try { body = JSON.parse(text.value); } catch (e) { fill(errors, el("p", { class: "error" }, `Not valid JSON: ${e.message}`)); return; }
+    try {
+      await api(`${path}/config`, { method: "PUT", body });
+      reload();
+    } catch (e) {
+      const fields = e.details.fields || [];
+      fill(errors, el("p", { class: "error" }, e.message),
+        fields.length ? el("ul", { class: "field-errors" }, fields.map((f) => el("li", {}, el("code", {}, f.field), `: ${f.message}`))) : null);
+    }
+  };
+  if (!canWrite()) text.setAttribute("readonly", "");
+  return el("div", { class: "field" },
+    el("label", { for: "config" }, "The API layer, in policy-file shape (JSON)"), text,
+    el("small", { id: "config-help", class: "muted" }, "Layered over the policy files' defaults for this topic, e.g. {\"retry\": {\"max_attempts\": 10, \"initial_interval\": \"PT30S\"}}."),
+    errors,
+    el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save" })),
+    canWrite() ? null : el("p", { class: "muted" }, readOnlyReason()));
+}

@@ -1,0 +1,104 @@
+// The record list: every filter of GET /ojs/v1/dead-letter in the URL, keyset
+// (cursor) paging, "N new" from the event stream, and bulk retry or purge of
+// everything the filter matches.
+
+import { el, link, table, ago, plural } from "../lib/dom.js";
+import { api, subscribe } from "../lib/api.js";
+import { render } from "../lib/page.js";
+import { go } from "../lib/nav.js";
+import { bulkPanel } from "./bulk.js";
+
+// FILTERS are the list's query parameters, with their labels and inputs.
+const FILTERS = [
+  ["queue", "Queue"], ["type", "Type"], ["error_type", "Error type"],
+  ["state", "State", ["retryable", "available", "completed", "discarded"]],
+  ["exhaustion", "Exhaustion", ["dead_letter", "discard"]],
+  ["since", "Since (RFC 3339)"], ["until", "Until (RFC 3339)"], ["key", "Key"], ["q", "Text in value"],
+  ["path", "JSON path"], ["value", "JSON value at path"], ["header", "Header (key=value)"], ["incident", "Incident"],
+];
+
+export async function records(signal) {
+  const params = new URLSearchParams(location.search);
+  const query = new URLSearchParams();
+  for (const [f] of FILTERS) if (params.get(f)) query.set(f, params.get(f));
+  const listQuery = new URLSearchParams(query);
+  if (params.get("cursor")) listQuery.set("cursor", params.get("cursor"));
+  const page = await api("/ojs/v1/dead-letter?" + listQuery, { signal });
+  const pg = page.pagination;
+  const next = new URLSearchParams(query);
+  next.set("cursor", pg.next_cursor || "");
+  const filtered = [...query.keys()].length > 0;
+  const fresh = newRecordsNotice(query);
+  render(
+    el("h1", {}, "Records"),
+    filterForm(params),
+    fresh,
+    el("div", { class: "listbar" },
+      el("p", { class: "muted", id: "total" }, `${pg.total.toLocaleString("en")}${pg.total_capped ? "+" : ""}${pg.total_estimated ? " (estimated)" : ""} matching`,
+        params.get("cursor") ? ["; ", link(`/ui/records${query.toString() ? "?" + query : ""}`, "first page")] : null),
+      bulkPanel(query, filtered)),
+    recordsTable(page.items || []),
+    pg.has_more ? el("p", {}, link(`/ui/records?${next}`, "Next page →", { rel: "next" })) : null,
+  );
+  subscribe(eventQuery(query), (ev) => { if (ev.type === "dead_letter.added") fresh.add(); }, signal);
+}
+
+function filterForm(params) {
+  const form = el("form", { class: "filters", "aria-label": "Filters", onsubmit: (e) => {
+    e.preventDefault();
+    const next = new URLSearchParams();
+    for (const [f] of FILTERS) {
+      const v = form.elements[f].value.trim();
+      if (v) next.set(f, v);
+    }
+    go(`/ui/records${next.toString() ? "?" + next : ""}`);
+  } },
+  FILTERS.map(([f, label, choices]) => el("label", {}, label,
+    choices ? el("select", { name: f }, ["", ...choices].map((s) => el("option", { value: s, selected: params.get(f) === s }, s || "any")))
+      : el("input", { name: f, value: params.get(f) || "", autocomplete: "off" }))),
+  el("div", { class: "formactions" },
+    el("button", { type: "submit" }, "Filter"),
+    link("/ui/records", "Clear", { class: "button secondary" })));
+  return form;
+}
+
+// newRecordsNotice counts records added since the page loaded (by the event
+// stream, for the same queue) and offers to show them.
+function newRecordsNotice(query) {
+  let n = 0;
+  const text = el("span");
+  const box = el("p", { class: "fresh", role: "status", hidden: true }, text, " ",
+    el("button", { type: "button", class: "secondary", onclick: () => {
+      const q = new URLSearchParams(query);
+      go(`/ui/records${q.toString() ? "?" + q : ""}`, { replace: true });
+    } }, "Show"));
+  box.add = () => {
+    n++;
+    text.textContent = `${plural(n, "new failure")} since this page loaded${[...query.keys()].some((k) => k !== "queue") ? " (not all may match the other filters)" : ""}.`;
+    box.hidden = false;
+  };
+  return box;
+}
+
+function eventQuery(query) {
+  const q = new URLSearchParams({ type: "dead_letter.added" });
+  if (query.get("queue")) q.set("topic", query.get("queue"));
+  return q.toString();
+}
+
+export function recordsTable(items) {
+  if (items.length === 0) return el("p", { class: "muted empty-list" }, "No records match.");
+  return table(["Key", "Queue", "Error type", "Message", "Attempt", "State", "Age"],
+    items.map((r) => {
+      const errors = r.errors || [];
+      const last = errors[errors.length - 1] || {};
+      return el("tr", {},
+        el("td", {}, link(`/ui/records/${r.id}`, r.key ?? "(no key)")),
+        el("td", {}, r.queue), el("td", {}, r.error_type), el("td", { class: "msg" }, last.message || ""),
+        el("td", { class: "num" }, `${r.attempt}/${r.max_attempts}`),
+        el("td", { class: `state-${r.state}` }, stateText(r)),
+        el("td", {}, ago(r.created_at)));
+    }), { class: "records" });
+}
+
+export const stateText = (r) => (r.exhaustion ? `${r.state} (${r.exhaustion})` : r.state);

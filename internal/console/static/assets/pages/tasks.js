@@ -1,0 +1,81 @@
+// Bulk tasks: the list, and one task with its progress, rate and cancel.
+
+import { el, fill, link, table, ago, facts, status, plural } from "../lib/dom.js";
+import { api } from "../lib/api.js";
+import { render, every } from "../lib/page.js";
+import { writeButton } from "../lib/write.js";
+
+const open = (t) => t.state === "pending" || t.state === "running";
+
+export async function tasks(signal) {
+  let items = await drawTasks(signal);
+  every(2000, signal, async () => {
+    if (items.some(open)) items = await drawTasks(signal).catch(() => items);
+  });
+}
+
+async function drawTasks(signal) {
+  const page = await api("/ojs/v1/tasks?limit=100", { signal });
+  const items = page.items || [];
+  render(
+    el("h1", {}, "Tasks"),
+    items.length === 0 ? el("p", { class: "empty" }, "No bulk tasks yet. Retry or purge all the records of a filtered view on the Records page, and the task shows here.")
+      : table(["Task", "Kind", "State", "Progress", "By", "Created"], items.map((t) => el("tr", {},
+        el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind), el("td", {}, t.state),
+        el("td", {}, progressBar(t), ` ${t.processed}/${t.total}`),
+        el("td", {}, t.created_by), el("td", {}, ago(t.created_at))))),
+  );
+  return items;
+}
+
+function progressBar(t) {
+  return el("progress", { max: String(Math.max(t.total, 1)), value: String(t.processed), "aria-label": `${t.processed} of ${t.total}` });
+}
+
+export async function task(signal, id) {
+  let t = await api(`/ojs/v1/tasks/${encodeURIComponent(id)}`, { signal });
+  const body = el("div");
+  const outcome = status();
+  const samples = [[Date.now(), t.processed]];
+  const draw = () => fill(body, 
+    el("p", { class: "progressline" }, progressBar(t), " ",
+      el("span", { id: "task-progress" }, `${t.processed.toLocaleString("en")} of ${plural(t.total, "record")} (${Math.round(t.progress * 100)}%)`)),
+    facts([
+      ["State", el("span", { id: "task-state", class: `task-${t.state}` }, t.state + (t.cancel_requested && open(t) ? " (cancelling)" : ""))],
+      ["Kind", t.kind],
+      ["Rate", el("span", { id: "task-rate" }, rateText(t, samples))],
+      ["Rate limit", t.rate_limit ? `${t.rate_limit} records/s` : "unlimited"],
+      ["Filter", el("code", {}, JSON.stringify(t.filter))],
+      ["Created", [ago(t.created_at), ` by ${t.created_by}`]],
+      ["Started", ago(t.started_at)],
+      ["Finished", ago(t.finished_at)],
+      ["Errors", (t.errors || []).length === 0 ? "none" : el("ul", {}, t.errors.map((e) => el("li", {}, ago(e.at), " ", e.message)))],
+    ]),
+    open(t) ? el("div", { class: "actions" }, writeButton("Cancel task", async () => {
+      try { await api(`/ojs/v1/tasks/${t.id}/cancel`, { method: "POST" }); outcome.ok("Cancel requested: the task stops after its current batch."); } catch (e) { outcome.fail(e.message); }
+    }, { id: "task-cancel", class: "danger" })) : null);
+  render(el("h1", {}, `Task ${t.id}`), body, outcome, el("p", {}, link("/ui/tasks", "All tasks")));
+  draw();
+  every(1000, signal, async () => {
+    if (!open(t)) return;
+    try {
+      t = await api(`/ojs/v1/tasks/${encodeURIComponent(id)}`, { signal });
+      samples.push([Date.now(), t.processed]);
+      if (samples.length > 6) samples.shift();
+      draw();
+    } catch { /* the next tick retries */ }
+  });
+}
+
+// rateText is the records per second over the last few polls while the task
+// runs, and the average over its run once it is done.
+function rateText(t, samples) {
+  if (!t.started_at) return "—";
+  if (!open(t) && t.finished_at) {
+    const secs = (Date.parse(t.finished_at) - Date.parse(t.started_at)) / 1000;
+    return secs > 0 ? `${Math.round(t.processed / secs).toLocaleString("en")} records/s (average)` : "—";
+  }
+  const [t0, n0] = samples[0];
+  const [t1, n1] = samples[samples.length - 1];
+  return t1 > t0 ? `${Math.round(((n1 - n0) * 1000) / (t1 - t0)).toLocaleString("en")} records/s` : "measuring…";
+}
