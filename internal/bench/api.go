@@ -250,6 +250,10 @@ var tiers = []string{"bronze", "silver", "gold", "platinum"}
 
 // loadAPIRecords COPYs n records: 70% dead letters, 10% discards, 15%
 // retryable (due in a day), 5% completed, created over the last 90 days.
+// LoadAPIRecords stores n records shaped as the api suite's (spread over
+// queues, error types and 90 days), for other benchmarks of reads.
+func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error { return loadAPIRecords(ctx, st, n) }
+
 func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	rng := rand.New(rand.NewPCG(7, 8))
 	now := time.Now().UTC()

@@ -42,20 +42,23 @@ const policies = `_default:
 type server struct {
 	base    string
 	brokers []string
+	key     string // for the test's own API calls when the server wants keys
+	dbURL   string
 }
 
 // startServer runs a processor on a fresh database and an in-process Kafka
 // with the source topic orders; env overrides settings ("NAME", "value" pairs).
-func startServer(t *testing.T, env ...string) *server {
+func startServer(t testing.TB, env ...string) *server {
 	t.Helper()
 	brokers := kafkatest.New(t, dlqTopic, "orders", "payments", dlqTopic+".archive", dlqTopic+".events")
+	dbURL := pgtest.URL(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "default.yaml"), []byte(policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	settings := map[string]string{
 		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-		"REDRIVE_DATABASE_URL":  pgtest.URL(t),
+		"REDRIVE_DATABASE_URL":  dbURL,
 		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
 		"REDRIVE_AUTH_DISABLED": "true",
 		"REDRIVE_POLICIES_DIR":  dir,
@@ -83,11 +86,11 @@ func startServer(t *testing.T, env ...string) *server {
 			t.Errorf("app Run: %v", err)
 		}
 	})
-	return &server{base: "http://" + a.Addr(), brokers: brokers}
+	return &server{base: "http://" + a.Addr(), brokers: brokers, dbURL: dbURL}
 }
 
 // kcat dead-letters value with kcat, as the README's tour does.
-func (s *server) kcat(t *testing.T, key, value string, headers ...string) {
+func (s *server) kcat(t testing.TB, key, value string, headers ...string) {
 	t.Helper()
 	args := []string{"-P", "-b", s.brokers[0], "-t", dlqTopic, "-k", key}
 	for _, h := range headers {
@@ -100,15 +103,15 @@ func (s *server) kcat(t *testing.T, key, value string, headers ...string) {
 	}
 }
 
-// api calls the API (with key, when not empty) and decodes its JSON into out.
-func (s *server) api(t *testing.T, key, method, path string, out any) int {
+// api calls the API and decodes its JSON into out.
+func (s *server) api(t testing.TB, method, path string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, s.base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	if s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -133,7 +136,7 @@ type browser struct {
 }
 
 // chromium finds Debian's chromium (or Chrome) on PATH.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
@@ -143,7 +146,7 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t testing.TB) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -207,7 +210,7 @@ func (b *browser) watch(ev any) {
 
 // run runs actions with a deadline, failing the test with what it was doing
 // and what the page shows.
-func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chromedp.Void]) {
+func (b *browser) run(t testing.TB, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
@@ -222,7 +225,7 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action[chro
 }
 
 // eval evaluates a JavaScript expression in the page.
-func eval[T any](t *testing.T, b *browser, expr string) T {
+func eval[T any](t testing.TB, b *browser, expr string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
@@ -234,13 +237,13 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 }
 
 // text is the text of the first element matching the CSS selector sel.
-func (b *browser) text(t *testing.T, sel string) string {
+func (b *browser) text(t testing.TB, sel string) string {
 	t.Helper()
 	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
 }
 
 // count counts the elements matching the CSS selector sel.
-func (b *browser) count(t *testing.T, sel string) int {
+func (b *browser) count(t testing.TB, sel string) int {
 	t.Helper()
 	return eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
 }
@@ -279,7 +282,7 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 
 // screenshot saves the page as a PNG in the screenshot directory:
 // $REDRIVE_SCREENSHOTS, or a temporary one (logged).
-func (b *browser) screenshot(t *testing.T, name string) {
+func (b *browser) screenshot(t testing.TB, name string) {
 	t.Helper()
 	dir := os.Getenv("REDRIVE_SCREENSHOTS")
 	if dir == "" {

@@ -62,7 +62,7 @@ func (s *server) waitTotal(t *testing.T, query string, want int) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var p page
-		s.api(t, "", "GET", "/ojs/v1/dead-letter?"+query, &p)
+		s.api(t, "GET", "/ojs/v1/dead-letter?"+query, &p)
 		if p.Pagination.Total == want {
 			return
 		}
@@ -199,7 +199,7 @@ func queueFlows(t *testing.T, s *server, b *browser) {
 	t.Helper()
 	state := func() string {
 		var q struct{ State string }
-		s.api(t, "", "GET", "/ojs/v1/queues/orders", &q)
+		s.api(t, "GET", "/ojs/v1/queues/orders", &q)
 		return q.State
 	}
 	b.run(t, "pause the queue",
@@ -232,7 +232,7 @@ func queueFlows(t *testing.T, s *server, b *browser) {
 		Delay   string            `json:"delay"`
 		Enabled bool              `json:"enabled"`
 	}
-	if code := s.api(t, "", "GET", "/ojs/v1/dead-letter/replay-rules/nightly", &rule); code != 200 ||
+	if code := s.api(t, "GET", "/ojs/v1/dead-letter/replay-rules/nightly", &rule); code != 200 ||
 		rule.Filter["queue"] != "orders" || rule.Filter["error_type"] != "db.connection_refused" || rule.Delay != "PT1H" || !rule.Enabled {
 		t.Errorf("GET the rule: %d %+v", code, rule)
 	}
