@@ -175,6 +175,8 @@ func (s *Server) add(g *echo.Group, prefix string, r route) {
 // from the method, and an action makes the call audited.
 func (s *Server) apiRoutes() []route {
 	return []route{
+		{method: http.MethodGet, path: "/whoami", handler: s.whoami},
+
 		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords},
 		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
