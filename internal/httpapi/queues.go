@@ -33,6 +33,8 @@ type queueJSON struct {
 	Delivery  deliveryJSON `json:"delivery"`
 	CreatedAt *jsonTime    `json:"created_at"`
 	UpdatedAt *jsonTime    `json:"updated_at"`
+	// Schedule is the effective retry schedule (GET of one queue only).
+	Schedule *policy.Schedule `json:"schedule,omitempty"`
 }
 
 // deliveryJSON is a queue's redelivery health: blocked while some of its
@@ -158,6 +160,8 @@ func (s *Server) getQueue(c echo.Context) error {
 	if !known && records == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
 		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
 	}
+	sched := policy.ScheduleOf(q.Config)
+	q.Schedule = &sched
 	return c.JSON(http.StatusOK, q)
 }
 
