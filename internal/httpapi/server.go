@@ -78,7 +78,10 @@ type Config struct {
 	Ready []Check
 	// Registry is exposed at /metrics; nil disables the endpoint.
 	Registry *prometheus.Registry
-	Logger   *slog.Logger
+	// Now is the clock that dates a queue's last hour of activity, the one
+	// ingest and the scheduler write it with. Default: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Server serves the HTTP API.
@@ -109,6 +112,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.NextPruneAt == nil {
 		cfg.NextPruneAt = func() *time.Time { return nil }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.RequeueWait == 0 {
 		cfg.RequeueWait = 10 * time.Second
