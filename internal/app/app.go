@@ -189,6 +189,7 @@ func (a *App) init(ctx context.Context) error {
 		Events:          a.maint.events,
 		Replay:          a.maint.replayer,
 		Registry:        a.metrics.Registry,
+		Now:             a.opts.Now,
 		Logger:          a.log,
 		Ready: []httpapi.Check{
 			{Name: "postgres", Check: st.Ping},
@@ -358,8 +359,8 @@ func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
 	return keys, nil
 }
 
-// compactCounts folds the record statistics table every interval, so that
-// stats stay cheap however much is written.
+// compactCounts folds the record statistics table and the queue activity
+// table every interval, so that stats stay cheap however much is written.
 func (a *App) compactCounts(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -371,8 +372,19 @@ func (a *App) compactCounts(ctx context.Context, interval time.Duration) {
 			if err := a.store.CompactCounts(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("compact record counts", "component", "app", "err", err)
 			}
+			if err := a.store.CompactActivity(ctx, a.now()); err != nil && ctx.Err() == nil {
+				a.log.Warn("compact queue activity", "component", "app", "err", err)
+			}
 		}
 	}
+}
+
+// now reads the App's clock.
+func (a *App) now() time.Time {
+	if a.opts.Now != nil {
+		return a.opts.Now()
+	}
+	return time.Now()
 }
 
 // Queues is the App's resolver of topic configs (API configs over the files).

@@ -10,6 +10,10 @@ import (
 // keyNameKey is where the authenticated key's name is kept in the context.
 const keyNameKey = "redrive.key_name"
 
+// keyScopeKey is where the authenticated key's scope is kept in the context
+// (not set when authentication is disabled).
+const keyScopeKey = "redrive.key_scope"
+
 // anonymous names the caller when authentication is disabled.
 const anonymous = "anonymous (auth disabled)"
 
@@ -54,6 +58,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "the API key is not valid"}
 		}
 		c.Set(keyNameKey, key.Name)
+		c.Set(keyScopeKey, key.Scope)
 		if !key.Scope.Allows(r.scope) {
 			return &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
 				Message: "key " + key.Name + " has scope " + string(key.Scope) + "; this call needs " + string(r.scope),

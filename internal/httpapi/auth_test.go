@@ -36,7 +36,7 @@ func TestAuthMatrix(t *testing.T) {
 		{method: http.MethodDelete, path: "/api/dlq/dlq:nothing", header: http.Header{}},
 	}
 	reads := []string{"/ojs/v1/dead-letter", "/ojs/v1/dead-letter/" + ids[0], "/ojs/v1/dead-letter/stats", "/ojs/v1/tasks",
-		"/ojs/v1/queues", "/ojs/v1/queues/orders", "/ojs/v1/queues/_default/config", "/ojs/v1/audit"}
+		"/ojs/v1/queues", "/ojs/v1/queues/orders", "/ojs/v1/queues/_default/config", "/ojs/v1/audit", "/ojs/v1/whoami"}
 	compat := func(r req) bool { return strings.HasPrefix(r.path, "/api/") }
 	withKey := func(r req, key string) req {
 		r.header = http.Header{}

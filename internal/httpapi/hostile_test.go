@@ -74,7 +74,7 @@ func TestHeadOnGetRoutes(t *testing.T) {
 	b := setup(t)
 	id := b.seed(t, rec{})[0]
 	for _, path := range []string{"/healthz", "/readyz", "/ojs/v1/dead-letter", "/ojs/v1/dead-letter/" + id,
-		"/ojs/v1/dead-letter/stats", "/ojs/v1/queues", "/ojs/v1/tasks", "/ojs/v1/incidents", "/ojs/v1/audit"} {
+		"/ojs/v1/dead-letter/stats", "/ojs/v1/queues", "/ojs/v1/tasks", "/ojs/v1/incidents", "/ojs/v1/audit", "/ojs/v1/whoami"} {
 		req, _ := http.NewRequest(http.MethodHead, b.base+path, nil)
 		req.Header.Set("Authorization", "Bearer "+readKey)
 		resp, err := http.DefaultClient.Do(req)

@@ -30,9 +30,15 @@ type queueJSON struct {
 	APIConfig  json.RawMessage `json:"api_config"`
 	Stats      queueStatsJSON  `json:"stats"`
 	// Delivery says whether records of the queue can be redelivered.
-	Delivery  deliveryJSON `json:"delivery"`
+	Delivery deliveryJSON `json:"delivery"`
+	// OldestAt is when the queue's oldest stored record was created.
+	OldestAt *jsonTime `json:"oldest_at"`
+	// LastHour is the queue's activity over the last 60 minutes.
+	LastHour  lastHourJSON `json:"last_hour"`
 	CreatedAt *jsonTime    `json:"created_at"`
 	UpdatedAt *jsonTime    `json:"updated_at"`
+	// Schedule is the effective retry schedule (GET of one queue only).
+	Schedule *policy.Schedule `json:"schedule,omitempty"`
 }
 
 // deliveryJSON is a queue's redelivery health: blocked while some of its
@@ -51,6 +57,14 @@ func deliveryOf(b store.Blocked) deliveryJSON {
 		return deliveryJSON{State: "ok"}
 	}
 	return deliveryJSON{State: "blocked", BlockedRecords: b.Records, Reason: &b.Reason, Message: &b.Message, Since: optTime(&b.Since)}
+}
+
+// lastHourJSON counts, over the last 60 minutes (by the minute), the
+// failures stored for a queue — new records and repeat failures of
+// redelivered ones — and the records the scheduler produced back to it.
+type lastHourJSON struct {
+	Added   int64 `json:"added"`
+	Retried int64 `json:"retried"`
 }
 
 type queueStatsJSON struct {
@@ -72,10 +86,11 @@ func statsOf(m map[string]int64) queueStatsJSON {
 	return s
 }
 
-func (s *Server) queueJSON(name string, counts map[string]int64, blocked store.Blocked) queueJSON {
+func (s *Server) queueJSON(name string, counts map[string]int64, blocked store.Blocked, act store.Activity) queueJSON {
 	t := s.queues.Resolve(name, "")
 	out := queueJSON{Name: name, State: t.State, Source: "implicit", Layers: t.Layers, Config: t,
-		APIConfig: json.RawMessage("null"), Stats: statsOf(counts), Delivery: deliveryOf(blocked)}
+		APIConfig: json.RawMessage("null"), Stats: statsOf(counts), Delivery: deliveryOf(blocked),
+		OldestAt: optTime(act.OldestAt), LastHour: lastHourJSON{Added: act.Added, Retried: act.Retried}}
 	if file := s.queues.DeclaredIn(name); file != "" {
 		out.Source, out.DeclaredIn = "file", &file
 	} else if cfg, _, ok := s.queues.Config(name); ok {
@@ -121,9 +136,13 @@ func (s *Server) listQueues(c echo.Context) error {
 		sorted = append(sorted, n)
 	}
 	slices.Sort(sorted)
+	act, err := s.store.QueueActivity(ctx, sorted, s.cfg.Now())
+	if err != nil {
+		return err
+	}
 	items := make([]queueJSON, len(sorted))
 	for i, n := range sorted {
-		items[i] = s.queueJSON(n, st.ByQueueState[n], blocked[n])
+		items[i] = s.queueJSON(n, st.ByQueueState[n], blocked[n], act[n])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items,
 		"pagination": paginationJSON{Total: int64(len(items)), Limit: len(items), HasMore: false}})
@@ -158,6 +177,8 @@ func (s *Server) getQueue(c echo.Context) error {
 	if !known && records == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
 		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
 	}
+	sched := policy.ScheduleOf(q.Config)
+	q.Schedule = &sched
 	return c.JSON(http.StatusOK, q)
 }
 
@@ -171,7 +192,11 @@ func (s *Server) oneQueue(ctx context.Context, name string) (queueJSON, int64, e
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
-	return s.queueJSON(name, st.ByQueueState[name], blocked[name]), st.Total, nil
+	act, err := s.store.QueueActivity(ctx, []string{name}, s.cfg.Now())
+	if err != nil {
+		return queueJSON{}, 0, err
+	}
+	return s.queueJSON(name, st.ByQueueState[name], blocked[name], act[name]), st.Total, nil
 }
 
 // readOnly is the 409 for a topic the policy files declare.
@@ -385,15 +410,11 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 			ev = events.QueuePaused
 		}
 		s.publishQueue(c, ev, name)
-		st, err := s.store.Stats(ctx, name)
+		q, _, err := s.oneQueue(ctx, name)
 		if err != nil {
 			return err
 		}
-		blocked, err := s.store.BlockedQueues(ctx, name)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, s.queueJSON(name, st.ByQueueState[name], blocked[name]))
+		return c.JSON(http.StatusOK, q)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -137,6 +138,8 @@ type recordJSON struct {
 	Incident string `json:"incident"`
 	// Archive is the state of the record's archive copy.
 	Archive *archiveJSON `json:"archive"`
+	// Schedule is the record's retry schedule (GET of one record only).
+	Schedule *policy.Schedule `json:"schedule,omitempty"`
 }
 
 // redeliveryJSON is a record's pending redelivery changes.

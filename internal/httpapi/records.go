@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -170,12 +172,31 @@ func (s *Server) getRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.store.Get(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	r, err := s.store.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("no dead-letter record with id " + id)
 	}
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
+	if err := s.queues.Refresh(ctx); err != nil {
+		return err
+	}
+	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	sched := policy.ScheduleOf(s.recordPolicy(r))
+	out.Schedule = &sched
+	return c.JSON(http.StatusOK, out)
+}
+
+// recordPolicy is the policy a record's next failure is judged by, as ingest
+// judges it: the record keeps the retry policy it was given (topic, type,
+// record override, or an operator's), while max_age and the rest are its
+// topic's current ones.
+func (s *Server) recordPolicy(r *dlq.Record) policy.Topic {
+	t := s.queues.Resolve(r.Queue, r.Type)
+	if retry, err := policy.ParseRetry(r.Retry); err == nil {
+		t.Retry = retry
+	}
+	return t
 }

@@ -78,7 +78,10 @@ type Config struct {
 	Ready []Check
 	// Registry is exposed at /metrics; nil disables the endpoint.
 	Registry *prometheus.Registry
-	Logger   *slog.Logger
+	// Now is the clock that dates a queue's last hour of activity, the one
+	// ingest and the scheduler write it with. Default: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Server serves the HTTP API.
@@ -109,6 +112,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.NextPruneAt == nil {
 		cfg.NextPruneAt = func() *time.Time { return nil }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.RequeueWait == 0 {
 		cfg.RequeueWait = 10 * time.Second
@@ -175,6 +181,8 @@ func (s *Server) add(g *echo.Group, prefix string, r route) {
 // from the method, and an action makes the call audited.
 func (s *Server) apiRoutes() []route {
 	return []route{
+		{method: http.MethodGet, path: "/whoami", handler: s.whoami},
+
 		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords},
 		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},

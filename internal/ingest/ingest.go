@@ -137,6 +137,11 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 		in.cfg.Logger.Warn("commit offsets failed; the batch will be re-consumed and deduplicated",
 			"component", "ingest", "err", err)
 	}
+	// A statistic: losing it to a Postgres blip must not hold up ingest,
+	// and the batch is committed already.
+	if err := in.store.RecordActivity(ctx, j.b.now, res.added); err != nil && ctx.Err() == nil {
+		in.cfg.Logger.Warn("record queue activity", "component", "ingest", "err", err)
+	}
 	in.report(j.recs, j.b, res)
 	if res.due && in.cfg.Wake != nil {
 		in.cfg.Wake()
@@ -152,6 +157,9 @@ type persisted struct {
 	changed []*dlq.Record        // existing records a repeat failure or ack changed
 	due     bool                 // something now waits for redelivery
 	opened  []store.IncidentSeen // incidents the batch opened
+	// added counts, per queue, the failures the batch stored: new records
+	// and repeat failures of redelivered ones (not acks, not duplicates).
+	added map[string]int64
 }
 
 // persist writes the batch, retrying with backoff until it succeeds or ctx
@@ -233,11 +241,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 	// of them; duplicates (stored before) still make sure it exists.
 	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))
 	var dups []store.IncidentSeen
+	res.added = map[string]int64{}
 	for i := range fresh {
 		r := &fresh[i]
 		res.due = res.due || r.State == dlq.StateRetryable
 		if stored.New(i) {
 			seen = append(seen, incidentOf(r, b.fps))
+			res.added[r.Queue]++
 		} else {
 			dups = append(dups, incidentOf(r, b.fps))
 		}
@@ -246,6 +256,7 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		res.due = res.due || r.State == dlq.StateRetryable
 		if r.State != dlq.StateCompleted {
 			seen = append(seen, incidentOf(r, b.fps))
+			res.added[r.Queue]++
 		}
 	}
 	seen = append(seen, dups...)

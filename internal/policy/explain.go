@@ -105,58 +105,26 @@ func explain(t Topic, w io.Writer) error {
 	return explainSchedule(t, w)
 }
 
+// explainSchedule prints ScheduleOf(t): the table, then its notes.
 func explainSchedule(t Topic, w io.Writer) error {
-	r := t.Retry
-	retries := max(r.MaxAttempts-1, 0)
-	fmt.Fprintf(w, "\nretry schedule (%s, before jitter):\n", r.BackoffStrategy)
-	if retries == 0 {
-		_, err := fmt.Fprintf(w, "  no retries: a failure is final and kept as %s\n", r.OnExhaustion)
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  attempt fails\tnext attempt\tdelay\tcumulative\tnote")
-	var (
-		total   time.Duration
-		prev    time.Duration = -1
-		n       int
-		pastAge bool
-	)
-	for n = 1; n <= retries && n <= explainMaxSteps; n++ {
-		d := r.BaseDelay(n)
-		if d == prev && n > explainRows {
-			break // constant from here on (capped, or a constant strategy): sum the rest at once
+	s := ScheduleOf(t)
+	fmt.Fprintf(w, "\nretry schedule (%s, before jitter):\n", s.Strategy)
+	if len(s.Rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  attempt fails\tnext attempt\tdelay\tcumulative\tnote")
+		for _, r := range s.Rows {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", r.Attempt, r.NextAttempt, r.Delay, r.Cumulative, r.Note)
 		}
-		prev = d
-		total = satAdd(total, d)
-		if n <= explainRows {
-			note := ""
-			if d == r.MaxInterval && r.BackoffStrategy != StrategyNone {
-				note = "capped at max_interval"
-			}
-			if t.MaxAge > 0 && total > t.MaxAge && !pastAge {
-				pastAge = true
-				note = strings.TrimPrefix(note+"; ", "; ") + fmt.Sprintf("past max_age: if attempt %d fails, it is not retried", n+1)
-			}
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", n, n+1, FormatDuration(d), formatSpan(total), note)
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
-	approx := ""
-	if n <= retries { // stopped early: the remaining retries are each >= prev
-		rest := retries - n + 1
-		total = satAdd(total, satMul(prev, rest))
-		if n > explainMaxSteps {
-			approx = "at least "
+	for _, n := range s.Notes {
+		if _, err := fmt.Fprintf(w, "  %s\n", n); err != nil {
+			return err
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if retries > explainRows {
-		fmt.Fprintf(w, "  … %d more retries not shown (the last delay is %s)\n", retries-explainRows, FormatDuration(r.BaseDelay(retries)))
-	}
-	_, err := fmt.Fprintf(w, "  attempt %d fails: exhausted, kept as %s; %s%s from the first failure to exhaustion without jitter\n",
-		r.MaxAttempts, r.OnExhaustion, approx, formatSpan(total))
-	return err
+	return nil
 }
 
 // formatSpan writes a long span of time in ISO 8601 with days split out

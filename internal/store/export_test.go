@@ -5,3 +5,6 @@ var (
 	RecordColumns = recordColumns
 	RecordOIDs    = recordOIDs
 )
+
+// QueueActivitySQL is QueueActivity's statement, for its EXPLAIN.
+const QueueActivitySQL = queueActivitySQL

@@ -168,7 +168,8 @@ type FailedDelivery struct {
 
 // Settle ends the claim. Records whose produce failed are put back as they
 // were — state, attempt and redelivered_at — with the failure stored on them
-// and due again at its NextAttemptAt; the others stay redelivered. One
+// and due again at its NextAttemptAt; the others stay redelivered, and are
+// counted as retried in the queue's activity for the minute of now. One
 // statement, guarded by the claim's token: a record that changed since (a
 // repeat failure joined it, an operator retried it) is left alone.
 func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, now time.Time) error {
@@ -188,7 +189,7 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	}
 	var ended bool
 	err := s.pool.QueryRow(ctx, `
-		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token),
+		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
 		undo AS (
 			UPDATE redrive_record r
 			SET state = f.state, attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
@@ -196,8 +197,12 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[])
 			     AS f(id, state, redelivered_at, failure, next)
 			WHERE r.id = f.id AND r.claim_token = lease.token AND r.state = 'available' AND r.next_retry_at IS NULL
-			RETURNING r.id)
-		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now).Scan(&ended)
+			RETURNING r.id),
+		activity AS (
+			INSERT INTO redrive_queue_activity (queue, minute, retried)
+			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
+		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now,
+		now.Truncate(time.Minute), n).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
 	}

@@ -1,0 +1,83 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/kafkatest"
+)
+
+// logBuffer collects log lines from the ingester's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Ingest counts the failures it stores in the queue's activity: a
+// re-consumed batch's duplicates are not counted again, and when the
+// statistic cannot be written ingest goes on storing records.
+func TestIngestCountsStoredFailuresOnce(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	added := func() int64 {
+		t.Helper()
+		a, err := b.store.QueueActivity(ctx, []string{dlqTopic}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a[dlqTopic].Added // unparseable records belong to the DLQ topic
+	}
+	var recs []*kgo.Record
+	for i := range 50 {
+		recs = append(recs, garbage(i))
+	}
+	kafkatest.Produce(t, b.cl, recs...)
+	first := start(t, b, b.store, "first")
+	waitForCount(t, b.store, 50)
+	waitFor(t, "50 added", func() bool { return added() == 50 })
+	first.stop()
+
+	// A second group re-consumes the 50 (as after a crash before the offset
+	// commit): duplicates, not failures stored.
+	logs := &logBuffer{}
+	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
+	waitFor(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
+	kafkatest.Produce(t, b.cl, garbage(99))
+	waitForCount(t, b.store, 51)
+	waitFor(t, "51 added", func() bool { return added() == 51 })
+
+	// The activity table cannot be written: records are still stored.
+	if _, err := b.pool.Exec(ctx, `ALTER TABLE redrive_queue_activity RENAME TO redrive_queue_activity_away`); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Produce(t, b.cl, garbage(100))
+	waitForCount(t, b.store, 52)
+	waitFor(t, "the failed statistic to be logged", func() bool { return strings.Contains(logs.String(), "record queue activity") })
+	if _, err := b.pool.Exec(ctx, `ALTER TABLE redrive_queue_activity_away RENAME TO redrive_queue_activity`); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Produce(t, b.cl, garbage(101))
+	waitForCount(t, b.store, 53)
+	waitFor(t, "52 added", func() bool { return added() == 52 })
+}
