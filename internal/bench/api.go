@@ -252,7 +252,9 @@ var tiers = []string{"bronze", "silver", "gold", "platinum"}
 // retryable (due in a day), 5% completed, created over the last 90 days.
 // LoadAPIRecords stores n records shaped as the api suite's (spread over
 // queues, error types and 90 days), for other benchmarks of reads.
-func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error { return loadAPIRecords(ctx, st, n) }
+func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
+	return loadAPIRecords(ctx, st, n)
+}
 
 func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	rng := rand.New(rand.NewPCG(7, 8))

@@ -42,10 +42,10 @@ func TestAReadKeySeesWriteActionsDisabled(t *testing.T) {
 	b := newBrowser(t)
 	b.run(t, "the key prompt",
 		chromedp.Navigate(s.base+"/ui/records"), chromedp.WaitVisible(chromedp.CSS("#key")),
-		setValue("#key", "not-a-key"), chromedp.Submit(chromedp.CSS("#key")),
+		setValue("#key", "not-a-key"), click("#key-form button"),
 		waitText("main", "That key was refused"))
 	b.run(t, "a read key",
-		setValue("#key", readKey), chromedp.Submit(chromedp.CSS("#key")),
+		setValue("#key", readKey), click("#key-form button"),
 		waitText("h1", "Records"), waitText("table.records", "order-17"),
 		waitText("#readonly", `Read-only key "ops-read"`), waitText("#who", "key: ops-read (read)"))
 	if got := eval[string](t, b, `location.pathname`); got != "/ui/records" {
@@ -82,7 +82,7 @@ func TestAReadKeySeesWriteActionsDisabled(t *testing.T) {
 		}),
 		chromedp.Navigate(s.base+"/ui/tasks"), waitText("main", "That key was refused"), chromedp.WaitVisible(chromedp.CSS("#key")))
 	b.run(t, "a write key",
-		setValue("#key", writeKey), chromedp.Submit(chromedp.CSS("#key")),
+		setValue("#key", writeKey), click("#key-form button"),
 		waitText("h1", "Tasks"), waitText("#who", "key: ops (write)"))
 	if !eval[bool](t, b, `document.getElementById("readonly").hidden`) {
 		t.Errorf("the read-only notice stays for a write key")

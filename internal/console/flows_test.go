@@ -116,7 +116,7 @@ func TestOperatorFlows(t *testing.T) {
 		chromedp.Navigate(s.base+"/ui/records?queue=orders"), waitText("table.records", "order-17"),
 		click(`table.records a`),
 		waitText("h1", "Record order-17"), waitText("#value-tree", `"sku"`), waitText("#errors", "connection refused"),
-		/*SCHEDULE*/)
+		waitText(".schedule-table", "PT10M"))
 	b.screenshot(t, "record")
 
 	// Retry with an edited value: bad JSON is refused, the review shows the

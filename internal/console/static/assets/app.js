@@ -67,7 +67,7 @@ function askKey(note) {
     el("h1", {}, "API key"),
     el("p", {}, "This server wants an API key. It is kept in this browser tab only and sent with each request."),
     note ? el("p", { class: "error", role: "alert" }, note) : null,
-    el("form", { class: "inline", onsubmit: async (e) => {
+    el("form", { id: "key-form", class: "inline", onsubmit: async (e) => {
       e.preventDefault();
       storeKey(input.value.trim());
       if (await whoami()) route();
