@@ -67,7 +67,7 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 	fmt.Fprintf(cfg.Out, "api: %d stored records, %d requests per query, in-process HTTP\n", APIRecords, apiSamples)
 	res := &APIResult{}
 	start := time.Now()
-	if err := loadAPIRecords(ctx, st, APIRecords); err != nil {
+	if err := LoadAPIRecords(ctx, st, APIRecords); err != nil {
 		return nil, err
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
@@ -248,15 +248,11 @@ func errorTypeOf(q, i int) string { return fmt.Sprintf("err%d.%d", q, i) }
 
 var tiers = []string{"bronze", "silver", "gold", "platinum"}
 
-// loadAPIRecords COPYs n records: 70% dead letters, 10% discards, 15%
-// retryable (due in a day), 5% completed, created over the last 90 days.
-// LoadAPIRecords stores n records shaped as the api suite's (spread over
-// queues, error types and 90 days), for other benchmarks of reads.
+// LoadAPIRecords COPYs n records as the api suite reads them: 70% dead
+// letters, 10% discards, 15% retryable (due in a day), 5% completed, spread
+// over queues and error types and created over the last 90 days. The console's
+// page-load benchmark reads the same database.
 func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
-	return loadAPIRecords(ctx, st, n)
-}
-
-func loadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	rng := rand.New(rand.NewPCG(7, 8))
 	now := time.Now().UTC()
 	retry, _ := json.Marshal(policy.Default())

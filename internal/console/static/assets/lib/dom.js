@@ -35,9 +35,13 @@ export function link(href, text, attrs = {}) {
   } }, text);
 }
 
+// A column whose cells are numbers (class "num") gets a right-aligned header,
+// so the heading sits over its figures.
 export function table(headers, rows, attrs = {}) {
+  const first = [rows].flat(Infinity).find((r) => r instanceof Element);
+  const num = (i) => first?.children[i]?.classList.contains("num") ? "num" : null;
   return el("table", attrs,
-    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
+    el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { scope: "col", class: num(i) }, h)))),
     el("tbody", {}, rows));
 }
 
