@@ -5,8 +5,11 @@
 package console
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"embed"
-	"encoding/json"
+	"encoding/hex"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
@@ -26,19 +29,33 @@ type Config struct {
 	AuthDisabled bool
 }
 
-// Handler serves the console: /ui/config.json, the assets, and index.html
-// for every other path under /ui/ (the application routes itself).
+const csp = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:"
+
+// Handler serves the console: the assets under /ui/assets/{version}/, and
+// index.html for every other path under /ui/ (the application routes itself).
+//
+// The version is a hash of the assets, so a browser may keep them for good
+// (they are immutable under their URL) and a new binary's index points at
+// new URLs. The index also lists every module for preloading: the browser
+// fetches them all at once instead of one level of imports at a time.
 func Handler(cfg Config) http.Handler {
 	files, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
 	}
-	assets := http.FileServerFS(files)
-	index, err := fs.ReadFile(files, "index.html")
+	version, modules, err := inventory(files)
 	if err != nil {
 		panic(err)
 	}
-	conf, _ := json.Marshal(map[string]bool{"auth": !cfg.AuthDisabled})
+	index, err := renderIndex(files, indexData{
+		Assets:  Prefix + "assets/" + version + "/",
+		Modules: modules,
+		Auth:    !cfg.AuthDisabled,
+	})
+	if err != nil {
+		panic(err)
+	}
+	assets := http.FileServerFS(files)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -47,20 +64,66 @@ func Handler(cfg Config) http.Handler {
 		}
 		rel := strings.TrimPrefix(r.URL.Path, Prefix)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:")
-		switch {
-		case rel == "config.json":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "no-store")
-			_, _ = w.Write(conf)
-		case strings.HasPrefix(rel, "assets/"):
+		w.Header().Set("Content-Security-Policy", csp)
+		if under, isAsset := strings.CutPrefix(rel, "assets/"); isAsset {
+			v, file, ok := strings.Cut(under, "/")
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			if v == version {
+				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+			} else {
+				// A page from an older binary: it gets today's files, uncached.
+				w.Header().Set("Cache-Control", "no-cache")
+			}
 			r2 := r.Clone(r.Context())
-			r2.URL.Path = "/" + path.Clean(rel)
+			r2.URL.Path = "/assets/" + strings.TrimPrefix(path.Clean("/"+file), "/")
 			assets.ServeHTTP(w, r2)
-		default:
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-cache")
-			_, _ = w.Write(index)
+			return
 		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(index)
 	})
+}
+
+// inventory hashes every asset into a version and lists the JavaScript
+// modules, relative to the assets directory.
+func inventory(files fs.FS) (version string, modules []string, err error) {
+	h := sha256.New()
+	err = fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(files, p)
+		if err != nil {
+			return err
+		}
+		h.Write([]byte(p))
+		h.Write(b)
+		if strings.HasSuffix(p, ".js") {
+			modules = append(modules, strings.TrimPrefix(p, "assets/"))
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12], modules, err
+}
+
+type indexData struct {
+	Assets  string   // the versioned assets URL, ending in /
+	Modules []string // every module, to preload
+	Auth    bool     // whether the API wants a key
+}
+
+func renderIndex(files fs.FS, data indexData) ([]byte, error) {
+	tmpl, err := template.ParseFS(files, "index.html")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

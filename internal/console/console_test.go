@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,33 +19,53 @@ func get(t *testing.T, h http.Handler, method, path string) (*http.Response, str
 	return w.Result(), string(body)
 }
 
-// The console's pages are its index for every path (it routes itself), its
-// assets are embedded, and config.json says whether the API wants a key.
+var appScript = regexp.MustCompile(`<script type="module" src="(/ui/assets/([0-9a-f]{12})/)app.js">`)
+
+// The console's pages are its index for every path (it routes itself); the
+// index points at the assets under a versioned URL, preloads every module and
+// says whether the API wants a key.
 func TestConsoleServesItsFiles(t *testing.T) {
 	on := console.Handler(console.Config{})
+	var assets string
 	for _, path := range []string{"/ui/", "/ui/records", "/ui/records/01a20f81-ca5e-77b0-8ae3-4ccb81ca813d", "/ui/tasks"} {
 		resp, body := get(t, on, http.MethodGet, path)
-		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `<script type="module" src="/ui/assets/app.js">`) {
-			t.Errorf("GET %s: %d, body %.80q", path, resp.StatusCode, body)
+		m := appScript.FindStringSubmatch(body)
+		if resp.StatusCode != http.StatusOK || m == nil {
+			t.Fatalf("GET %s: %d, body %.300q", path, resp.StatusCode, body)
+		}
+		assets = m[1]
+		for _, want := range []string{`data-auth="on"`, `<link rel="modulepreload" href="` + assets + `lib/dom.js">`, `<link rel="stylesheet" href="` + assets + `style.css">`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s: no %s in the index", path, want)
+			}
 		}
 		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("GET %s: CSP %q: the console must make no external requests", path, csp)
 		}
+		if cc := resp.Header.Get("Cache-Control"); cc != "no-cache" {
+			t.Errorf("GET %s: Cache-Control %q: the index must be revalidated, it names the assets' version", path, cc)
+		}
 	}
-	for path, want := range map[string]string{"/ui/assets/app.js": "javascript", "/ui/assets/style.css": "text/css"} {
+	for path, want := range map[string]string{assets + "app.js": "javascript", assets + "lib/dom.js": "javascript", assets + "style.css": "text/css"} {
 		resp, body := get(t, on, http.MethodGet, path)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), want) || len(body) < 100 {
 			t.Errorf("GET %s: %d %s (%d bytes)", path, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 		}
+		if cc := resp.Header.Get("Cache-Control"); !strings.Contains(cc, "immutable") {
+			t.Errorf("GET %s: Cache-Control %q, want immutable under a versioned URL", path, cc)
+		}
 	}
-	if resp, _ := get(t, on, http.MethodGet, "/ui/assets/nope.js"); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a missing asset: %d, want 404", resp.StatusCode)
+	// A page from an older binary still gets the files, but not for keeps.
+	if resp, body := get(t, on, http.MethodGet, "/ui/assets/0123456789ab/app.js"); resp.StatusCode != http.StatusOK || len(body) < 100 || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("an old version's asset: %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
 	}
-	if _, body := get(t, on, http.MethodGet, "/ui/config.json"); body != `{"auth":true}` {
-		t.Errorf("config with keys on: %s", body)
+	for _, path := range []string{assets + "nope.js", "/ui/assets/app.js", assets + "../../../go.mod"} {
+		if resp, body := get(t, on, http.MethodGet, path); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d %.60q, want 404", path, resp.StatusCode, body)
+		}
 	}
-	if _, body := get(t, console.Handler(console.Config{AuthDisabled: true}), http.MethodGet, "/ui/config.json"); body != `{"auth":false}` {
-		t.Errorf("config with auth off: %s", body)
+	if _, body := get(t, console.Handler(console.Config{AuthDisabled: true}), http.MethodGet, "/ui/"); !strings.Contains(body, `data-auth="off"`) {
+		t.Errorf("auth off: the index does not say so: %.200q", body)
 	}
 	if resp, _ := get(t, on, http.MethodPost, "/ui/"); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405", resp.StatusCode)

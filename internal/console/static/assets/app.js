@@ -94,8 +94,8 @@ async function whoami() {
 }
 
 async function boot() {
-  const conf = await (await fetch("/ui/config.json")).json();
-  session.auth = conf.auth;
+  // The server says in the page whether its API wants a key.
+  session.auth = document.documentElement.dataset.auth === "on";
   if (!session.auth) {
     session.scope = "write";
     const banner = document.getElementById("banner");
