@@ -116,6 +116,11 @@ async function boot() {
   });
   setRouter(route);
   window.addEventListener("popstate", route);
+  // Leaving the page, or its going into the back/forward cache, ends its
+  // requests and event stream (each holds one of the browser's few
+  // connections to this server); coming back from that cache renders afresh.
+  window.addEventListener("pagehide", () => current.abort());
+  window.addEventListener("pageshow", (e) => { if (e.persisted) route(); });
   if (session.auth && storedKey() && !(await whoami())) return;
   route();
 }

@@ -58,24 +58,56 @@ export async function api(path, { method = "GET", body, signal } = {}) {
 // subscribe reads the event stream (Server-Sent Events) with fetch, so the
 // key can go in a header (EventSource cannot send one), and calls onEvent
 // with each parsed event. It reconnects after a pause until signal aborts.
-// onState("live" | "reconnecting") reports the connection.
+//
+// A hidden tab closes its stream and opens it again when shown: a browser
+// keeps at most six connections to one HTTP/1.1 server, and a few background
+// tabs holding streams would leave none for the pages' requests.
+// onState reports "live" (connected, also after a reconnect: events may have
+// been missed), "reconnecting" or "paused" (hidden).
 export function subscribe(query, onEvent, signal, onState = () => {}) {
+  const url = "/ojs/v1/events" + (query ? "?" + query : "");
   const run = async () => {
     while (!signal.aborted) {
+      if (document.hidden) {
+        onState("paused");
+        await shown(signal);
+        continue;
+      }
+      const conn = new AbortController();
+      const close = () => conn.abort();
+      const hide = () => { if (document.hidden) close(); };
+      signal.addEventListener("abort", close);
+      document.addEventListener("visibilitychange", hide);
       try {
-        const resp = await fetch("/ojs/v1/events" + (query ? "?" + query : ""), { headers: headers(), signal });
+        const resp = await fetch(url, { headers: headers(), signal: conn.signal });
         if (resp.status === 401) { forgetKey(); onUnauthorized("That key was refused; enter another."); return; }
         if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
         onState("live");
         await readEvents(resp.body, onEvent);
-      } catch (e) {
-        if (signal.aborted) return;
+      } catch { /* closed, hidden or failed: the loop decides */ } finally {
+        signal.removeEventListener("abort", close);
+        document.removeEventListener("visibilitychange", hide);
       }
+      if (signal.aborted || document.hidden) continue;
       onState("reconnecting");
       await new Promise((r) => setTimeout(r, 3000));
     }
   };
   run();
+}
+
+// shown resolves when the tab is visible again, or signal aborts.
+function shown(signal) {
+  return new Promise((resolve) => {
+    const done = () => {
+      if (document.hidden && !signal.aborted) return;
+      document.removeEventListener("visibilitychange", done);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    document.addEventListener("visibilitychange", done);
+    signal.addEventListener("abort", done);
+  });
 }
 
 async function readEvents(body, onEvent) {

@@ -13,7 +13,12 @@ export async function overview(signal) {
   const refresh = throttled(1000, signal, async () => {
     try { fill(body, await overviewSections(signal)); } catch { /* the next event retries */ }
   });
-  subscribe("", refresh, signal, live.set);
+  // A reconnected stream may have missed events: refresh on each but the first.
+  let connects = 0;
+  subscribe("", refresh, signal, (state) => {
+    live.set(state);
+    if (state === "live" && connects++ > 0) refresh();
+  });
 }
 
 export async function queues(signal) {
@@ -39,7 +44,7 @@ async function overviewSections(signal) {
 export function liveIndicator() {
   const span = el("span", { class: "live", role: "status", "aria-live": "polite" }, "connecting…");
   span.set = (state) => {
-    span.textContent = state === "live" ? "● live" : "reconnecting…";
+    span.textContent = { live: "● live", paused: "paused while hidden" }[state] || "reconnecting…";
     span.className = `live ${state}`;
   };
   return span;
