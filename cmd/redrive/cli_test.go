@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/app"
+	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/auth"
-	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -37,29 +37,8 @@ func cliServer(t *testing.T) (string, *pgxpool.Pool) {
 	if err := os.WriteFile(keys, fmt.Appendf(nil, "keys:\n  - {name: cli, scope: write, sha256: %s}\n", auth.Digest(cliKey)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := map[string]string{"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","), "REDRIVE_DATABASE_URL": dbURL,
-			"REDRIVE_HTTP_ADDR": "127.0.0.1:0", "REDRIVE_POLICIES_DIR": "", "REDRIVE_API_KEYS_FILE": keys}[k]
-		return v, ok
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers),
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app Run: %v", err)
-		}
-	})
+	a, _ := apptest.Start(t, brokers, dbURL, app.Options{Logger: slog.New(slog.DiscardHandler)},
+		"REDRIVE_AUTH_DISABLED", "false", "REDRIVE_API_KEYS_FILE", keys)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/app"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
@@ -47,36 +47,7 @@ func setup(t *testing.T, env ...string) *bundle {
 // start runs a processor against brokers, logging to log (nil: the default logger).
 func start(t *testing.T, brokers []string, log *slog.Logger, env ...string) *bundle {
 	t.Helper()
-	settings := map[string]string{
-		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-		"REDRIVE_DATABASE_URL":  pgtest.URL(t),
-		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
-		"REDRIVE_AUTH_DISABLED": "true",
-		"REDRIVE_POLICIES_DIR":  "",
-	}
-	for i := 0; i+1 < len(env); i += 2 {
-		settings[env[i]] = env[i+1]
-	}
-	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := settings[k]
-		return v, ok
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, ExtraKafkaOpts: kafkatest.ClientOpts(brokers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app Run: %v", err)
-		}
-	})
+	a, _ := apptest.Start(t, brokers, pgtest.URL(t), app.Options{Logger: log}, env...)
 	return &bundle{brokers: brokers, base: "http://" + a.Addr(), app: a}
 }
 

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/app"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/kafkatest"
@@ -44,39 +43,10 @@ type mApp struct {
 // the end of the test or when stop is called.
 func startApp(t *testing.T, dbURL string, brokers []string, policies string, clk *mclock) (*mApp, func()) {
 	t.Helper()
-	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := map[string]string{
-			"REDRIVE_KAFKA_BROKERS":   strings.Join(brokers, ","),
-			"REDRIVE_DATABASE_URL":    dbURL,
-			"REDRIVE_HTTP_ADDR":       "127.0.0.1:0",
-			"REDRIVE_AUTH_DISABLED":   "true",
-			"REDRIVE_POLICIES_DIR":    policies,
-			"REDRIVE_PRUNE_INTERVAL":  "1h", // the test drives passes with RunOnce
-			"REDRIVE_REPLAY_INTERVAL": "1h",
-		}[k]
-		return v, ok
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers), Now: clk.now})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("app Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Now: clk.now},
+		"REDRIVE_POLICIES_DIR", policies,
+		"REDRIVE_PRUNE_INTERVAL", "1h", // the test drives passes with RunOnce
+		"REDRIVE_REPLAY_INTERVAL", "1h")
 	return &mApp{app: a, base: "http://" + a.Addr()}, stop
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/internal/app"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
@@ -56,36 +56,7 @@ func startServer(t testing.TB, env ...string) *server {
 	if err := os.WriteFile(filepath.Join(dir, "default.yaml"), []byte(policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	settings := map[string]string{
-		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-		"REDRIVE_DATABASE_URL":  dbURL,
-		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
-		"REDRIVE_AUTH_DISABLED": "true",
-		"REDRIVE_POLICIES_DIR":  dir,
-	}
-	for i := 0; i+1 < len(env); i += 2 {
-		settings[env[i]] = env[i+1]
-	}
-	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := settings[k]
-		return v, ok
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app Run: %v", err)
-		}
-	})
+	a, _ := apptest.Start(t, brokers, dbURL, app.Options{}, append([]string{"REDRIVE_POLICIES_DIR", dir}, env...)...)
 	return &server{base: "http://" + a.Addr(), brokers: brokers, dbURL: dbURL}
 }
 

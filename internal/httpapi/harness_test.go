@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,8 +26,8 @@ import (
 
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/internal/app"
+	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/auth"
-	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -101,39 +101,11 @@ func start(t *testing.T, o options) *bundle {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(polDir, "topics.yaml"), filePolicy)
-	env := map[string]string{
-		"REDRIVE_KAFKA_BROKERS": strings.Join(brokers, ","),
-		"REDRIVE_DATABASE_URL":  dbURL,
-		"REDRIVE_HTTP_ADDR":     "127.0.0.1:0",
-		"REDRIVE_POLICIES_DIR":  polDir,
-		"REDRIVE_API_KEYS_FILE": keyFile,
+	env := []string{"REDRIVE_AUTH_DISABLED", "false", "REDRIVE_POLICIES_DIR", polDir, "REDRIVE_API_KEYS_FILE", keyFile}
+	for _, k := range slices.Sorted(maps.Keys(o.env)) {
+		env = append(env, k, o.env[k])
 	}
-	maps.Copy(env, o.env)
-	cfg, err := config.Load(func(k string) (string, bool) {
-		v, ok := env[k]
-		return v, ok
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Options{Config: cfg, ExtraKafkaOpts: kafkatest.ClientOpts(brokers), Logger: testLogger(), RequeueWait: 2 * time.Second})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("app Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Logger: testLogger(), RequeueWait: 2 * time.Second}, env...)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
