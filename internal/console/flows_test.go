@@ -59,18 +59,11 @@ type page struct {
 // waitTotal waits until the API lists want records for query.
 func (s *server) waitTotal(t *testing.T, query string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var p page
+	var p page
+	eventually(t, 30*time.Second, fmt.Sprintf("GET ?%s lists %d records", query, want), func() bool {
 		s.api(t, "GET", "/ojs/v1/dead-letter?"+query, &p)
-		if p.Pagination.Total == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET ?%s: %d records, want %d", query, p.Pagination.Total, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return p.Pagination.Total == want
+	})
 }
 
 // The everyday path of an operator, in one browser: a failure dead-lettered

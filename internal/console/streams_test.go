@@ -21,13 +21,8 @@ func TestLeavingAPageClosesItsEventStream(t *testing.T) {
 		page := []string{"/ui/", "/ui/records", "/ui/events"}[i%3]
 		b.load(t, s.base+page)
 		// The page on screen holds one stream; the ones left behind close.
-		deadline := time.Now().Add(5 * time.Second)
-		for n := subscribers(t, s); n > 1; n = subscribers(t, s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("load %d (%s): %d event streams open, want the page's one", i+1, page, n)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually(t, 5*time.Second, fmt.Sprintf("load %d (%s): at most the page's own event stream open", i+1, page),
+			func() bool { return subscribers(t, s) <= 1 })
 	}
 }
 
@@ -60,13 +55,7 @@ func TestAHiddenTabPausesItsEventStream(t *testing.T) {
 // waitSubscribers waits until want event streams are open.
 func waitSubscribers(t *testing.T, s *server, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for n := subscribers(t, s); n != want; n = subscribers(t, s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d event streams open, want %d", n, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, 5*time.Second, fmt.Sprintf("%d event streams open", want), func() bool { return subscribers(t, s) == want })
 }
 
 // subscribers reads the redrive_events_subscribers gauge: the open event
