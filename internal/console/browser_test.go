@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -104,6 +105,7 @@ type browser struct {
 	ctx      context.Context
 	mu       sync.Mutex
 	problems []string
+	dialogs  []string // the confirmation dialogs accepted, by their message
 }
 
 // chromium finds Debian's chromium (or Chrome) on PATH.
@@ -171,6 +173,20 @@ func (b *browser) watch(ev any) {
 		if ev.Response.Status >= 500 {
 			problem = fmt.Sprintf("%d from %s", ev.Response.Status, ev.Response.URL)
 		}
+	case *cdppage.EventJavascriptDialogOpening:
+		// A test clicks Delete to delete: it says yes, and asserts the
+		// question. (The answer cannot wait in this listener: it would
+		// hold up the events the answer needs.)
+		b.mu.Lock()
+		b.dialogs = append(b.dialogs, ev.Message)
+		b.mu.Unlock()
+		go func() {
+			if _, err := chromedp.Call(b.ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: true}); err != nil && b.ctx.Err() == nil {
+				b.mu.Lock()
+				b.problems = append(b.problems, "accept dialog: "+err.Error())
+				b.mu.Unlock()
+			}
+		}()
 	}
 	if problem != "" {
 		b.mu.Lock()

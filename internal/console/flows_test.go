@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +231,35 @@ func queueFlows(t *testing.T, s *server, b *browser) {
 		t.Errorf("GET the rule: %d %+v", code, rule)
 	}
 	b.screenshot(t, "queue")
+
+	// The rule's row disables it, edits it and deletes it (after a yes).
+	row := `[data-rule="nightly"]`
+	b.run(t, "disable the rule", click(row+` button:nth-of-type(1)`), waitText(row, "disabled"), waitText(row+` button:nth-of-type(1)`, "Enable"))
+	if s.api(t, "GET", "/ojs/v1/dead-letter/replay-rules/nightly", &rule); rule.Enabled {
+		t.Error("Disable: the API still has the rule enabled")
+	}
+	b.run(t, "edit the rule",
+		click(row+` button:nth-of-type(2)`), waitText("#rule-submit", "Save rule"),
+		setValue("#rule-delay", "PT2H"), click("#rule-submit"), waitText(row, "PT2H"))
+	if s.api(t, "GET", "/ojs/v1/dead-letter/replay-rules/nightly", &rule); rule.Delay != "PT2H" || rule.Enabled {
+		t.Errorf("after the edit the API has delay %s, enabled %t; want PT2H, still disabled", rule.Delay, rule.Enabled)
+	}
+	b.run(t, "delete the rule", click(row+` button:nth-of-type(3)`), until("the row is gone", `!document.querySelector('`+row+`')`))
+	if code := s.api(t, "GET", "/ojs/v1/dead-letter/replay-rules/nightly", nil); code != http.StatusNotFound {
+		t.Errorf("after Delete, GET the rule: %d, want 404", code)
+	}
+
+	// Delete a record: after a yes, it is gone and the list of its queue shows.
+	b.run(t, "delete pay-3",
+		chromedp.Navigate(s.base+"/ui/records?queue=payments"), click(`table.records a`), waitText("h1", "Record pay-3"),
+		click("#delete"), waitURL("/ui/records?queue=payments"), until("pay-3 is gone", `!document.querySelector("table.records")?.textContent.includes("pay-3")`))
+	s.waitTotal(t, "queue=payments", 0)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.dialogs) != 2 || b.dialogs[0] != "Delete replay rule nightly?" || !strings.HasPrefix(b.dialogs[1], "Delete record ") {
+		t.Errorf("confirmation dialogs %q, want one for the rule and one for the record", b.dialogs)
+	}
 }
 
 func consumeKey(t *testing.T, cl *kgo.Client, key string) *kgo.Record {
