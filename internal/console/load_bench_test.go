@@ -78,13 +78,9 @@ func BenchmarkPageLoad(b *testing.B) {
 				for range warmUp {
 					br.load(b, s.base+p.path)
 				}
-				times := make([]time.Duration, loadsPerRound)
-				for j := range times {
-					times[j] = br.load(b, s.base+p.path)
-				}
-				slices.Sort(times)
-				p50s[i] = append(p50s[i], times[len(times)/2])
-				p95s[i] = append(p95s[i], times[len(times)*95/100])
+				p50, p95 := br.timeLoads(b, s.base+p.path, loadsPerRound)
+				p50s[i] = append(p50s[i], p50)
+				p95s[i] = append(p95s[i], p95)
 			}
 		}
 		fmt.Printf("console page loads over %d records: %d rounds of %d loads per page; median (range) over rounds; target p95 < 300 ms\n",
@@ -102,17 +98,24 @@ func BenchmarkPageLoad(b *testing.B) {
 		}
 		fmt.Printf("first visits (browser cache off), %d loads per page:\n", loadsPerRound)
 		for _, p := range pages {
-			times := make([]time.Duration, loadsPerRound)
-			for j := range times {
-				times[j] = br.load(b, s.base+p.path)
-			}
-			slices.Sort(times)
-			fmt.Printf("console %-23s p50 %6.1f ms  p95 %6.1f ms\n", p.name+"_first", ms(times[len(times)/2]), ms(times[len(times)*95/100]))
+			p50, p95 := br.timeLoads(b, s.base+p.path, loadsPerRound)
+			fmt.Printf("console %-23s p50 %6.1f ms  p95 %6.1f ms\n", p.name+"_first", ms(p50), ms(p95))
 		}
 		if _, err := chromedp.Call(br.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: false}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// timeLoads loads url n times and returns the p50 and p95 of the load times.
+func (b *browser) timeLoads(t testing.TB, url string, n int) (p50, p95 time.Duration) {
+	t.Helper()
+	times := make([]time.Duration, n)
+	for i := range times {
+		times[i] = b.load(t, url)
+	}
+	slices.Sort(times)
+	return times[n/2], times[n*95/100]
 }
 
 // spread returns the median, minimum and maximum of ds.

@@ -45,8 +45,9 @@ func TestAHiddenTabPausesItsEventStream(t *testing.T) {
 	waitSubscribers(t, s, 0)
 
 	// Shown again, it reconnects and refreshes: a failure stored while it
-	// was hidden appears.
+	// was hidden (its event gone by) appears.
 	s.kcat(t, "order-99", `{"order_id":99}`, "redrive.source.topic=orders", "redrive.error.type=db.timeout", "redrive.error.message=timed out")
+	s.waitTotal(t, "key=order-99", 1)
 	eval[bool](t, b, setHidden(false))
 	b.run(t, "the shown overview reconnects", waitText(".live", "live"), waitText("main", "order-99"))
 	waitSubscribers(t, s, 1)
