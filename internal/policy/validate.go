@@ -1,9 +1,13 @@
 package policy
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // Range checks for decoded policies (OJS retry spec §11, RET-16/RET-20). Types and
@@ -197,6 +201,7 @@ func (l *errorList) checkReplayRuleSpecs(rules []ReplayRuleSpec, p string) {
 				l.addf(child(rp, "window"), "%v", err)
 			}
 		}
+		l.checkReplayFilter(r.Filter, child(rp, "filter"))
 	}
 }
 
@@ -221,4 +226,30 @@ func topicNameProblem(name string, glob bool) string {
 		}
 	}
 	return ""
+}
+
+// checkReplayFilter bounds a replay rule's filter as the API bounds every
+// record filter (dlq.FilterFieldProblem): a path too deep for Postgres, or a
+// field too long, is refused when the file loads instead of failing every
+// replay pass. The replay engine checks the rest of the filter.
+func (l *errorList) checkReplayFilter(f map[string]any, p string) {
+	for _, k := range slices.Sorted(maps.Keys(f)) {
+		var values []string
+		switch v := f[k].(type) {
+		case string:
+			values = []string{v}
+		case []any:
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					values = append(values, s)
+				}
+			}
+		}
+		for _, v := range values {
+			if msg := dlq.FilterFieldProblem(k, v); msg != "" {
+				l.addf(child(p, k), "%s", msg)
+				break
+			}
+		}
+	}
 }
