@@ -94,7 +94,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, out a
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet && method != http.MethodHead {
+		// Every write says it is JSON, with a body or without: the server
+		// refuses writes that a browser form could have sent.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.key != "" {

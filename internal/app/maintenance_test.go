@@ -88,7 +88,7 @@ func (m *mApp) wantMetric(t *testing.T, sample string, want float64) {
 func (m *mApp) do(t *testing.T, method, path, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(method, m.base+path, strings.NewReader(body))
-	if body != "" {
+	if body != "" || method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -225,7 +225,8 @@ func (b *bundle) do(t *testing.T, r req) resp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != nil && !r.rawBody {
+	if (body != nil || r.method != http.MethodGet && r.method != http.MethodHead) && !r.rawBody {
+		// Every write carries it, with a body or without (guardWrites).
 		hreq.Header.Set("Content-Type", "application/json")
 	}
 	if r.key != "" {

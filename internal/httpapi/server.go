@@ -124,7 +124,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, store: cfg.Store, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, rejectBadText)
+	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
