@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/console"
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/maintenance"
@@ -176,7 +177,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		OwnTopics:       reservedTopics(cfg),
+		Reserved:        dlq.NewReservedTopics(reservedTopics(cfg)...),
 		Store:           st,
 		ArchiveDisabled: a.archiver == nil,
 		Queues:          a.queues,

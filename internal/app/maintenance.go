@@ -96,7 +96,7 @@ func (a *App) initMaintenance() error {
 		// Rules filter like bulk retries, which leave Redrive's own topics alone.
 		DecodeFilter: func(raw json.RawMessage) (store.Filter, error) {
 			f, err := httpapi.DecodeFilter(raw)
-			f.NotQueues = append(f.NotQueues, reservedTopics(cfg)...)
+			f.NotQueues, f.NotInternal = append(f.NotQueues, reservedTopics(cfg)...), true
 			return f, err
 		},
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,

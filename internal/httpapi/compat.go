@@ -152,7 +152,7 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 			n = maxRequeueAll
 		}
 		ctx := c.Request().Context()
-		f := store.Filter{Queue: topic, State: dlq.StateDiscarded, NotQueues: s.cfg.OwnTopics}
+		f := store.Filter{Queue: topic, State: dlq.StateDiscarded, NotQueues: s.cfg.Reserved.Names(), NotInternal: true}
 		noteAudit(c, topic, f, nil)
 		ids, err := s.store.RetryOldest(ctx, &f, n)
 		if err != nil {

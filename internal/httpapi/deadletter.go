@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -110,10 +109,14 @@ func (s *Server) checkRoutable(ctx context.Context, id string, p *store.RetryPar
 	if r.Redelivery != nil && r.Redelivery.Topic != "" {
 		return nil
 	}
-	if r.Format == dlq.FormatUnparseable || slices.Contains(s.cfg.OwnTopics, r.Queue) {
+	why := s.cfg.Reserved.Problem(r.Queue)
+	if r.Format == dlq.FormatUnparseable && why == "" {
+		why = "is not the topic it came from: the record could not be parsed"
+	}
+	if why != "" {
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) +
-				" is Redrive's own topic); retry it with override.queue naming the topic to deliver it to",
+			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) + " " + why +
+				"); retry it with override.queue naming the topic to deliver it to",
 			Details: map[string]any{"parameter": "override.queue"}}
 	}
 	return nil
@@ -127,9 +130,9 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		if msg := dlq.TopicNameProblem(*o.Queue); msg != "" {
 			return invalidParam("override.queue", msg)
 		}
-		if slices.Contains(s.cfg.OwnTopics, *o.Queue) {
+		if msg := s.cfg.Reserved.Problem(*o.Queue); msg != "" {
 			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
-				Message: "override.queue: " + jsonString(*o.Queue) + " is one of Redrive's own topics (DLQ, archive or events); name the topic a consumer reads",
+				Message: "override.queue: " + jsonString(*o.Queue) + " " + msg + "; name the topic a consumer reads",
 				Details: map[string]any{"parameter": "override.queue"}}
 		}
 		rd.Topic, touched = *o.Queue, true
@@ -309,7 +312,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 		if err != nil {
 			return err
 		}
-		f.NotQueues = s.cfg.OwnTopics
+		f.NotQueues, f.NotInternal = s.cfg.Reserved.Names(), true
 		if n, err = s.store.CountRetryable(ctx, &f); err != nil {
 			return err
 		}

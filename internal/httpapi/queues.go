@@ -218,7 +218,25 @@ func (s *Server) decodeQueueConfig(name string, raw json.RawMessage, prefix stri
 	if err := s.queues.Validate(name, spec); err != nil {
 		return nil, policyError(err, prefix)
 	}
+	if err := s.checkTargetTopic(spec, prefix); err != nil {
+		return nil, err
+	}
 	return queue.Marshal(spec)
+}
+
+// checkTargetTopic refuses a redelivery.target_topic that is one of
+// Redrive's own topics or a Kafka internal one (422 naming the field), in
+// the config (an API config has no per-type overrides).
+func (s *Server) checkTargetTopic(spec *policy.TopicSpec, prefix string) error {
+	if r := spec.Redelivery; r != nil && r.TargetTopic != nil && *r.TargetTopic != "" {
+		if msg := s.cfg.Reserved.Problem(*r.TargetTopic); msg != "" {
+			field := prefix + "redelivery.target_topic"
+			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+				Message: field + ": " + jsonString(*r.TargetTopic) + " " + msg + "; name the topic a consumer reads",
+				Details: map[string]any{"parameter": field, "fields": []map[string]string{{"field": field, "message": msg}}}}
+		}
+	}
+	return nil
 }
 
 type createQueueBody struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
@@ -43,11 +44,13 @@ type Check struct {
 
 // Config configures the HTTP API.
 type Config struct {
-	// OwnTopics are Redrive's own topics (DLQ, archive, events). Their
-	// records (unparseable ones among them) have no topic to go back to:
-	// retrying one needs override.queue, and bulk retries skip them.
-	OwnTopics []string
-	Store     *store.Store
+	// Reserved are the topics no redelivery may go to: Redrive's own (DLQ,
+	// archive, events) and Kafka's internal ones. Records of a reserved
+	// queue (unparseable ones among them) have no topic to go back to:
+	// retrying one needs override.queue, and bulk retries skip them. The
+	// zero value reserves the internal topics only.
+	Reserved dlq.ReservedTopics
+	Store    *store.Store
 	// ArchiveDisabled says archiving is off (REDRIVE_ARCHIVE_TOPIC=off):
 	// records show archive state off.
 	ArchiveDisabled bool

@@ -157,7 +157,9 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 			l.addf(child(rp, "rate_limit"), "must be >= 0 records per second (0 means unlimited), got %v", *r.RateLimit)
 		}
 		if r.TargetTopic != nil && *r.TargetTopic != "" {
-			if msg := topicNameProblem(*r.TargetTopic, false); msg != "" {
+			// Kafka's internal topics are never a redelivery's target; the
+			// API also refuses Redrive's own (dlq.ReservedTopics).
+			if msg := (dlq.ReservedTopics{}).Problem(*r.TargetTopic); msg != "" {
 				l.addf(child(rp, "target_topic"), "%q %s", *r.TargetTopic, msg)
 			}
 		}
