@@ -91,7 +91,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
 		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
+	return writeRecord(c, http.StatusOK, r, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }
 
 // checkRoutable refuses to retry a record that has no topic to go back to —

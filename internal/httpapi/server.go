@@ -191,6 +191,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
 		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
+		{method: http.MethodGet, path: "/dead-letter/:id/raw", handler: s.getRaw},
 		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry"},
 		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
 
