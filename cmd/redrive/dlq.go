@@ -153,7 +153,7 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 lists them (at most 1 KiB of key and 4 KiB of value; -o json shows key_truncated,
 value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
 "dlq raw ID" downloads its value or key as bytes.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client(cmd)
 			if err != nil {
