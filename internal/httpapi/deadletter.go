@@ -13,7 +13,6 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -379,10 +378,10 @@ func (s *Server) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if name == "" {
-		name = queue.DefaultName
+	t := s.queues.Default()
+	if name != "" {
+		t = s.queues.Resolve(name, "")
 	}
-	t := s.queues.Resolve(name, "")
 	return c.JSON(http.StatusOK, statsJSON{
 		Total: st.Total, ByQueue: st.ByQueue, ByErrorType: st.ByErrorType, ByState: st.ByState, ByExhaustion: st.ByExhaustion,
 		OldestAt: optTime(st.OldestAt), NewestAt: optTime(st.NewestAt),

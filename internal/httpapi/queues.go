@@ -169,17 +169,47 @@ func (s *Server) getQueue(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	q, records, err := s.oneQueue(ctx, name)
-	if err != nil {
-		return err
-	}
-	_, _, known := s.queues.Config(name)
-	if !known && records == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
-		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
+	var q queueJSON
+	if name == queue.DefaultName {
+		q = s.defaultLayerJSON()
+	} else {
+		var records int64
+		if q, records, err = s.oneQueue(ctx, name); err != nil {
+			return err
+		}
+		if _, _, known := s.queues.Config(name); !known && records == 0 && s.queues.DeclaredIn(name) == "" {
+			return notFound("no queue " + name + ": no records, no policy file entry and no API config")
+		}
 	}
 	sched := policy.ScheduleOf(q.Config)
 	q.Schedule = &sched
 	return c.JSON(http.StatusOK, q)
+}
+
+// The name _default is the default layer (OJS queue-config spec §7.1), in
+// the API as in policy files; a Kafka topic named _default follows the layer
+// and cannot be configured, paused, resumed or drained on its own: the name
+// would say both. Its records are records like any other (?queue=_default).
+const defaultIsLayer = "_default is the default layer that every topic inherits, not a topic"
+
+// defaultLayerJSON shows the default layer: its config (no topic entry
+// applies to it), its API layer, and no records of its own.
+func (s *Server) defaultLayerJSON() queueJSON {
+	q := s.queueJSON(queue.DefaultName, nil, store.Blocked{}, store.Activity{})
+	t := s.queues.Default()
+	q.Config, q.State, q.Layers = t, t.State, t.Layers
+	if q.Layers == nil {
+		q.Layers = []string{}
+	}
+	return q
+}
+
+// effective is the config of name: the default layer's for _default.
+func (s *Server) effective(name string) policy.Topic {
+	if name == queue.DefaultName {
+		return s.queues.Default()
+	}
+	return s.queues.Resolve(name, "")
 }
 
 // oneQueue shows one queue, and how many records it has.
@@ -257,7 +287,8 @@ func (s *Server) createQueue(c echo.Context) error {
 		return err
 	}
 	if b.Name == queue.DefaultName {
-		return invalidParam("name", "_default is not a queue; use PUT /ojs/v1/queues/_default/config")
+		return invalidParam("name", defaultIsLayer+": change it with PUT /ojs/v1/queues/_default/config. "+
+			"A Kafka topic named _default cannot have a config of its own; it follows _default")
 	}
 	if msg := dlq.TopicNameProblem(b.Name); msg != "" {
 		return invalidParam("name", msg)
@@ -305,7 +336,7 @@ func (s *Server) getQueueConfig(c echo.Context) error {
 	if err := s.queues.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
-	out := queueConfigJSON{Name: name, Config: s.queues.Resolve(name, ""), APIConfig: json.RawMessage("null")}
+	out := queueConfigJSON{Name: name, Config: s.effective(name), APIConfig: json.RawMessage("null")}
 	if cfg, _, ok := s.queues.Config(name); ok {
 		out.APIConfig = cfg.Config
 	}
@@ -357,7 +388,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 		return err
 	}
 	if name == queue.DefaultName {
-		return invalidParam("name", "_default cannot be deleted; PUT an empty config to reset it")
+		return invalidParam("name", defaultIsLayer+": it cannot be deleted; PUT an empty config to reset it")
 	}
 	noteAudit(c, name, nil, nil)
 	if file := s.queues.DeclaredIn(name); file != "" {
@@ -394,7 +425,8 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 			return err
 		}
 		if name == queue.DefaultName {
-			return invalidParam("name", "_default has no state of its own; set state in its config")
+			return invalidParam("name", defaultIsLayer+", and has no state of its own. A Kafka topic named _default "+
+				"cannot be paused, resumed or drained on its own; a state in the _default config applies to every topic that sets none")
 		}
 		if err := checkParams(c.QueryParams(), nil); err != nil {
 			return err
@@ -452,7 +484,7 @@ func resumedToNothing(qc *store.QueueConfig, state policy.TopicState) bool {
 
 // publishQueue emits a queue event with the topic's state and effective config.
 func (s *Server) publishQueue(c echo.Context, t events.Type, name string) {
-	eff := s.queues.Resolve(name, "")
+	eff := s.effective(name)
 	cfg, _ := json.Marshal(eff)
 	s.cfg.Events.Publish(c.Request().Context(), events.Queue(t, events.QueueData{Queue: name, State: string(eff.State), Config: cfg}))
 }

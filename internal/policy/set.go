@@ -291,6 +291,21 @@ func (s *Set) Resolve(topic, typ string) Topic {
 	return t
 }
 
+// Default returns the default layer itself, as "_default": system defaults
+// ← top-level replay rules ← _default. No topics entry applies to it, not
+// even a glob that would match a topic named _default: that topic's policy
+// is Resolve("_default", "").
+func (s *Set) Default() Topic {
+	if s == nil {
+		t := DefaultTopic()
+		t.Name = "_default"
+		return t
+	}
+	t := build(DefaultTopic(), s.baseLayers(), nil)
+	t.Name = "_default"
+	return t
+}
+
 // Files lists the policy files that were loaded, sorted.
 func (s *Set) Files() []string {
 	if s == nil {
