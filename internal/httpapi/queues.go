@@ -169,7 +169,7 @@ func parseQueueCursor(v, sort string) (*queueRow, error) {
 		return nil, bad
 	}
 	var c queueCursor
-	if json.Unmarshal(raw, &c) != nil || c.Name == "" {
+	if json.Unmarshal(raw, &c) != nil || c.Name == "" || !slices.Contains(queueSorts, c.Sort) {
 		return nil, bad
 	}
 	if c.Sort != sort {
