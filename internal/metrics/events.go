@@ -13,8 +13,17 @@ type Events struct {
 	Failed *prometheus.CounterVec
 	// SubscriberDropped counts events an SSE subscriber was too slow to take.
 	SubscriberDropped prometheus.Counter
-	// Subscribers is the number of connected SSE subscribers.
+	// Subscribers is the number of subscribers: SSE streams and in-process ones.
 	Subscribers prometheus.Gauge
+	// Streams is the number of open SSE streams.
+	Streams prometheus.Gauge
+	// StreamsRefused counts SSE streams refused past a cap, by reason:
+	// max_streams (the server's), max_streams_per_key (the key's).
+	StreamsRefused *prometheus.CounterVec
+	// StreamsDropped counts SSE streams ended because their client did not
+	// keep up, by reason: buffer_full (the stream fell SubscriberBuffer
+	// events behind), write_timeout (a write did not complete in time).
+	StreamsDropped *prometheus.CounterVec
 }
 
 // NewEvents creates the event collectors and registers them on reg (nil: not
@@ -39,14 +48,32 @@ func NewEvents(reg prometheus.Registerer) *Events {
 		}),
 		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_events_subscribers",
-			Help: "Connected Server-Sent Events subscribers.",
+			Help: "Subscribers to lifecycle events: Server-Sent Events streams and in-process ones.",
 		}),
+		Streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "redrive_events_streams",
+			Help: "Open Server-Sent Events streams (GET /ojs/v1/events).",
+		}),
+		StreamsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_events_streams_refused_total",
+			Help: "Server-Sent Events streams refused with 503, by reason: max_streams (REDRIVE_EVENTS_MAX_STREAMS), max_streams_per_key (REDRIVE_EVENTS_MAX_STREAMS_PER_KEY).",
+		}, []string{"reason"}),
+		StreamsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_events_streams_dropped_total",
+			Help: "Server-Sent Events streams ended because the client did not keep up, by reason: buffer_full (256 events behind), write_timeout (a write did not complete within REDRIVE_EVENTS_WRITE_TIMEOUT).",
+		}, []string{"reason"}),
 	}
 	for _, r := range []string{"buffer_full", "produce", "encode"} {
 		e.Failed.WithLabelValues(r)
 	}
+	for _, r := range []string{"max_streams", "max_streams_per_key"} {
+		e.StreamsRefused.WithLabelValues(r)
+	}
+	for _, r := range []string{"buffer_full", "write_timeout"} {
+		e.StreamsDropped.WithLabelValues(r)
+	}
 	if reg != nil {
-		reg.MustRegister(e.Published, e.Produced, e.Failed, e.SubscriberDropped, e.Subscribers)
+		reg.MustRegister(e.Published, e.Produced, e.Failed, e.SubscriberDropped, e.Subscribers, e.Streams, e.StreamsRefused, e.StreamsDropped)
 	}
 	return e
 }
