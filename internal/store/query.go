@@ -45,6 +45,9 @@ type Filter struct {
 	// NotQueues excludes records of these queues (bulk retries leave out
 	// Redrive's own topics: such records need a target topic of their own).
 	NotQueues []string
+	// NotInternal excludes records of Kafka's internal topics ("__…"), which
+	// are never redelivery targets either.
+	NotInternal bool
 }
 
 // PathMatch is a JSON match on the payload: the value at Path (object keys,
@@ -118,6 +121,9 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if len(f.NotQueues) > 0 {
 		add("queue <> ALL($%d)", f.NotQueues)
+	}
+	if f.NotInternal {
+		add("NOT starts_with(queue, $%d)", "__")
 	}
 	if f.State != "" {
 		add("state = $%d", string(f.State))
@@ -298,7 +304,7 @@ func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
 // countWhere renders the dimension part of f over redrive_record_count.
 func (f *Filter) countWhere() (string, []any) {
 	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident,
-		NotQueues: f.NotQueues}
+		NotQueues: f.NotQueues, NotInternal: f.NotInternal}
 	cond, args := g.where(nil)
 	if f.Exhaustion != "" {
 		args = append(args, string(f.Exhaustion))
