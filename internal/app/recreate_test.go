@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
 )
 
 // failingFetches makes the broker answer every fetch of topic with
@@ -363,4 +364,76 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+}
+
+// An events topic deleted and created again gets the next lifecycle events:
+// the events producer takes the new topic up at its first failed event.
+func TestRecreatedEventsTopicGetsTheNextEvents(t *testing.T) {
+	b := setup(t)
+	const eventsTopic = dlqTopic + ".events"
+	cl := kafkatest.Client(t, b.brokers)
+	kafkatest.Produce(t, cl, failure(time.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, "before"))
+	kafkatest.Consume(t, b.brokers, eventsTopic, 1, 10*time.Second) // the producer knows the topic
+
+	kafkatest.Recreate(t, b.brokers, eventsTopic, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // failures keep coming: their events are what the new topic must get
+		for i := 0; ctx.Err() == nil; i++ {
+			_ = cl.ProduceSync(ctx, failure(time.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, fmt.Sprintf("after-%d", i)))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for _, r := range kafkatest.Consume(t, b.brokers, eventsTopic, 1, 20*time.Second) {
+		if !strings.Contains(string(r.Value), "dead_letter.added") {
+			t.Fatalf("first event on the new topic: %s", r.Value)
+		}
+	}
+}
+
+// A record whose queue is the DLQ topic itself, written straight to the
+// database (as a record stored by an older Redrive would be), is not
+// redelivered: the API shows it as a dead letter with a not_routable
+// redelivery_failure naming the topic, and nothing due.
+func TestNotRoutableRecordSaysWhyInTheAPI(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t, dlqTopic, dlqTopic+".archive", dlqTopic+".events")
+	dbURL := pgtest.URL(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := start(t, brokers, nil, "REDRIVE_DATABASE_URL", dbURL)
+	past := time.Now().Add(-time.Second).UTC()
+	id := "01a21500-0000-7000-8000-000000000001"
+	if _, err := store.New(pool).InsertRecords(context.Background(), []dlq.Record{{
+		ID: id, Queue: dlqTopic, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5, Format: dlq.FormatRedrive,
+		Source: dlq.Source{Topic: dlqTopic}, DLQ: dlq.Coord{Topic: dlqTopic, Offset: 7}, Value: []byte(`{}`),
+		Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "x", Code: dlq.CodeRetry, OccurredAt: past}},
+		CreatedAt: past, UpdatedAt: past, NextRetryAt: &past,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	b.app.Scheduler().Wake()
+	var rec struct {
+		State             string  `json:"state"`
+		Exhaustion        *string `json:"exhaustion"`
+		Attempt           int     `json:"attempt"`
+		NextRetryAt       *string `json:"next_retry_at"`
+		RedeliveryFailure *struct {
+			Reason        string  `json:"reason"`
+			Message       string  `json:"message"`
+			NextAttemptAt *string `json:"next_attempt_at"`
+		} `json:"redelivery_failure"`
+	}
+	waitUntil(t, "the record refused", func() bool {
+		return b.get(t, "/ojs/v1/dead-letter/"+id, &rec) == http.StatusOK && rec.State == "discarded"
+	})
+	f := rec.RedeliveryFailure
+	if rec.Exhaustion == nil || *rec.Exhaustion != "dead_letter" || rec.Attempt != 1 || rec.NextRetryAt != nil ||
+		f == nil || f.Reason != "not_routable" || f.NextAttemptAt != nil ||
+		!strings.Contains(f.Message, `"`+dlqTopic+`"`) || !strings.Contains(f.Message, "Redrive's own topics") {
+		t.Fatalf("record = %+v, failure %+v; want a dead letter saying not_routable, naming the topic", rec, f)
+	}
 }
