@@ -42,9 +42,10 @@ func Is(err error) bool {
 type Resetter struct {
 	log *slog.Logger
 
-	mu    sync.Mutex
-	cl    *kgo.Client
-	epoch map[string]uint64
+	mu      sync.Mutex
+	cl      *kgo.Client
+	epoch   map[string]uint64
+	pending map[string]bool // topics the hook is resetting
 }
 
 // NewResetter returns a Resetter; Attach gives it its client.
@@ -52,7 +53,7 @@ func NewResetter(log *slog.Logger) *Resetter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Resetter{log: log, epoch: map[string]uint64{}}
+	return &Resetter{log: log, epoch: map[string]uint64{}, pending: map[string]bool{}}
 }
 
 // Attach sets the client topics are purged from (the Resetter's hook is an
@@ -95,13 +96,27 @@ func (r *Resetter) Hook() kgo.Hook { return hook{r} }
 type hook struct{ r *Resetter }
 
 // OnProduceRecordUnbuffered runs inside the client: the purge, which waits
-// for the client's metadata loop, runs on its own goroutine.
+// for the client's metadata loop, runs on its own goroutine, one per topic
+// however many buffered records fail at once.
 func (h hook) OnProduceRecordUnbuffered(rec *kgo.Record, err error) {
 	if !Is(err) {
 		return
 	}
-	epoch := h.r.Epoch(rec.Topic)
-	go h.r.Reset(rec.Topic, epoch)
+	r, topic := h.r, rec.Topic
+	r.mu.Lock()
+	if r.pending[topic] {
+		r.mu.Unlock()
+		return
+	}
+	r.pending[topic] = true
+	epoch := r.epoch[topic]
+	r.mu.Unlock()
+	go func() {
+		r.Reset(topic, epoch)
+		r.mu.Lock()
+		delete(r.pending, topic)
+		r.mu.Unlock()
+	}()
 }
 
 // TopicID is a topic's id as the brokers' metadata gives it, or why it has none.
