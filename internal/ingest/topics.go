@@ -168,11 +168,15 @@ func (h *topicHealth) adopted(topic string, id [16]byte) {
 	h.flagged = slices.DeleteFunc(h.flagged, func(t string) bool { return t == topic })
 }
 
-// polling registers the cancel of the poll in progress (nil when it ended).
+// polling registers the cancel of the poll about to start (nil when it
+// ended). A topic flagged meanwhile ends the poll at once.
 func (h *topicHealth) polling(wake context.CancelFunc) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.wake = wake
-	h.mu.Unlock()
+	if wake != nil && len(h.flagged) > 0 {
+		wake()
+	}
 }
 
 // takeFlagged returns the topics the id watch found recreated since the last call.
