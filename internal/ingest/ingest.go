@@ -110,18 +110,30 @@ func (in *Ingester) Run(ctx context.Context) error {
 			return nil
 		}
 		recreated := in.topics.takeFlagged() // topics deleted and created again, to take up anew
+		failing := false
 		fetches.EachError(func(topic string, partition int32, err error) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
+			failing = true
 			if in.topics.failed(topic, partition, err, time.Now()) && !slices.Contains(recreated, topic) {
 				recreated = append(recreated, topic)
 			}
 		})
-		if recs := fetches.Records(); len(recs) > 0 {
+		recs := fetches.Records()
+		if len(recs) > 0 {
 			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
 				return w.result(ctx, err)
 			}
+		} else if failing && len(recreated) == 0 {
+			// A fetch error that repeats comes back from every poll at once:
+			// do not spin on it.
+			t := time.NewTimer(errorPause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		if len(recreated) > 0 {
 			if err := in.readopt(ctx, w, recreated, log); err != nil {
@@ -153,6 +165,10 @@ func topicsOf(recs []*kgo.Record) []string {
 	}
 	return out
 }
+
+// errorPause is how long the poll loop waits after a poll that returned
+// fetch errors and no records.
+const errorPause = 250 * time.Millisecond
 
 // rebalanceEvery bounds how long a steady stream of batches holds back a
 // rebalance (the group's rebalance timeout is far longer).
