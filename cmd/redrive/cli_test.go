@@ -143,3 +143,49 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		t.Fatalf("apikey new: %v\n%s", err, out)
 	}
 }
+
+// `redrive topics` lists every topic, however many pages of the API that
+// takes.
+func TestTopicsListsEveryTopicAcrossPages(t *testing.T) {
+	base, pool := cliServer(t)
+	const n = 2_345
+	now := time.Now().UTC()
+	recs := make([]dlq.Record, n)
+	for i := range recs {
+		id, _ := uuid.NewV7()
+		q := fmt.Sprintf("topic-%04d", i)
+		recs[i] = dlq.Record{ID: id.String(), Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
+			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive, Source: dlq.Source{Topic: q},
+			DLQ:   dlq.Coord{Topic: "dead_letter_queue", Offset: int64(i)},
+			Value: []byte(`{}`), Retry: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`),
+			Errors:    []dlq.ErrorEntry{{Attempt: 3, Type: "db.timeout", Message: "boom", Code: dlq.CodeRetry, OccurredAt: now}},
+			CreatedAt: now, UpdatedAt: now, DiscardedAt: &now}
+	}
+	if _, err := store.New(pool).InsertRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, base, "topics")
+	if err != nil {
+		t.Fatalf("topics: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != n+1 || !strings.HasPrefix(lines[1], "topic-0000 ") || !strings.HasPrefix(lines[n], "topic-2344 ") {
+		t.Errorf("topics: %d lines, want a header and %d topics from topic-0000 to topic-2344", len(lines), n)
+	}
+	out, _, err = run(t, base, "topics", "-o", "json")
+	var list struct {
+		Items []struct {
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+		t.Fatalf("topics -o json: %v\n%.300s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, q := range list.Items {
+		seen[q.Name] = true
+	}
+	if len(list.Items) != n || len(seen) != n {
+		t.Errorf("topics -o json: %d items, %d distinct, want %d", len(list.Items), len(seen), n)
+	}
+}

@@ -72,6 +72,7 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 	}
 	dl := a.metrics.DeadLetter
 	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events,
+		Streams: events.StreamConfig{MaxStreams: cfg.EventsMaxStreams, MaxStreamsPerOwner: cfg.EventsMaxStreamsPerKey, WriteTimeout: cfg.EventsWriteTimeout},
 		// Manual retries are counted where the API announces them, one event per record.
 		Observe: func(ev *events.Event) {
 			if ev.Type == events.DeadLetterRetried {

@@ -19,6 +19,7 @@ type Set struct {
 	exact  map[string]*entry // by topic name
 	globs  []*entry          // most specific first
 	global []layer           // top-level replay_rules, one layer per file
+	types  map[string]bool   // type names with an override in some topics entry
 }
 
 // entry is one _default or topics entry.
@@ -107,7 +108,7 @@ type source struct {
 
 // load builds a Set from file contents, in the given order.
 func load(sources []source) (*Set, error) {
-	s := &Set{exact: map[string]*entry{}}
+	s := &Set{exact: map[string]*entry{}, types: map[string]bool{}}
 	l := &errorList{}
 	topicFile := map[string]string{}
 	ruleFile := map[string]string{}
@@ -142,6 +143,9 @@ func load(sources []source) (*Set, error) {
 				spec = &TopicSpec{}
 			}
 			e := &entry{key: key, file: path, path: p, spec: spec, lines: lines}
+			for typ := range spec.Types {
+				s.types[typ] = true
+			}
 			if e.glob() {
 				s.globs = append(s.globs, e)
 			} else {
@@ -314,6 +318,20 @@ func (s *Set) Topics() map[string]string {
 	}
 	return out
 }
+
+// Declares reports whether a topics entry names topic exactly (a glob that
+// matches it does not count).
+func (s *Set) Declares(topic string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.exact[topic]
+	return ok
+}
+
+// DeclaresType reports whether some topics entry has a per-type override for
+// record type typ.
+func (s *Set) DeclaresType(typ string) bool { return s != nil && s.types[typ] }
 
 // bestGlob returns the most specific glob entry matching topic. Kafka topic names
 // cannot contain '*', so a name with one matches nothing.

@@ -613,3 +613,27 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// Declares names exactly declared topics only (globs match, they do not
+// declare); DeclaresType the types some topics entry overrides. Metrics give
+// these their own label values.
+func TestDeclares(t *testing.T) {
+	set, err := LoadDir("testdata/dirs/split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"orders.eu.archive": true, "orders.eu.other": false, "orders.*": false, "elsewhere": false} {
+		if got := set.Declares(topic); got != want {
+			t.Errorf("Declares(%q) = %v, want %v", topic, got, want)
+		}
+	}
+	for typ, want := range map[string]bool{"order.refund": true, "order.cancel": true, "order.created": false, "": false} {
+		if got := set.DeclaresType(typ); got != want {
+			t.Errorf("DeclaresType(%q) = %v, want %v", typ, got, want)
+		}
+	}
+	var none *Set
+	if none.Declares("orders") || none.DeclaresType("order.refund") {
+		t.Error("a nil Set declares something")
+	}
+}
