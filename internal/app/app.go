@@ -104,7 +104,9 @@ func (a *App) init(ctx context.Context) error {
 	}
 	kopts = append(kopts, a.opts.ExtraKafkaOpts...)
 	st := store.New(a.pool)
-	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
+	// The topics Redrive never produces a redelivery to: its own and Kafka's internal ones.
+	reserved := dlq.NewReservedTopics(reservedTopics(cfg)...)
+	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, reserved, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
 	// Registered now, not in Run: a SIGHUP that arrives in between must reload
@@ -117,6 +119,7 @@ func (a *App) init(ctx context.Context) error {
 	}
 	a.store = st
 	a.queues = queue.New(a.policies.Current, st, a.log)
+	a.queues.Reserve(reserved)
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
 	}
@@ -128,6 +131,7 @@ func (a *App) init(ctx context.Context) error {
 		Brokers:    cfg.KafkaBrokers,
 		ClientOpts: a.clientOpts(kopts, "redeliver"),
 		Policies:   a.queues,
+		Reserved:   reserved,
 		Now:        a.opts.Now,
 		Logger:     a.log,
 		Metrics:    a.metrics,
@@ -140,6 +144,7 @@ func (a *App) init(ctx context.Context) error {
 			Brokers:    cfg.KafkaBrokers,
 			ClientOpts: a.clientOpts(kopts, "archiver"),
 			Topic:      archiveTopic(cfg.ArchiveTopic),
+			DLQTopics:  cfg.DLQTopics,
 			Now:        a.opts.Now,
 			Logger:     a.log,
 			Metrics:    a.metrics,
@@ -178,7 +183,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		Reserved:        dlq.NewReservedTopics(reservedTopics(cfg)...),
+		Reserved:        reserved,
 		Store:           st,
 		ArchiveDisabled: a.archiver == nil,
 		Queues:          a.queues,

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/recreate"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -58,11 +59,16 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 	}
 	topic := EventsTopic(cfg)
 	if topic != "" {
+		// An events topic deleted and created again is purged from the
+		// client at its first failed event, so the next ones reach the new topic.
+		resets := recreate.NewResetter(a.log.With("component", "events"))
 		var err error
-		m.eventsClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "events"), events.ProducerOpts())...)
+		m.eventsClient, err = kgo.NewClient(slices.Concat(a.clientOpts(kopts, "events"), events.ProducerOpts(),
+			[]kgo.Opt{kgo.WithHooks(resets.Hook())})...)
 		if err != nil {
 			return fmt.Errorf("events producer: %w", err)
 		}
+		resets.Attach(m.eventsClient)
 	}
 	dl := a.metrics.DeadLetter
 	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events,
@@ -83,9 +89,13 @@ func (a *App) initMaintenance() error {
 	m := a.maint
 	var err error
 	resolve := func(q string) policy.Topic { return a.queues.Resolve(q, "") }
+	var checkArchive func(context.Context) error
+	if a.archiver != nil {
+		checkArchive = a.archiver.CheckTopics
+	}
 	m.pruner, err = maintenance.NewPruner(maintenance.PrunerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval,
-		Archiving: a.archiver != nil, WakeArchiver: a.wake,
+		Archiving: a.archiver != nil, WakeArchiver: a.wake, CheckArchive: checkArchive,
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
 	})
 	if err != nil {
@@ -94,10 +104,12 @@ func (a *App) initMaintenance() error {
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
-		// Rules filter like bulk retries, which leave Redrive's own topics alone.
+		// Rules filter like bulk retries, which leave Redrive's own topics
+		// (and Kafka's internal ones) alone.
 		DecodeFilter: func(raw json.RawMessage) (store.Filter, error) {
 			f, err := httpapi.DecodeFilter(raw)
-			f.NotQueues, f.NotInternal = append(f.NotQueues, reservedTopics(cfg)...), true
+			f.NotQueues = append(f.NotQueues, reservedTopics(cfg)...)
+			f.NotInternal = true
 			return f, err
 		},
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,

@@ -221,9 +221,11 @@ func (s *topicSetup) report(level slog.Level, msg string, err error) {
 // dlqTopicsTimeout bounds the dlq_topics readiness check (one metadata request).
 const dlqTopicsTimeout = time.Second
 
-// checkDLQTopics is the dlq_topics readiness check: every DLQ topic exists.
-// Ingest quietly waits for a missing one, so without this a typo in
-// REDRIVE_DLQ_TOPICS would look healthy.
+// checkDLQTopics is the dlq_topics readiness check: every DLQ topic exists
+// and is being consumed. Ingest quietly waits for a missing one, so without
+// this a typo in REDRIVE_DLQ_TOPICS would look healthy; and a topic whose
+// fetches keep failing (deleted and created again until ingest takes it up
+// anew, or refused to the consumer) exists and still stores nothing.
 func (a *App) checkDLQTopics(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, dlqTopicsTimeout)
 	defer cancel()
@@ -232,14 +234,17 @@ func (a *App) checkDLQTopics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list DLQ topics: %w", err)
 	}
-	var missing []string
+	var problems []string
 	for _, t := range topics {
 		if !topicExists(details, t) {
-			missing = append(missing, fmt.Sprintf("DLQ topic %q does not exist", t))
+			problems = append(problems, fmt.Sprintf("DLQ topic %q does not exist", t))
 		}
 	}
-	if len(missing) > 0 {
-		return errors.New(strings.Join(missing, "; "))
+	if err := a.ingester.TopicProblems(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

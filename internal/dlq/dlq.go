@@ -218,16 +218,22 @@ const (
 	ReasonAuthorization = "authorization"
 	ReasonTimeout       = "timeout"
 	ReasonBroker        = "broker"
+	// ReasonNotRoutable is not a failed produce but a refused one: the
+	// record's target is a topic Redrive never produces to (ReservedTopics),
+	// so it is kept as a dead letter instead of being redelivered.
+	ReasonNotRoutable = "not_routable"
 )
 
 // DeliveryFailure describes why producing a record (a redelivery or its
 // archive copy) keeps failing, and when it is tried again.
 type DeliveryFailure struct {
-	Reason        string    `json:"reason"`
-	Message       string    `json:"message"`
-	FailedAt      time.Time `json:"failed_at"`
-	Failures      int       `json:"failures"`
-	NextAttemptAt time.Time `json:"next_attempt_at"`
+	Reason   string    `json:"reason"`
+	Message  string    `json:"message"`
+	FailedAt time.Time `json:"failed_at"`
+	Failures int       `json:"failures"`
+	// NextAttemptAt is zero (and left out) when nothing tries again by
+	// itself: a record refused as not routable waits for an operator.
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 }
 
 // ArchiveState is where a record's archive copy stands.

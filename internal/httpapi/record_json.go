@@ -43,11 +43,11 @@ type coordJSON struct {
 
 // failureJSON is a dlq.DeliveryFailure.
 type failureJSON struct {
-	Reason        string   `json:"reason"`
-	Message       string   `json:"message"`
-	FailedAt      jsonTime `json:"failed_at"`
-	Failures      int      `json:"failures"`
-	NextAttemptAt jsonTime `json:"next_attempt_at"`
+	Reason        string    `json:"reason"`
+	Message       string    `json:"message"`
+	FailedAt      jsonTime  `json:"failed_at"`
+	Failures      int       `json:"failures"`
+	NextAttemptAt *jsonTime `json:"next_attempt_at"` // null: not tried again by itself (not_routable)
 }
 
 func toFailureJSON(f *dlq.DeliveryFailure) *failureJSON {
@@ -55,7 +55,7 @@ func toFailureJSON(f *dlq.DeliveryFailure) *failureJSON {
 		return nil
 	}
 	return &failureJSON{Reason: f.Reason, Message: f.Message, FailedAt: jsonTime(f.FailedAt), Failures: f.Failures,
-		NextAttemptAt: jsonTime(f.NextAttemptAt)}
+		NextAttemptAt: optTime(&f.NextAttemptAt)}
 }
 
 // archiveJSON is the state of a record's archive copy.

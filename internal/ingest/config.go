@@ -35,6 +35,10 @@ type Config struct {
 	RetryBackoffMin, RetryBackoffMax time.Duration
 	// ClientOpts are extra franz-go options (TLS, SASL, tuning).
 	ClientOpts []kgo.Opt
+	// TopicCheckInterval is how often the brokers are asked for the DLQ
+	// topics' ids, so that a topic deleted and created again is taken up anew
+	// even before its fetches fail. Default: 5s.
+	TopicCheckInterval time.Duration
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
 	// Rand returns a uniform sample in [0, 1) for jitter. Default: math/rand/v2.
@@ -66,6 +70,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBackoffMax == 0 {
 		c.RetryBackoffMax = 5 * time.Second
+	}
+	if c.TopicCheckInterval <= 0 {
+		c.TopicCheckInterval = 5 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now

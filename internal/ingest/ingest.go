@@ -37,6 +37,8 @@ type Ingester struct {
 	paused atomic.Bool
 	// encoder encodes each batch's rows on the poll loop (its only user).
 	encoder *store.Encoder
+	// topics follows each DLQ topic's fetch errors (topics.go).
+	topics *topicHealth
 }
 
 // New creates an Ingester; Run starts consuming.
@@ -59,7 +61,8 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
-	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder()}, nil
+	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder(),
+		topics: newTopicHealth(cfg.Logger.With("component", "ingest"))}, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -84,28 +87,60 @@ func (in *Ingester) Run(ctx context.Context) error {
 	}()
 	log := in.cfg.Logger.With("component", "ingest")
 	log.Info("ingest started", "topics", in.cfg.Topics, "group", in.cfg.Group)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); in.watchTopicIDs(watchCtx, in.cfg.TopicCheckInterval) }()
+	defer func() { stopWatch(); <-watched }()
 	w := startWriter(ctx, in)
 	defer w.stop()
 	allowed := time.Now()
 	for {
 		// While a batch is being written, polling must not block for good:
 		// rebalances stay blocked until it is committed and AllowRebalance
-		// runs, so the poll ends when the writer goes idle.
+		// runs, so the poll ends when the writer goes idle. The id watch
+		// ends it when a topic was recreated.
 		pollCtx, cancel := w.untilIdle(ctx)
+		pollCtx, wake := context.WithCancel(pollCtx)
+		in.topics.polling(wake)
 		fetches := in.client.PollRecords(pollCtx, in.cfg.BatchSize)
+		in.topics.polling(nil)
+		wake()
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
+		recreated := in.topics.takeFlagged() // topics deleted and created again, to take up anew
+		failing := false
 		fetches.EachError(func(topic string, partition int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				log.Warn("fetch error", "topic", topic, "partition", partition, "err", err)
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			failing = true
+			if in.topics.failed(topic, partition, err, time.Now()) && !slices.Contains(recreated, topic) {
+				recreated = append(recreated, topic)
 			}
 		})
-		if recs := fetches.Records(); len(recs) > 0 {
+		recs := fetches.Records()
+		if len(recs) > 0 {
 			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
 				return w.result(ctx, err)
 			}
+		} else if failing && len(recreated) == 0 {
+			// A fetch error that repeats comes back from every poll at once:
+			// do not spin on it.
+			t := time.NewTimer(errorPause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if len(recreated) > 0 {
+			if err := in.readopt(ctx, w, recreated, log); err != nil {
+				return w.result(ctx, err)
+			}
+			allowed = time.Now()
+			continue
 		}
 		// Rebalances wait for every polled batch to be committed. Let one
 		// through whenever the writer is idle, and at least once a second
@@ -119,6 +154,21 @@ func (in *Ingester) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// topicsOf lists the topics of recs.
+func topicsOf(recs []*kgo.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if !slices.Contains(out, r.Topic) {
+			out = append(out, r.Topic)
+		}
+	}
+	return out
+}
+
+// errorPause is how long the poll loop waits after a poll that returned
+// fetch errors and no records.
+const errorPause = 250 * time.Millisecond
 
 // rebalanceEvery bounds how long a steady stream of batches holds back a
 // rebalance (the group's rebalance timeout is far longer).
@@ -134,8 +184,7 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 	j.b.encoded.Release()
 	if err := in.client.CommitRecords(ctx, j.recs...); err != nil {
 		// Rows are stored; the batch will be consumed again and skipped as duplicates.
-		in.cfg.Logger.Warn("commit offsets failed; the batch will be re-consumed and deduplicated",
-			"component", "ingest", "err", err)
+		in.topics.commitFailed(topicsOf(j.recs), err, time.Now())
 	}
 	// A statistic: losing it to a Postgres blip must not hold up ingest,
 	// and the batch is committed already.

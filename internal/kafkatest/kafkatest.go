@@ -4,9 +4,12 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -18,12 +21,48 @@ const Partitions = 3
 // its seed addresses. The cluster closes when the test ends.
 func New(t testing.TB, topics ...string) []string {
 	t.Helper()
+	return NewCluster(t, topics...).ListenAddrs()
+}
+
+// NewCluster is New, returning the cluster itself, for tests that inject
+// broker behaviour (ControlKey).
+func NewCluster(t testing.TB, topics ...string) *kfake.Cluster {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(Partitions), kfake.SeedTopics(Partitions, topics...))
 	if err != nil {
 		t.Fatalf("kafkatest: start kfake: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return c
+}
+
+// Recreate deletes topic and creates it again with partitions partitions: the
+// same name, a new topic id, offsets from 0.
+func Recreate(t testing.TB, brokers []string, topic string, partitions int32) {
+	t.Helper()
+	adm := kadm.NewClient(Client(t, brokers))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	del, err := adm.DeleteTopic(ctx, topic)
+	if err == nil {
+		err = del.Err
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: delete topic %s: %v", topic, err)
+	}
+	for {
+		created, err := adm.CreateTopic(ctx, partitions, -1, nil, topic)
+		if err == nil {
+			err = created.Err
+		}
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatalf("kafkatest: create topic %s again: %v", topic, err)
+		}
+		time.Sleep(10 * time.Millisecond) // the deletion is still under way
+	}
 }
 
 // ClientOpts are options every test client wants: without a short fetch wait,

@@ -42,6 +42,13 @@ type PrunerConfig struct {
 	Archiving bool
 	// WakeArchiver is called after the pruner asked for archive copies. Optional.
 	WakeArchiver func()
+	// CheckArchive, with Archiving, runs before each pass: it makes the
+	// copies lost with an archive topic that was deleted and created again
+	// due again (the archiver's CheckTopics), so that their records are not
+	// deleted. When it fails (Kafka unreachable, an archive topic missing)
+	// the pass is skipped: nothing is pruned while a copy may be lost.
+	// Optional.
+	CheckArchive func(context.Context) error
 	// Events receives dead_letter.pruned. Optional.
 	Events *events.Publisher
 	// Metrics counts pruned records. Default: a private, unregistered set.
@@ -161,6 +168,12 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 		return &PruneResult{}, nil
 	}
 	defer lock.Release()
+	if p.cfg.Archiving && p.cfg.CheckArchive != nil {
+		if err := p.cfg.CheckArchive(ctx); err != nil {
+			m.PrunerRuns.WithLabelValues("error").Inc()
+			return &PruneResult{Leader: true}, fmt.Errorf("pass skipped, nothing pruned: cannot make sure the archive copies exist: %w", err)
+		}
+	}
 	start := time.Now()
 	res := &PruneResult{Leader: true}
 	err = p.prune(ctx, lock.Maint(), res)

@@ -343,8 +343,10 @@ func (r *Replayer) replay(ctx context.Context, db *store.Maint, res *ReplayResul
 			if limit == 0 {
 				continue
 			}
+			f := rule.Filter
+			f.NotInternal = true // Kafka's internal topics are never redelivery targets
 			done, err := db.Replay(ctx, &store.ReplayParams{
-				Rule: rule.Name, Filter: rule.Filter, Queue: q, ExcludeQueues: draining,
+				Rule: rule.Name, Filter: f, Queue: q, ExcludeQueues: draining,
 				DiscardedBefore: now.Add(-rule.Delay), MaxReplays: rule.MaxReplays, Limit: limit, Now: now,
 			})
 			for _, d := range done {

@@ -7,7 +7,8 @@ type Redelivery struct {
 	// Redelivered counts records produced back to a topic, by queue.
 	Redelivered *CounterVec
 	// Failures counts redeliveries whose produce failed (retried after the
-	// record's own backoff), by queue and reason.
+	// record's own backoff), by queue and reason; not_routable counts records
+	// refused because their target is a reserved topic (kept as dead letters).
 	Failures *CounterVec
 	// Rescued counts records whose claim expired unsettled and were put back
 	// to be redelivered again with the same attempt, by queue.
@@ -35,7 +36,7 @@ func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
 		}, []string{"queue"}, l.Queue),
 		Failures: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivery_failures_total",
-			Help: "Redeliveries whose produce failed, by queue and reason (unknown_topic, invalid_topic, too_large, authorization, timeout, broker); the record waits on its own backoff and is tried again.",
+			Help: "Redeliveries whose produce failed, by queue and reason (unknown_topic, invalid_topic, too_large, authorization, timeout, broker); the record waits on its own backoff and is tried again. Reason not_routable: the target is one of Redrive's own topics or a Kafka internal topic, and the record is kept as a dead letter instead.",
 		}, []string{"queue", "reason"}, l.Queue, enum()),
 		Rescued: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivery_rescued_total",

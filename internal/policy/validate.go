@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -254,4 +255,47 @@ func (l *errorList) checkReplayFilter(f map[string]any, p string) {
 			}
 		}
 	}
+}
+
+// CheckTargets refuses a redelivery.target_topic that names one of Redrive's
+// own topics (r.Own): a policy file is checked on its own, without knowing
+// them, so the Watcher checks its Set again with them. Internal topics are
+// refused by every check already. The error is an Errors naming each field.
+func (s *Set) CheckTargets(r dlq.ReservedTopics) error {
+	if s == nil {
+		return nil
+	}
+	l := &errorList{}
+	entries := slices.Concat([]*entry{s.def}, slices.Collect(maps.Values(s.exact)), s.globs)
+	for _, e := range entries {
+		if e == nil {
+			continue
+		}
+		l.file = e.file
+		l.checkOwnTarget(e.spec, e.path, e.lines, r)
+		for name, ts := range e.spec.Types {
+			l.checkOwnTarget(ts, child(child(e.path, "types"), name), e.lines, r)
+		}
+	}
+	return l.err()
+}
+
+// CheckTargets refuses a redelivery.target_topic that names one of Redrive's
+// own topics (r.Own), for a partial policy from elsewhere (the API).
+func (s *TopicSpec) CheckTargets(r dlq.ReservedTopics) error {
+	l := &errorList{}
+	l.checkOwnTarget(s, "", nil, r)
+	for name, ts := range s.Types {
+		l.checkOwnTarget(ts, child("types", name), nil, r)
+	}
+	return l.err()
+}
+
+func (l *errorList) checkOwnTarget(s *TopicSpec, p string, lines map[string]int, r dlq.ReservedTopics) {
+	if s == nil || s.Redelivery == nil || s.Redelivery.TargetTopic == nil || !r.Own(*s.Redelivery.TargetTopic) {
+		return
+	}
+	fp := child(child(p, "redelivery"), "target_topic")
+	l.add(&FieldError{File: l.file, Path: fp, Line: lines[fp], Msg: fmt.Sprintf(
+		"%q %s; name the topic a consumer reads", *s.Redelivery.TargetTopic, r.Problem(*s.Redelivery.TargetTopic))})
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // Resolver gives the effective configuration of a topic (and record type).
@@ -30,6 +32,7 @@ type Resolver interface {
 // every couple of seconds costs nothing.
 type Watcher struct {
 	dir      string
+	reserved dlq.ReservedTopics
 	log      *slog.Logger
 	current  atomic.Pointer[Set]
 	mu       sync.Mutex // serialises reloads
@@ -40,11 +43,13 @@ type Watcher struct {
 
 // NewWatcher loads dir and returns a Watcher holding it. An empty dir means no
 // policy files: every topic gets the system defaults. The first load must succeed.
-func NewWatcher(dir string, logger *slog.Logger) (*Watcher, error) {
+// A redelivery.target_topic naming one of the reserved topics (Redrive's own,
+// or Kafka's internal ones) makes a load fail (Set.CheckTargets).
+func NewWatcher(dir string, reserved dlq.ReservedTopics, logger *slog.Logger) (*Watcher, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &Watcher{dir: dir, log: logger.With("component", "policy")}
+	w := &Watcher{dir: dir, reserved: reserved, log: logger.With("component", "policy")}
 	if dir == "" {
 		w.current.Store(nil)
 		return w, nil
@@ -82,6 +87,9 @@ func (w *Watcher) Reload() error {
 	defer w.mu.Unlock()
 	sum, _ := fingerprint(w.dir)
 	set, err := LoadDir(w.dir)
+	if err == nil {
+		err = set.CheckTargets(w.reserved)
+	}
 	if err != nil {
 		w.lastErr.Store(&err)
 		w.sum = sum // do not retry the same broken files on every poll

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 func writePolicy(t *testing.T, dir, body string) {
@@ -24,7 +26,7 @@ func TestWatcherKeepsLastGoodPoliciesOnBrokenReload(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writePolicy(t, dir, "topics:\n  orders:\n    retry: {max_attempts: 7}\n")
-	w, err := NewWatcher(dir, nil)
+	w, err := NewWatcher(dir, dlq.ReservedTopics{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestWatcherReloadsOnFileChange(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writePolicy(t, dir, "topics:\n  orders:\n    retry: {max_attempts: 2}\n")
-	w, err := NewWatcher(dir, nil)
+	w, err := NewWatcher(dir, dlq.ReservedTopics{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +81,10 @@ func TestWatcherRejectsABrokenDirectoryAtStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writePolicy(t, dir, "_default: {retry: {backoff_strategy: fibonacci}}\n")
-	if _, err := NewWatcher(dir, nil); err == nil {
+	if _, err := NewWatcher(dir, dlq.ReservedTopics{}, nil); err == nil {
 		t.Fatal("want an error for an invalid policy directory")
 	}
-	if _, err := NewWatcher(filepath.Join(dir, "missing"), nil); err == nil {
+	if _, err := NewWatcher(filepath.Join(dir, "missing"), dlq.ReservedTopics{}, nil); err == nil {
 		t.Fatal("want an error for a missing directory")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -28,10 +29,11 @@ const DefaultName = "_default"
 // (or, when the files have none, the API's _default) ← file topic entry, or
 // for a topic no file declares, the API's config for it.
 type Resolver struct {
-	files func() *policy.Set
-	store *store.Store
-	log   *slog.Logger
-	specs atomic.Pointer[map[string]*entry]
+	reserved dlq.ReservedTopics // set by Reserve before use
+	files    func() *policy.Set
+	store    *store.Store
+	log      *slog.Logger
+	specs    atomic.Pointer[map[string]*entry]
 }
 
 type entry struct {
@@ -186,9 +188,16 @@ func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 	} else if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
 		base = r.apply(base, "_default (api)", e.spec)
 	}
-	_, err := base.Apply("api", spec)
-	return err
+	if _, err := base.Apply("api", spec); err != nil {
+		return err
+	}
+	return spec.CheckTargets(r.reserved)
 }
+
+// Reserve names the topics no API config may name as its
+// redelivery.target_topic (Redrive's own; Kafka's internal ones are refused
+// by every policy check). Call it before the Resolver is used.
+func (r *Resolver) Reserve(reserved dlq.ReservedTopics) { r.reserved = reserved }
 
 // Marshal renders spec as stored JSON.
 func Marshal(spec *policy.TopicSpec) (json.RawMessage, error) { return json.Marshal(spec) }

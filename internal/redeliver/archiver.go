@@ -5,12 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/recreate"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -25,9 +32,15 @@ type Archiver struct {
 	cfg    ArchiverConfig
 	store  *store.Store
 	client *kgo.Client
+	resets *recreate.Resetter
 	wake   chan struct{}
 	log    *slog.Logger
 	fails  *failureLog
+
+	checkMu      sync.Mutex // one topic check at a time
+	checkedAt    time.Time  // when the last periodic check ran
+	checkErrLog  time.Time  // when a failed periodic check was last logged
+	checkFailing int        // periodic checks failed since that log
 }
 
 // NewArchiver creates an Archiver; Run starts it.
@@ -41,7 +54,9 @@ func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
 		return nil, fmt.Errorf("archiver: create kafka client: %w", err)
 	}
 	log := cfg.Logger.With("component", "archiver")
-	return &Archiver{cfg: cfg, store: st, client: cl, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log)}, nil
+	resets := recreate.NewResetter(log)
+	resets.Attach(cl)
+	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log)}, nil
 }
 
 // Wake makes the archiver look for due copies now. Never blocks.
@@ -93,17 +108,29 @@ func (a *Archiver) pass(ctx context.Context) (int, time.Time, error) {
 
 type batchResult struct{ n, done int }
 
-// archiveBatch claims, produces and settles one batch of copies.
+// archiveBatch claims, produces and settles one batch of copies. Every
+// TopicCheckInterval, and first of all, it checks the archive topics
+// (CheckTopics): the id a topic has is known before copies are made to it.
 func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult, error) {
+	a.checkTopicsEvery(ctx)
 	claimedAt := time.Now()
 	c, err := a.store.ClaimArchive(ctx, now, a.cfg.BatchSize, a.cfg.Lease)
 	if err != nil || len(c.Records) == 0 {
 		return batchResult{}, err
 	}
 	ctx = context.WithoutCancel(ctx) // what is produced is settled, even at shutdown
-	outcomes := a.produce(ctx, c.Records, func(r *dlq.Record) *kgo.Record {
+	outcomes, recreated := a.produce(ctx, c.Records, func(r *dlq.Record) *kgo.Record {
 		return envelope.Archive(r, a.cfg.Topic(r.DLQ.Topic))
 	})
+	if len(recreated) > 0 {
+		// The copies made to the old topic are gone: make them due again
+		// now, not at the next periodic check. This batch's copies were
+		// produced to the new topic; if the check makes them due again too,
+		// their settle below changes nothing and they are copied once more.
+		if err := a.CheckTopics(ctx); err != nil {
+			a.log.Warn("check archive topics after one was recreated", "topics", recreated, "err", err)
+		}
+	}
 	// Copies too large for the topic go as reference copies instead.
 	var large []dlq.Record
 	var at []int
@@ -113,7 +140,7 @@ func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult
 		}
 	}
 	if len(large) > 0 {
-		refs := a.produce(ctx, large, func(r *dlq.Record) *kgo.Record {
+		refs, _ := a.produce(ctx, large, func(r *dlq.Record) *kgo.Record {
 			return envelope.ArchiveReference(r, a.cfg.Topic(r.DLQ.Topic))
 		})
 		for j, o := range refs {
@@ -156,21 +183,18 @@ func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult
 }
 
 // produce sends one record per claimed record and returns each outcome, a
-// failure with its own backoff for those the brokers refused.
-func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*dlq.Record) *kgo.Record) []store.ArchiveOutcome {
+// failure with its own backoff for those the brokers refused, and the archive
+// topics found deleted and created again (produced to anew: see produceAll).
+func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*dlq.Record) *kgo.Record) ([]store.ArchiveOutcome, []string) {
 	out := make([]*kgo.Record, len(recs))
 	outcomes := make([]store.ArchiveOutcome, len(recs))
 	for i := range recs {
 		out[i] = build(&recs[i])
 		outcomes[i].ID = recs[i].ID
 	}
-	errByRecord := make(map[*kgo.Record]error, len(out))
-	for _, res := range a.client.ProduceSync(ctx, out...) {
-		errByRecord[res.Record] = res.Err
-	}
+	res := produceAll(ctx, a.client, a.resets, out)
 	now := a.cfg.Now()
-	for i, rec := range out {
-		err := errByRecord[rec]
+	for i, err := range res.errs {
 		if err == nil {
 			continue
 		}
@@ -181,5 +205,97 @@ func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*d
 		f := a.cfg.FailureBackoff.failure(err, n, now)
 		outcomes[i].Failure = &f
 	}
-	return outcomes
+	return outcomes, res.recreated
+}
+
+// CheckTopics makes sure that every copy marked done is on its archive topic
+// as the topic is now. It reads the id of the archive topic of each of
+// ArchiverConfig.DLQTopics from the brokers: an archive topic deleted and
+// created again has a new id, and the copies made to the old one are gone
+// with it, so they are made due again (store.ArchiveTopicSeen) — for the
+// records of every DLQ topic archived to it — and the archiver is woken to
+// make them. The pruner calls it before each pass and skips the pass when it
+// fails, so that no record is deleted while its copy may be lost: when the
+// brokers cannot be asked, or an archive topic does not exist (deleted, not
+// created again yet).
+func (a *Archiver) CheckTopics(ctx context.Context) error {
+	if len(a.cfg.DLQTopics) == 0 {
+		return nil
+	}
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.ProduceTimeout)
+	defer cancel()
+	watched := map[string]bool{}
+	for _, d := range a.cfg.DLQTopics {
+		watched[a.cfg.Topic(d)] = true
+	}
+	names := slices.Sorted(maps.Keys(watched))
+	ids, err := recreate.TopicIDs(ctx, a.client, names)
+	if err != nil {
+		return fmt.Errorf("check archive topics %s: %w", strings.Join(names, ", "), err)
+	}
+	var stored []string // DLQ topics of stored records, read once a topic was recreated
+	var errs []error
+	for _, name := range names {
+		id, err := ids[name].ID, ids[name].Err
+		switch {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			errs = append(errs, fmt.Errorf("archive topic %q does not exist", name))
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("check archive topic %q: %w", name, err))
+			continue
+		case id == [16]byte{}:
+			continue // a broker without topic ids: nothing to compare
+		}
+		if stored == nil {
+			if stored, err = a.store.DLQTopics(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+		}
+		var archived []string // the DLQ topics whose copies go to this topic
+		for _, dt := range slices.Concat(a.cfg.DLQTopics, stored) {
+			if a.cfg.Topic(dt) == name && !slices.Contains(archived, dt) {
+				archived = append(archived, dt)
+			}
+		}
+		n, err := a.store.ArchiveTopicSeen(ctx, name, id, archived, a.cfg.Now())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if n > 0 {
+			a.log.Warn("archive topic was deleted and created again: the copies made to the old topic are made again",
+				"topic", name, "records", n, "topic_id", uuid.UUID(id).String())
+			a.Wake()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkTopicsEvery runs CheckTopics every TopicCheckInterval; a failure is
+// logged at most once a minute.
+func (a *Archiver) checkTopicsEvery(ctx context.Context) {
+	a.checkMu.Lock()
+	due := time.Since(a.checkedAt) >= a.cfg.TopicCheckInterval
+	if due {
+		a.checkedAt = time.Now()
+	}
+	a.checkMu.Unlock()
+	if !due {
+		return
+	}
+	err := a.CheckTopics(ctx)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	a.checkMu.Lock()
+	defer a.checkMu.Unlock()
+	a.checkFailing++
+	if time.Since(a.checkErrLog) >= time.Minute {
+		a.log.Warn("check archive topics failed; the pruner keeps every record until a check succeeds",
+			"failed_since_last_log", a.checkFailing-1, "err", err)
+		a.checkErrLog, a.checkFailing = time.Now(), 0
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 )
@@ -24,6 +25,11 @@ type Config struct {
 	// redelivery settings (rate limit, target topic, keep partition).
 	// Default: system defaults for every topic.
 	Policies policy.Resolver
+	// Reserved are the topics no redelivery is ever produced to: Redrive's
+	// own (DLQ, archive, events) and Kafka's internal ones. A record whose
+	// target is one of them is kept as a dead letter, not routable. Default:
+	// the zero value, which reserves Kafka's internal topics only.
+	Reserved dlq.ReservedTopics
 	// BatchSize is the most records claimed per queue per claim. Default: 500.
 	BatchSize int
 	// Workers is how many claim loops run at once; SKIP LOCKED keeps them
@@ -129,6 +135,13 @@ type ArchiverConfig struct {
 	ClientOpts []kgo.Opt
 	// Topic names the archive topic of a DLQ topic. Default: "<dlq topic>.archive".
 	Topic func(dlqTopic string) string
+	// DLQTopics are the DLQ topics whose archive topics CheckTopics watches
+	// for being deleted and created again. Default: none (no checks).
+	DLQTopics []string
+	// TopicCheckInterval is how often the archiver checks its archive
+	// topics (CheckTopics) on its own, besides before each prune and when a
+	// copy finds its topic recreated. Default: 30s.
+	TopicCheckInterval time.Duration
 	// BatchSize is the most copies claimed at once. Default: 500.
 	BatchSize int
 	// Lease is how long a claim of copies lasts; copies a dead archiver held
@@ -165,6 +178,9 @@ func (c ArchiverConfig) withDefaults() ArchiverConfig {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
+	}
+	if c.TopicCheckInterval == 0 {
+		c.TopicCheckInterval = 30 * time.Second
 	}
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
 	if c.Now == nil {

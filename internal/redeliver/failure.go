@@ -157,6 +157,9 @@ func (l *failureLog) failed(msg, queue, topic, id string, n int, f *dlq.Delivery
 	}
 	l.seen[key] = &logged{at: now}
 	l.mu.Unlock()
-	l.log.Warn(msg, "queue", queue, "topic", topic, "reason", f.Reason, "records", n, "example_id", id,
-		"retry_in", f.NextAttemptAt.Sub(f.FailedAt), "failed_since_last_log", missed, "err", f.Message)
+	attrs := []any{"queue", queue, "topic", topic, "reason", f.Reason, "records", n, "example_id", id}
+	if !f.NextAttemptAt.IsZero() {
+		attrs = append(attrs, "retry_in", f.NextAttemptAt.Sub(f.FailedAt))
+	}
+	l.log.Warn(msg, append(attrs, "failed_since_last_log", missed, "err", f.Message)...)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/recreate"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -39,6 +40,7 @@ type Scheduler struct {
 	cfg    Config
 	store  *store.Store
 	client *kgo.Client
+	resets *recreate.Resetter
 	wake   chan struct{}
 	fails  *failureLog
 
@@ -69,8 +71,11 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
-	return &Scheduler{cfg: cfg, store: st, client: cl, wake: make(chan struct{}, 1),
-		fails:    newFailureLog(cfg.Logger.With("component", "redeliver")),
+	log := cfg.Logger.With("component", "redeliver")
+	resets := recreate.NewResetter(log)
+	resets.Attach(cl)
+	return &Scheduler{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1),
+		fails:    newFailureLog(log),
 		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
 }
 
@@ -386,6 +391,17 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 		s.fails.failed("redelivery failed; the record waits on its own backoff", queue, target(r, t), r.ID, 1, &f)
 		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
 	}
+	// A target Redrive must never write to is not produced to at all: the
+	// record is kept as a dead letter saying why (not routable).
+	refuse := func(i int, topic, problem string) {
+		r := &c.Records[i]
+		f := dlq.DeliveryFailure{Reason: dlq.ReasonNotRoutable, Message: notRoutable(r, t, topic, problem),
+			FailedAt: s.cfg.Now(), Failures: c.PriorFailures(r.ID) + 1}
+		failed = append(failed, store.FailedDelivery{ID: r.ID, Failure: f, Discard: true})
+		s.fails.failed("redelivery refused: the target is a topic Redrive never produces to; the record is kept as a dead letter",
+			queue, topic, r.ID, 1, &f)
+		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
+	}
 	for i := range c.Records {
 		r := &c.Records[i]
 		topic := target(r, t)
@@ -393,19 +409,19 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			fail(i, err)
 			continue
 		}
+		if problem := s.cfg.Reserved.Problem(topic); problem != "" {
+			refuse(i, topic, problem)
+			continue
+		}
 		out = append(out, envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now))
 		sent = append(sent, i)
 	}
-	results := s.client.ProduceSync(ctx, out...)
+	res := produceAll(ctx, s.client, s.resets, out)
 	if s.afterProduce != nil {
 		s.afterProduce()
 	}
-	errByRecord := make(map[*kgo.Record]error, len(results))
-	for _, res := range results {
-		errByRecord[res.Record] = res.Err
-	}
-	for j, rec := range out {
-		if err := errByRecord[rec]; err != nil {
+	for j, err := range res.errs {
+		if err != nil {
 			fail(sent[j], err)
 		}
 	}
@@ -448,6 +464,20 @@ func target(r *dlq.Record, t policy.Topic) string {
 		return t.Redelivery.TargetTopic
 	}
 	return r.Queue
+}
+
+// notRoutable says why a record is not redelivered to topic, naming where
+// the target came from, as the API says it when it refuses such a retry.
+func notRoutable(r *dlq.Record, t policy.Topic, topic, problem string) string {
+	from := "the record's queue"
+	switch {
+	case r.Redelivery != nil && r.Redelivery.Topic != "":
+		from = "the retry's override.queue"
+	case t.Redelivery.TargetTopic != "":
+		from = "the policy's redelivery.target_topic"
+	}
+	return fmt.Sprintf("not redelivered: its target topic %q (%s) %s; retry it with override.queue naming the topic to deliver it to",
+		topic, from, problem)
 }
 
 // partition keeps the original partition when the policy asks for it and the

@@ -160,15 +160,21 @@ func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, prior, error) {
 // this claim (0 for a record of another claim).
 func (c *Claim) PriorFailures(id string) int { return c.prior[id].failures }
 
-// FailedDelivery is a claimed record whose produce failed.
+// FailedDelivery is a claimed record whose produce failed, or was refused.
 type FailedDelivery struct {
 	ID      string
 	Failure dlq.DeliveryFailure
+	// Discard keeps the record as a dead letter instead of putting it back:
+	// it has nowhere it may be delivered to (dlq.ReasonNotRoutable). Its
+	// attempt is put back as it was, the failure stays on it for the API,
+	// and its archive copy becomes due.
+	Discard bool
 }
 
 // Settle ends the claim. Records whose produce failed are put back as they
 // were — state, attempt and redelivered_at — with the failure stored on them
-// and due again at its NextAttemptAt; the others stay redelivered, and are
+// and due again at its NextAttemptAt (or, with Discard, discarded as dead
+// letters, attempt and redelivered_at put back); the others stay redelivered, and are
 // counted as retried in the queue's activity for the minute of now. One
 // statement, guarded by the claim's token: a record that changed since (a
 // repeat failure joined it, an operator retried it) is left alone.
@@ -178,31 +184,39 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	}
 	n := len(failed)
 	ids, states, failures := make([]string, n), make([]string, n), make([][]byte, n)
-	redeliveredAt, next := make([]*time.Time, n), make([]time.Time, n)
+	redeliveredAt, next := make([]*time.Time, n), make([]*time.Time, n)
+	discard := make([]bool, n)
 	for i, f := range failed {
 		p := c.prior[f.ID]
 		b, err := json.Marshal(f.Failure)
 		if err != nil {
 			return fmt.Errorf("settle claim: encode failure: %w", err)
 		}
-		ids[i], states[i], redeliveredAt[i], failures[i], next[i] = f.ID, p.state, p.redeliveredAt, b, f.Failure.NextAttemptAt
+		ids[i], states[i], redeliveredAt[i], failures[i], discard[i] = f.ID, p.state, p.redeliveredAt, b, f.Discard
+		if !f.Discard {
+			next[i] = &f.Failure.NextAttemptAt
+		}
 	}
 	var ended bool
 	err := s.pool.QueryRow(ctx, `
 		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
 		undo AS (
 			UPDATE redrive_record r
-			SET state = f.state, attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
-			    redelivery_failure = f.failure, updated_at = $7
-			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[])
-			     AS f(id, state, redelivered_at, failure, next)
+			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
+			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
+			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
+			    attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
+			    redelivery_failure = f.failure, updated_at = $7,
+			    `+archiveAgainIf("f.discard")+`
+			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[], $10::bool[])
+			     AS f(id, state, redelivered_at, failure, next, discard)
 			WHERE r.id = f.id AND r.claim_token = lease.token AND r.state = 'available' AND r.next_retry_at IS NULL
 			RETURNING r.id),
 		activity AS (
 			INSERT INTO redrive_queue_activity (queue, minute, retried)
 			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
 		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now,
-		now.Truncate(time.Minute), n).Scan(&ended)
+		now.Truncate(time.Minute), n, discard).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
 	}
@@ -251,14 +265,15 @@ type Blocked struct {
 
 // BlockedQueues returns, for each of queues, its records whose redelivery
 // keeps failing. Queues with none are absent. A partial index keeps it cheap:
-// only the blocked records of those queues are read.
+// only the blocked records of those queues are read. Dead letters refused as
+// not routable keep their failure but wait for nothing: they do not count.
 func (s *Store) BlockedQueues(ctx context.Context, queues []string) (map[string]Blocked, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT queue, count(*),
 		       (array_agg(redelivery_failure->>'reason' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
 		       (array_agg(redelivery_failure->>'message' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
 		       min((redelivery_failure->>'failed_at')::timestamptz)
-		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND queue = ANY($1)
+		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND state <> 'discarded' AND queue = ANY($1)
 		GROUP BY queue`, queues)
 	if err != nil {
 		return nil, fmt.Errorf("blocked queues: %w", err)

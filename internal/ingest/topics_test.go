@@ -1,0 +1,227 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// jsonLog collects log records as JSON lines.
+type jsonLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *jsonLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// count returns how many records have a msg containing msg.
+func (l *jsonLog) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
+		var rec struct{ Msg string }
+		if json.Unmarshal(line, &rec) == nil && strings.Contains(rec.Msg, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// loadProducer produces failure envelopes to the DLQ topic, one after the
+// other, until stopped, and remembers when each was acknowledged. Its client
+// takes a recreated topic up anew as Redrive's producers do.
+type loadProducer struct {
+	mu    sync.Mutex
+	acked map[string]time.Time // key → when the broker acknowledged it
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startLoad(t *testing.T, brokers []string) *loadProducer {
+	t.Helper()
+	cl := kafkatest.Client(t, brokers, kgo.RecordDeliveryTimeout(2*time.Second), kgo.MetadataMinAge(100*time.Millisecond))
+	l := &loadProducer{acked: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for i := 0; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("load-%d", i)
+			src := &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(`{"n":1}`)}
+			rec := envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "db.down", Code: dlq.CodeDeadLetter})
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			err := cl.ProduceSync(ctx, rec).FirstErr()
+			cancel()
+			if err != nil {
+				cl.PurgeTopicsFromClient(dlqTopic) // the topic may have been recreated
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			l.mu.Lock()
+			l.acked[key] = time.Now()
+			l.mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *loadProducer) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
+// ackedBetween lists the keys acknowledged within [from, to].
+func (l *loadProducer) ackedBetween(from, to time.Time) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k, at := range l.acked {
+		if !at.Before(from) && !at.After(to) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// waitStored waits until every key is stored.
+func (b *bundle) waitStored(t *testing.T, keys []string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows, err := b.pool.Query(context.Background(), "SELECT convert_from(key, 'UTF8') FROM redrive_record")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := make(map[string]bool, len(stored))
+		for _, k := range stored {
+			have[k] = true
+		}
+		var missing []string
+		for _, k := range keys {
+			if !have[k] {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records never stored, e.g. %v", len(missing), len(keys), missing[:min(5, len(missing))])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRecreatedDLQTopicIsConsumedAgain: a DLQ topic deleted and created
+// again under load is taken up anew — every record acknowledged on the new
+// topic is stored, from its offset 0 on — and the UNKNOWN_TOPIC_ID errors
+// in between are logged once, not once per fetch.
+func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
+	b := setup(t)
+	logs := &jsonLog{}
+	startWith(t, b, b.store, "g", func(c *ingest.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		c.TopicCheckInterval = 200 * time.Millisecond // default 5s
+	})
+	load := startLoad(t, b.brokers)
+	begin := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	beforeDelete := time.Now()
+	b.waitStored(t, load.ackedBetween(begin, beforeDelete))
+
+	kafkatest.Recreate(t, b.brokers, dlqTopic, 3)
+	recreated := time.Now()
+	time.Sleep(time.Second)
+	load.halt()
+	after := load.ackedBetween(recreated, time.Now())
+	if len(after) < 20 {
+		t.Fatalf("only %d records produced to the new topic", len(after))
+	}
+	b.waitStored(t, after)
+
+	if n := logs.count("fetch error"); n > 2 {
+		t.Errorf("%d fetch error lines in the log; want each topic and reason logged at most once a minute", n)
+	}
+	if n := logs.count("deleted and created again"); n != 1 {
+		t.Errorf("%d log lines say the topic was taken up anew, want 1", n)
+	}
+}
+
+// The DLQ topic is deleted and created again while Postgres is down and a
+// batch of the old topic waits to be written: that batch is written once
+// Postgres is back (the old topic's records exist nowhere else by then), and
+// the new topic is taken up after it, from its start. Nothing is lost.
+func TestRecreatedDLQTopicWhilePostgresIsDownLosesNothing(t *testing.T) {
+	b := setup(t)
+	cluster, url := pgtest.NewCluster(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b.pool, b.store = pool, store.New(pool)
+	in := startWith(t, b, b.store, "g", func(c *ingest.Config) { c.TopicCheckInterval = 200 * time.Millisecond }).in
+	failures := func(prefix string, n int) (keys []string, recs []*kgo.Record) {
+		for i := range n {
+			key := fmt.Sprintf("%s-%d", prefix, i)
+			src := &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(`{}`)}
+			keys = append(keys, key)
+			recs = append(recs, envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "x", Code: dlq.CodeDeadLetter}))
+		}
+		return keys, recs
+	}
+	first, recs := failures("first", 50)
+	kafkatest.Produce(t, b.cl, recs...)
+	b.waitStored(t, first)
+
+	if err := cluster.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	held, recs := failures("held", 50)
+	kafkatest.Produce(t, b.cl, recs...)
+	waitFor(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
+	kafkatest.Recreate(t, b.brokers, dlqTopic, 3) // "held" is only in ingest's memory now
+	fresh, recs := failures("fresh", 50)
+	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), recs...)
+	if err := cluster.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitStored(t, slices.Concat(first, held, fresh))
+}
