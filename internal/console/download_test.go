@@ -115,6 +115,7 @@ func TestBinaryAndLargeValuesDownloadAsTheStoredBytes(t *testing.T) {
 	b.run(t, "the binary record", waitText("#value-download", "binary"), waitText("#value-download", "10,256 bytes"),
 		waitText("main", "00000000  00 01 02 03"), waitText("#facts-key", "7 bytes"))
 	b.screenshots(t, "record-binary")
+	b.screenshot(t, "download") // docs/img/download.png
 	b.run(t, "download its value", click("#download-value"), waitText("#download-status", bin.ID+".value"))
 	downloaded(t, dir, bin.ID+".value", binValue)
 	b.run(t, "download its key", click("#download-key"), waitText("#download-status", bin.ID+".key"))

@@ -48,7 +48,7 @@ export async function record(signal, id) {
     saved.textContent = `Downloading the ${part}…`;
     try {
       const { name, size } = await downloadPart(r.id, part, signal);
-      saved.ok(`Downloaded the ${part} as ${name} (${sizeText(size)}).`);
+      saved.ok(`Downloaded the ${part} as ${name}: ${sizeText(size)}.`);
     } catch (err) {
       if (err.name !== "AbortError") saved.fail(`Download the ${part}: ${err.message}`);
     } finally { button.disabled = false; }
@@ -151,7 +151,7 @@ function valueSection(r) {
   const view = () => valueView(r.value, r.value_encoding, r.payload);
   if (r.value == null || r.value_encoding === "base64" || (r.value_size ?? 0) < VIEW_ON_DEMAND) return view();
   const shown = el("div", { id: "value-view" },
-    el("p", { class: "muted" }, `Not laid out here, to keep the page quick: ${sizeText(r.value_size)} is too much to read in a page. `,
+    el("p", { class: "muted" }, "Not laid out here, to keep the page quick: download it (above) to read it. ",
       el("button", { type: "button", id: "value-show", class: "secondary", onclick: () => fill(shown, view()) }, "Show it here anyway")));
   return shown;
 }
