@@ -96,6 +96,10 @@ func manyQueues(t testing.TB, s *server, n int) {
 func TestTheOverviewOf20000QueuesShowsTheTopOnes(t *testing.T) {
 	s := startServer(t, "REDRIVE_ARCHIVE_TOPIC", "off")
 	manyQueues(t, s, 20_000)
+	// The newest failure has a key of 3,000 bytes with nowhere to break a
+	// line: a list shows a preview of it (the API cuts it to 1 KiB).
+	longKey := "order-" + strings.Repeat("0123456789abcdef", 200)[:2994]
+	s.storeRecords(t, []dlq.Record{failure("hot-orders", longKey, []byte(`{"n":1}`), false)})
 	b := newBrowser(t)
 
 	took := b.load(t, s.base+"/ui/")
@@ -105,6 +109,8 @@ func TestTheOverviewOf20000QueuesShowsTheTopOnes(t *testing.T) {
 		t.Logf("load %d: %v", i+2, b.load(t, s.base+"/ui/").Round(time.Millisecond))
 	}
 	b.screenshots(t, "overview-20k")
+	b.run(t, "the newest failures", waitText("table.records", "order-0123456789abcdef"))
+	longKeyShown(t, b, "table.records", "overview")
 	if nodes > 3000 {
 		t.Errorf("the overview has %d DOM nodes, want a bounded page (at most 3,000)", nodes)
 	}
@@ -140,4 +146,37 @@ func TestTheOverviewOf20000QueuesShowsTheTopOnes(t *testing.T) {
 	if got := b.text(t, "table.queues tbody tr:nth-child(40) td"); got != "q-00038" {
 		t.Errorf("the 40th queue by name is %q, want q-00038", got)
 	}
+
+	// The long key in the records list.
+	b.run(t, "the records of hot-orders", chromedp.Navigate(s.base+"/ui/records?queue=hot-orders"),
+		waitText("table.records", "order-0123456789abcdef"))
+	longKeyShown(t, b, "table.records", "records")
+}
+
+// longKeyShown checks that the list in sel shows the 3,000-byte key as a
+// short preview, with an ellipsis and the key's size, and that the page fits
+// a window 800 px wide (wide tables scroll in their own box).
+func longKeyShown(t *testing.T, b *browser, sel, page string) {
+	t.Helper()
+	link := sel + ` a[href^="/ui/records/"]`
+	shown := b.text(t, link)
+	if !strings.HasPrefix(shown, "order-0123456789abcdef") || !strings.HasSuffix(shown, "…") || len(shown) > 200 {
+		t.Errorf("%s shows the 3,000-byte key as %q (%d bytes), want a short preview ending in …", sel, shown, len(shown))
+	}
+	if row := b.text(t, sel+" tbody tr"); !strings.Contains(row, "3,000 bytes") {
+		t.Errorf("%s: the row of the long key is %q, want its size (3,000 bytes)", sel, row)
+	}
+	for _, w := range []int64{1400, 800} {
+		b.run(t, fmt.Sprintf("a %d px wide window", w), chromedp.EmulateViewport(w, 900))
+		fits := eval[bool](t, b, fmt.Sprintf(`(() => {
+			const doc = document.documentElement, list = document.querySelector(%q);
+			return doc.scrollWidth <= doc.clientWidth && list.getBoundingClientRect().right <= doc.clientWidth;
+		})()`, sel))
+		if !fits {
+			t.Errorf("at %d px the page is %d px wide with %s: the long key breaks the layout", w,
+				eval[int](t, b, `document.documentElement.scrollWidth`), sel)
+		}
+	}
+	eval[bool](t, b, fmt.Sprintf(`document.querySelector(%q).scrollIntoView(), true`, sel))
+	b.screenshots(t, "long-key-"+page)
 }

@@ -46,6 +46,28 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  refused(resp, data);
+  return data;
+}
+
+// apiBytes GETs bytes from the API (a record's raw key or value), with the
+// key as every call sends it (a plain link could not carry it), and returns
+// them as a Blob with the file name the answer's Content-Disposition gives
+// (null without one). Errors are thrown as api throws them.
+export async function apiBytes(path, { signal } = {}) {
+  const resp = await fetch(path, { signal, headers: headers() });
+  if (!resp.ok) {
+    const text = await resp.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    refused(resp, data);
+  }
+  return { blob: await resp.blob(), filename: filenameOf(resp.headers.get("Content-Disposition")) };
+}
+
+// refused throws for a non-2xx answer: a refused key goes back to the
+// prompt; any other error carries the API's message and details.
+function refused(resp, data) {
   if (resp.status === 401 && session.auth) {
     forgetKey();
     onUnauthorized("That key was refused; enter another.");
@@ -55,7 +77,25 @@ export async function api(path, { method = "GET", body, signal } = {}) {
     const err = (data && data.error) || {};
     throw new APIError(err.message || `${resp.status} ${resp.statusText}`, resp.status, err.details);
   }
-  return data;
+}
+
+// filenameOf reads the file name of a Content-Disposition header (RFC 6266):
+// filename* (RFC 8187, UTF-8 percent-encoded) before filename (quoted or a
+// token), and never a directory part. null without a name.
+export function filenameOf(header) {
+  if (!header) return null;
+  let name = null;
+  const ext = /(?:^|;)\s*filename\*\s*=\s*([^;]*)/i.exec(header);
+  if (ext) {
+    const m = /^\s*utf-8'[^']*'(.*?)\s*$/i.exec(ext[1]);
+    if (m) try { name = decodeURIComponent(m[1]); } catch { /* malformed: try filename */ }
+  }
+  if (name === null) {
+    const m = /(?:^|;)\s*filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/i.exec(header);
+    if (m) name = m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2];
+  }
+  name = name && name.split(/[\\/]/).pop().trim();
+  return name || null;
 }
 
 // subscribe reads the event stream (Server-Sent Events) with fetch, so the

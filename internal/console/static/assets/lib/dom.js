@@ -36,13 +36,14 @@ export function link(href, text, attrs = {}) {
 }
 
 // A column whose cells are numbers (class "num") gets a right-aligned header,
-// so the heading sits over its figures.
+// so the heading sits over its figures. A table wider than the window
+// scrolls in its own box rather than widening the page.
 export function table(headers, rows, attrs = {}) {
   const first = [rows].flat(Infinity).find((r) => r instanceof Element);
   const num = (i) => first?.children[i]?.classList.contains("num") ? "num" : null;
-  return el("table", attrs,
+  return el("div", { class: "tablewrap" }, el("table", attrs,
     el("thead", {}, el("tr", {}, headers.map((h, i) => el("th", { scope: "col", class: num(i) }, h)))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
 }
 
 // facts renders a definition list from [term, value] pairs.
@@ -93,4 +94,20 @@ export function duration(iso) {
 
 export function plural(n, one, many = one + "s") {
   return `${Number(n).toLocaleString("en")} ${n === 1 ? one : many}`;
+}
+
+const SIZE_UNITS = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+
+// shortSize says a size in bytes briefly: exact below 10 KiB ("3,000
+// bytes"), else in KiB, MiB or GiB ("3.0 MiB").
+export function shortSize(n) {
+  if (n < 10 * 1024) return plural(n, "byte");
+  const [size, unit] = SIZE_UNITS.find(([s]) => n >= s);
+  return `${(n / size).toFixed(1)} ${unit}`;
+}
+
+// sizeText says a size in bytes exactly, and in KiB, MiB or GiB from 10 KiB
+// on ("3,145,728 bytes (3.0 MiB)").
+export function sizeText(n) {
+  return n < 10 * 1024 ? plural(n, "byte") : `${plural(n, "byte")} (${shortSize(n)})`;
 }

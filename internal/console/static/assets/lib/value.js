@@ -65,12 +65,16 @@ export function jsonTree(v) {
   return top.firstChild;
 }
 
-const HEX_LIMIT = 4096;
+// HEX_LIMIT is how many bytes the hex dump shows.
+export const HEX_LIMIT = 4096;
 
-// hexDump shows base64 bytes as offset, hex and printable ASCII, 16 a line.
+// hexDump shows base64 bytes as offset, hex and printable ASCII, 16 a line,
+// decoding only the bytes it shows.
 export function hexDump(b64) {
   let bin;
-  try { bin = atob(b64); } catch { return b64; }
+  try { bin = atob(b64.slice(0, Math.ceil(HEX_LIMIT / 3) * 4)); } catch { return b64; }
+  const pad = b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0;
+  const total = Math.floor(b64.length * 3 / 4) - pad;
   const lines = [];
   for (let off = 0; off < Math.min(bin.length, HEX_LIMIT); off += 16) {
     const chunk = [...bin.slice(off, off + 16)].map((c) => c.charCodeAt(0));
@@ -78,6 +82,6 @@ export function hexDump(b64) {
     const ascii = chunk.map((b) => (b >= 32 && b < 127 ? String.fromCharCode(b) : ".")).join("");
     lines.push(`${off.toString(16).padStart(8, "0")}  ${hex.padEnd(47)}  ${ascii}`);
   }
-  if (bin.length > HEX_LIMIT) lines.push(`… ${bin.length - HEX_LIMIT} more bytes`);
+  if (total > HEX_LIMIT) lines.push(`… ${(total - HEX_LIMIT).toLocaleString("en")} more bytes`);
   return lines.join("\n");
 }

@@ -154,7 +154,8 @@ function queuesTable(qs) {
   return table(
     ["Queue", "State", "Delivery", "Waiting", "Dead letters", "Discarded", "Total", "Oldest", "Added (1 h)", "Retried (1 h)"],
     qs.map((q) => el("tr", {},
-      el("td", { class: "qname" }, link(`/ui/queues/${encodeURIComponent(q.name)}`, q.name)),
+      el("td", { class: "qname" }, link(`/ui/queues/${encodeURIComponent(q.name)}`, q.name,
+        q.name === "_default" ? { title: "A topic named _default: it follows the default layer, which its page shows" } : {})),
       el("td", { class: `qstate-${q.state}` }, q.state),
       el("td", { class: q.delivery.state === "blocked" ? "blocked" : "" },
         q.delivery.state === "blocked" ? `blocked: ${plural(q.delivery.blocked_records, "record")} (${q.delivery.reason})` : "ok"),

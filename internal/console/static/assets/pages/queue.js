@@ -1,6 +1,12 @@
 // One queue (a source topic): its state with pause, resume and drain; its
 // stats; the effective policy, where it was declared and its schedule; the
 // API config editor; the replay rules that select its records.
+//
+// The name _default is the policy's default layer, as in policy files: the
+// API shows the layer's config for it, and refuses to pause, resume or drain
+// it. A Kafka topic of that name follows the layer; its records are records
+// like any others (?queue=_default). The page says so rather than show the
+// layer as a topic.
 
 import { el, fill, link, table, ago, facts, status, duration, plural } from "../lib/dom.js";
 import { api, canWrite, readOnlyReason } from "../lib/api.js";
@@ -12,9 +18,13 @@ import { replayRules } from "./replay.js";
 
 const ACTIONS = [["pause", "Pause", "paused"], ["resume", "Resume", "active"], ["drain", "Drain", "draining"]];
 
+// DEFAULT is the name of the default layer.
+const DEFAULT = "_default";
+
 export async function queuePage(signal, name) {
   const path = `/ojs/v1/queues/${encodeURIComponent(name)}`;
   const [q, rules] = await Promise.all([api(path, { signal }), api("/ojs/v1/dead-letter/replay-rules", { signal })]);
+  if (name === DEFAULT) return defaultLayer(signal, q, path, rules);
   const outcome = status();
   const setState = (action) => async () => {
     try {
@@ -56,6 +66,38 @@ export async function queuePage(signal, name) {
   );
 }
 
+// defaultLayer shows _default: the layer every topic inherits, with its
+// policy and config editor, and the records of a topic that bears its name.
+async function defaultLayer(signal, q, path, rules) {
+  const own = await api(`/ojs/v1/dead-letter?queue=${DEFAULT}&limit=1`, { signal });
+  const n = own.pagination.total;
+  render(
+    el("h1", {}, `Default layer ${DEFAULT}`),
+    el("div", { id: "default-layer", class: "callout" },
+      el("p", {}, el("code", {}, DEFAULT), " is the default layer that every topic inherits: what its config sets applies to every topic that does not set it itself, as under ", el("code", {}, DEFAULT), " in a policy file."),
+      el("p", {}, "A Kafka topic named ", el("code", {}, DEFAULT), " follows it, and cannot be given a config, a pause or a drain of its own (rename the topic for that).")),
+    facts([
+      ["State", el("span", { id: "queue-state", class: `qstate-${q.state}` }, `${q.state} (for every topic that sets no state)`)],
+      ["Records", el("span", { id: "default-records" }, n === 0
+        ? `none: no Kafka topic named ${DEFAULT} has records here`
+        : link(`/ui/records?queue=${DEFAULT}`, `${plural(n, "record")} of a Kafka topic named ${DEFAULT}`))],
+    ]),
+    el("h2", {}, "Effective policy"),
+    facts([
+      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : "nowhere: the built-in defaults"],
+      ["Merged", (q.layers || []).join(" ← ") || "—"],
+    ]),
+    policyTable(q.config),
+    el("h3", {}, "Retry schedule"),
+    scheduleView(q.schedule),
+    el("h2", {}, "API config"),
+    configEditor(q, path),
+    el("h2", {}, "Replay rules"),
+    el("p", { class: "muted" }, `These select the records of a Kafka topic named ${DEFAULT}.`),
+    replayRules(q.name, rules.items || []),
+  );
+}
+
 // policyTable flattens the effective config into dotted fields; durations
 // show their words.
 function policyTable(config) {
@@ -93,7 +135,9 @@ function configEditor(q, path) {
   if (!canWrite()) text.setAttribute("readonly", "");
   return el("div", { class: "field" },
     el("label", { for: "config" }, "The API layer, in policy-file shape (JSON)"), text,
-    el("small", { id: "config-help", class: "muted" }, "Layered over the policy files' defaults for this topic, e.g. {\"retry\": {\"max_attempts\": 10, \"initial_interval\": \"PT30S\"}}."),
+    el("small", { id: "config-help", class: "muted" }, q.name === DEFAULT
+      ? "The default layer: every topic inherits what it sets, e.g. {\"dead_letter\": {\"retention\": {\"max_age\": \"P90D\"}}}."
+      : "Layered over the policy files' defaults for this topic, e.g. {\"retry\": {\"max_attempts\": 10, \"initial_interval\": \"PT30S\"}}."),
     errors,
     el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save" })),
     canWrite() ? null : el("p", { class: "muted" }, readOnlyReason()));

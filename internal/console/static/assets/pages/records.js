@@ -2,7 +2,7 @@
 // (cursor) paging, "N new" from the event stream, and bulk retry or purge of
 // everything the filter matches.
 
-import { el, link, table, ago, plural } from "../lib/dom.js";
+import { el, link, table, ago, plural, shortSize, sizeText } from "../lib/dom.js";
 import { api, subscribe } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { go } from "../lib/nav.js";
@@ -86,6 +86,8 @@ function eventQuery(query) {
   return q.toString();
 }
 
+// recordsTable lists records from the API's previews: a list item's key
+// is at most 1 KiB and its errors the latest one, cut (docs/api.md).
 export function recordsTable(items) {
   if (items.length === 0) return el("p", { class: "muted empty-list" }, "No records match.");
   return table(["Key", "Queue", "Error type", "Message", "Attempt", "State", "Age"],
@@ -93,12 +95,39 @@ export function recordsTable(items) {
       const errors = r.errors || [];
       const last = errors[errors.length - 1] || {};
       return el("tr", {},
-        el("td", {}, link(`/ui/records/${r.id}`, r.key ?? "(no key)")),
-        el("td", {}, r.queue), el("td", {}, r.error_type), el("td", { class: "msg" }, last.message || ""),
+        keyCell(r),
+        el("td", { class: "qname" }, r.queue), el("td", { class: "etype" }, r.error_type),
+        el("td", { class: "msg" }, shorten(last.message || "", MESSAGE_CHARS, last.truncated)),
         el("td", { class: "num" }, `${r.attempt}/${r.max_attempts}`),
         el("td", { class: `state-${r.state}` }, stateText(r)),
         el("td", {}, ago(r.created_at)));
     }), { class: "records" });
+}
+
+// KEY_CHARS and MESSAGE_CHARS are how much of a key and an error message a
+// row shows; the record page shows them whole.
+const KEY_CHARS = 60;
+const MESSAGE_CHARS = 300;
+
+// shorten cuts s to n characters (not UTF-16 halves) with an ellipsis, also
+// when the API already cut it (more).
+function shorten(s, n, more = false) {
+  const chars = Array.from(s);
+  if (chars.length > n) return chars.slice(0, n).join("") + "…";
+  return more ? s + "…" : s;
+}
+
+// keyCell shows the start of a key, linking to its record; a key cut short
+// ends in an ellipsis and says its whole size.
+function keyCell(r) {
+  const href = `/ui/records/${r.id}`;
+  if (r.key == null) return el("td", { class: "key" }, link(href, "(no key)"));
+  const shown = shorten(r.key, KEY_CHARS, r.key_truncated);
+  const whole = shown === r.key;
+  return el("td", { class: "key" },
+    link(href, shown, whole ? {} : { title: `A key of ${sizeText(r.key_size)}: the record shows it whole` }),
+    whole ? null : el("span", { class: "muted size" }, ` ${shortSize(r.key_size)}`),
+    r.key_encoding === "base64" ? [" ", el("span", { class: "tag" }, "base64")] : null);
 }
 
 export const stateText = (r) => (r.exhaustion ? `${r.state} (${r.exhaustion})` : r.state);

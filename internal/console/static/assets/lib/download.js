@@ -1,0 +1,27 @@
+// Downloads of a record's key or value, byte for byte: GET
+// /ojs/v1/dead-letter/{id}/raw with the caller's key (as every call of the
+// console sends it), saved under the name the server's Content-Disposition
+// gives it.
+
+import { el } from "./dom.js";
+import { apiBytes } from "./api.js";
+
+// downloadPart fetches part ("value" or "key") of record id and has the
+// browser save it; it resolves to the file's name and size.
+export async function downloadPart(id, part, signal) {
+  const { blob, filename } = await apiBytes(`/ojs/v1/dead-letter/${encodeURIComponent(id)}/raw?part=${part}`, { signal });
+  const name = filename || `${id}.${part}`;
+  save(blob, name);
+  return { name, size: blob.size };
+}
+
+// save has the browser save blob as a file called name. The object URL
+// lives a minute: long enough for the browser to read it, not for the page.
+function save(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = el("a", { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
