@@ -200,3 +200,25 @@ func TestBoolSettingsAreBoolFlags(t *testing.T) {
 		t.Errorf("usage of --kafka-tls: %s", fs.FlagUsages())
 	}
 }
+
+// The retry policy limits: defaults of 100 attempts and 1s, set from the
+// environment, and nonsense refused naming the variable.
+func TestRetryLimits(t *testing.T) {
+	c, err := config.Load(env(nil), nil)
+	if err != nil || c.RetryMaxAttempts != 100 || c.RetryMinInterval != time.Second {
+		t.Fatalf("defaults = %d %v, %v; want 100 1s", c.RetryMaxAttempts, c.RetryMinInterval, err)
+	}
+	c, err = config.Load(env(map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "25", "REDRIVE_RETRY_MIN_INTERVAL": "100ms"}), nil)
+	if err != nil || c.RetryMaxAttempts != 25 || c.RetryMinInterval != 100*time.Millisecond {
+		t.Fatalf("from env = %d %v, %v", c.RetryMaxAttempts, c.RetryMinInterval, err)
+	}
+	for k, v := range map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "0", "REDRIVE_RETRY_MIN_INTERVAL": "0s"} {
+		if _, err := config.Load(env(map[string]string{k: v}), nil); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	if _, err := config.Load(env(map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "lots"}), nil); err == nil ||
+		!strings.Contains(err.Error(), "REDRIVE_RETRY_MAX_ATTEMPTS") {
+		t.Errorf("lots: %v", err)
+	}
+}

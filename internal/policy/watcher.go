@@ -36,15 +36,22 @@ type Watcher struct {
 	sum      string     // fingerprint of the files the current Set was loaded from
 	lastErr  atomic.Pointer[error]
 	onReload func(*Set)
+	limits   Limits
 }
 
 // NewWatcher loads dir and returns a Watcher holding it. An empty dir means no
 // policy files: every topic gets the system defaults. The first load must succeed.
+// Retry policies are checked against DefaultLimits (see Limits.NewWatcher).
 func NewWatcher(dir string, logger *slog.Logger) (*Watcher, error) {
+	return DefaultLimits().NewWatcher(dir, logger)
+}
+
+// NewWatcher is the package's NewWatcher, loading within l.
+func (l Limits) NewWatcher(dir string, logger *slog.Logger) (*Watcher, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &Watcher{dir: dir, log: logger.With("component", "policy")}
+	w := &Watcher{dir: dir, log: logger.With("component", "policy"), limits: l}
 	if dir == "" {
 		w.current.Store(nil)
 		return w, nil
@@ -81,7 +88,7 @@ func (w *Watcher) Reload() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	sum, _ := fingerprint(w.dir)
-	set, err := LoadDir(w.dir)
+	set, err := w.limits.LoadDir(w.dir)
 	if err != nil {
 		w.lastErr.Store(&err)
 		w.sum = sum // do not retry the same broken files on every poll

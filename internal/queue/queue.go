@@ -32,6 +32,8 @@ type Resolver struct {
 	store *store.Store
 	log   *slog.Logger
 	specs atomic.Pointer[map[string]*entry]
+	// limits bound the retry policies of configs set through the API.
+	limits policy.Limits
 }
 
 type entry struct {
@@ -48,9 +50,17 @@ func New(files func() *policy.Set, st *store.Store, logger *slog.Logger) *Resolv
 	if logger == nil {
 		logger = slog.Default()
 	}
-	r := &Resolver{files: files, store: st, log: logger.With("component", "queue")}
+	r := &Resolver{files: files, store: st, log: logger.With("component", "queue"), limits: policy.DefaultLimits()}
 	empty := map[string]*entry{}
 	r.specs.Store(&empty)
+	return r
+}
+
+// Within sets the limits the retry policies of API configs are checked
+// against (Validate); the default is policy.DefaultLimits. Call it before
+// the Resolver is used.
+func (r *Resolver) Within(l policy.Limits) *Resolver {
+	r.limits = l
 	return r
 }
 
@@ -164,7 +174,8 @@ func (r *Resolver) Names() []string {
 var ErrReadOnly = errors.New("declared in a policy file")
 
 // Validate checks that spec applies cleanly over what topic would otherwise
-// inherit; the error is a policy error (errors.Is policy.ErrInvalid).
+// inherit, within the Resolver's limits; the error is a policy error
+// (errors.Is policy.ErrInvalid).
 func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 	set := r.files()
 	base := set.Resolve(topic, "")
@@ -173,7 +184,7 @@ func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 			base = r.apply(base, "_default (api)", e.spec)
 		}
 	}
-	_, err := base.Apply("api", spec)
+	_, err := base.ApplyWithin(r.limits, "api", spec)
 	return err
 }
 
