@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/console"
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/maintenance"
@@ -103,7 +104,8 @@ func (a *App) init(ctx context.Context) error {
 	}
 	kopts = append(kopts, a.opts.ExtraKafkaOpts...)
 	st := store.New(a.pool)
-	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
+	limits := policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}
+	if a.policies, err = limits.NewWatcher(cfg.PoliciesDir, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
 	// Registered now, not in Run: a SIGHUP that arrives in between must reload
@@ -115,7 +117,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.store = st
-	a.queues = queue.New(a.policies.Current, st, a.log)
+	a.queues = queue.New(a.policies.Current, st, a.log).Within(limits)
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
 	}
@@ -148,16 +150,18 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.ingester, err = ingest.New(ingest.Config{
-		Brokers:    cfg.KafkaBrokers,
-		Topics:     cfg.DLQTopics,
-		Group:      cfg.Group,
-		Policies:   a.queues,
-		Wake:       a.wake,
-		Events:     a.maint.events,
-		ClientOpts: append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
-		Now:        a.opts.Now,
-		Logger:     a.log,
-		Metrics:    a.metrics,
+		Brokers:     cfg.KafkaBrokers,
+		Topics:      cfg.DLQTopics,
+		Group:       cfg.Group,
+		Policies:    a.queues,
+		Reserved:    dlq.NewReservedTopics(reservedTopics(cfg)...),
+		RetryLimits: limits,
+		Wake:        a.wake,
+		Events:      a.maint.events,
+		ClientOpts:  append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
+		Now:         a.opts.Now,
+		Logger:      a.log,
+		Metrics:     a.metrics,
 	}, st)
 	if err != nil {
 		a.closeProducers()

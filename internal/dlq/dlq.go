@@ -98,6 +98,11 @@ const (
 // ErrorTypeUnparseable is the error type given to records no decoder understands.
 const ErrorTypeUnparseable = "redrive.unparseable"
 
+// ErrorTypeNotRoutable is the error type of the entry ingest adds to a new
+// failure whose source topic Redrive may not redeliver to (ReservedTopics):
+// kept as a dead letter, after the failure's own error.
+const ErrorTypeNotRoutable = "redrive.not_routable"
+
 // Header is one Kafka record header. Values are raw bytes: they may be binary.
 type Header struct {
 	Key   string

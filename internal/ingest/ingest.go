@@ -37,6 +37,8 @@ type Ingester struct {
 	paused atomic.Bool
 	// encoder encodes each batch's rows on the poll loop (its only user).
 	encoder *store.Encoder
+	// warn logs warnings about records' content, rate-limited.
+	warn *warnings
 }
 
 // New creates an Ingester; Run starts consuming.
@@ -59,7 +61,8 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
-	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder()}, nil
+	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder(),
+		warn: newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Now)}, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -213,7 +216,8 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 				r, ok := records[f.RecordID]
 				switch {
 				case !ok && !f.Completed:
-					orphans = append(orphans, in.newRecord(f, queueOf(f), in.resolve(queueOf(f), f.Type), b))
+					queue, unroutable := in.route(f)
+					orphans = append(orphans, in.newRecord(f, queue, unroutable, in.resolve(queue, f.Type), b))
 				case ok && in.applyRepeat(r, f, b) && !seen[r.ID]:
 					seen[r.ID] = true
 					res.changed = append(res.changed, r)
@@ -237,6 +241,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		return res, err
 	}
 	res.stored = stored
+	for i := range fresh {
+		if reason := stored.Degraded(i); reason != "" {
+			r := &fresh[i]
+			in.warn.warn("record stored degraded: Postgres refused it as it was", "id", r.ID, "queue", r.Queue,
+				"dlq_topic", r.DLQ.Topic, "dlq_partition", r.DLQ.Partition, "dlq_offset", r.DLQ.Offset, "reason", reason)
+		}
+	}
 	// Records stored now come first, so that an incident's sample is one
 	// of them; duplicates (stored before) still make sure it exists.
 	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))
