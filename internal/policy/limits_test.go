@@ -91,11 +91,11 @@ func TestLoadWithinLimits(t *testing.T) {
 // config is applied as it is.
 func TestApplyWithinLimits(t *testing.T) {
 	t.Parallel()
-	spec, err := DecodeTopicSpec([]byte(`{"retry":{"max_attempts":2000000000,"initial_interval":"PT0.001S"},"redelivery":{"rate_limit":1e-300}}`))
+	_, err := DecodeTopicSpec([]byte(`{"retry":{"max_attempts":2000000000,"initial_interval":"PT0.001S"},"redelivery":{"rate_limit":1e-300}}`))
 	if err == nil || !strings.Contains(err.Error(), "redelivery.rate_limit: must be 0 (unlimited) or at least 0.001 records per second, got 1e-300") {
 		t.Fatalf("DecodeTopicSpec: %v", err)
 	}
-	spec, err = DecodeTopicSpec([]byte(`{"retry":{"max_attempts":2000000000,"initial_interval":"PT0.001S","max_interval":"PT1S"}}`))
+	spec, err := DecodeTopicSpec([]byte(`{"retry":{"max_attempts":2000000000,"initial_interval":"PT0.001S","max_interval":"PT1S"}}`))
 	if err != nil {
 		t.Fatalf("DecodeTopicSpec (no limits when decoding): %v", err)
 	}

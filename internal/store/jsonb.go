@@ -35,17 +35,21 @@ func reasonMinimal(err error) string {
 		fmt.Sprint(maxIdentifierBytes) + " bytes) after Postgres refused it: " + describe(err)
 }
 
+// maxReasonBytes bounds a reason taken from a Postgres error: its detail
+// may quote the failing row ("Failing row contains (…)"), a megabyte of it.
+const maxReasonBytes = 1024
+
 // describe is a Postgres error as a reason: its message and SQLSTATE.
 func describe(err error) string {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		msg := pgErr.Message
-		if pgErr.Detail != "" {
-			msg += ": " + pgErr.Detail
-		}
-		return msg + " (SQLSTATE " + pgErr.Code + ")"
+	if !errors.As(err, &pgErr) {
+		return cut(clean(err.Error()), maxReasonBytes)
 	}
-	return err.Error()
+	msg := pgErr.Message
+	if pgErr.Detail != "" {
+		msg += ": " + pgErr.Detail
+	}
+	return cut(clean(msg), maxReasonBytes) + " (SQLSTATE " + pgErr.Code + ")"
 }
 
 // tooDeep reports whether b nests objects and arrays more than MaxJSONDepth
