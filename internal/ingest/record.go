@@ -82,8 +82,8 @@ func (in *Ingester) route(f *dlq.Failure) (queue, unroutable string) {
 		return f.DLQ.Topic, ""
 	}
 	queue = f.Source.Topic
-	if queue == "" {
-		queue = f.DLQ.Topic
+	if queue == "" { // every decoder needs one; should one not, it is kept all the same
+		return f.DLQ.Topic, "the record names no source topic: there is nowhere to redeliver it to, so it is kept as a dead letter"
 	}
 	problem := in.cfg.Reserved.Problem(queue)
 	if problem == "" {

@@ -62,9 +62,9 @@ func DecodeBytes(s, encoding string) ([]byte, error) {
 }
 
 // storedHeader is a header as kept in the headers column, which header
-// filters match by containment. A key that is not valid UTF-8 without NUL bytes (Kafka allows any
-// bytes) is kept in base64, with key_encoding saying so, so that the record
-// is redelivered with exactly its own headers.
+// filters match by containment. A key that is not valid UTF-8 without NUL
+// bytes (Kafka allows any bytes) is kept in base64, with key_encoding saying
+// so, so that the record is redelivered with exactly its own headers.
 type storedHeader struct {
 	Key         string `json:"key"`
 	KeyEncoding string `json:"key_encoding,omitempty"`
