@@ -64,6 +64,10 @@ func (r *Resolver) Within(l policy.Limits) *Resolver {
 	return r
 }
 
+// Limits are the limits Validate checks against, for other checks of retry
+// policies set through the API (a record's override).
+func (r *Resolver) Limits() policy.Limits { return r.limits }
+
 // Files returns the policy files' current Set.
 func (r *Resolver) Files() *policy.Set { return r.files() }
 
