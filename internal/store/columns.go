@@ -246,15 +246,17 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, retry, meta,
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
-		archiveStateOf(r.State), fp, nilIfEmpty(omitted),
+		archiveStateOf(r.State), fp, nullIfEmptyString(omitted),
 	}, nil
 }
 
-func nilIfEmpty(s string) *string {
+// nullIfEmptyString is s, or NULL when it is empty. (Not a *string: taking
+// the address of a parameter moves it to the heap on every call.)
+func nullIfEmptyString(s string) any {
 	if s == "" {
 		return nil
 	}
-	return &s
+	return s
 }
 
 // timestampOrNegInf stores an unknown timestamp as -infinity, as the column
