@@ -143,3 +143,87 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		t.Fatalf("apikey new: %v\n%s", err, out)
 	}
 }
+
+// dlq list shows previews of keys and values (the API lists no more), dlq
+// get the whole record, and dlq raw its value or key as bytes.
+func TestCLIPreviewsGetAndRaw(t *testing.T) {
+	base, pool := cliServer(t)
+	id := seedDiscarded(t, pool, "orders", 1)[0]
+	value := append([]byte(`{"blob":"`), bytes.Repeat([]byte("x"), 100<<10)...)
+	value = append(value, `"}`...)
+	key := []byte{0xff, 0x00, 'k'}
+	if _, err := pool.Exec(context.Background(), "UPDATE redrive_record SET value = $1, key = $2 WHERE id = $3", value, key, id); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _, err := run(t, base, "dlq", "list")
+	if err != nil || !strings.Contains(out, "VALUE") || !strings.Contains(out, "100.0 KiB") || !strings.Contains(out, `{"blob":"xxx`) ||
+		!strings.Contains(out, "…") || !strings.Contains(out, "base64:/wBr") || len(out) > 2000 {
+		t.Fatalf("dlq list: %v\n%.3000s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "get", id)
+	if err != nil || !strings.Contains(out, `"value": "{\"blob\":\"xxxx`) || len(out) < 100<<10 || !strings.Contains(out, `"value_truncated": false`) {
+		t.Fatalf("dlq get: %v\n%.500s", err, out)
+	}
+	file := filepath.Join(t.TempDir(), "value.bin")
+	_, errOut, err := run(t, base, "dlq", "raw", id, "--file", file)
+	got, rerr := os.ReadFile(file)
+	if err != nil || rerr != nil || !bytes.Equal(got, value) || !strings.Contains(errOut, fmt.Sprintf("wrote %d bytes", len(value))) {
+		t.Fatalf("dlq raw --file: %v %v, %d bytes, %s", err, rerr, len(got), errOut)
+	}
+	out, _, err = run(t, base, "dlq", "raw", id, "--part", "key")
+	if err != nil || out != string(key) {
+		t.Fatalf("dlq raw --part key: %v %q", err, out)
+	}
+	missing := uuid.NewString()
+	_, _, err = run(t, base, "dlq", "raw", missing)
+	if err == nil || !strings.Contains(err.Error(), "not_found (HTTP 404)") {
+		t.Fatalf("dlq raw of a missing record: %v", err)
+	}
+}
+
+// `redrive topics` lists every topic, however many pages of the API that
+// takes.
+func TestTopicsListsEveryTopicAcrossPages(t *testing.T) {
+	base, pool := cliServer(t)
+	const n = 2_345
+	now := time.Now().UTC()
+	recs := make([]dlq.Record, n)
+	for i := range recs {
+		id, _ := uuid.NewV7()
+		q := fmt.Sprintf("topic-%04d", i)
+		recs[i] = dlq.Record{ID: id.String(), Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
+			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive, Source: dlq.Source{Topic: q},
+			DLQ:   dlq.Coord{Topic: "dead_letter_queue", Offset: int64(i)},
+			Value: []byte(`{}`), Retry: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`),
+			Errors:    []dlq.ErrorEntry{{Attempt: 3, Type: "db.timeout", Message: "boom", Code: dlq.CodeRetry, OccurredAt: now}},
+			CreatedAt: now, UpdatedAt: now, DiscardedAt: &now}
+	}
+	if _, err := store.New(pool).InsertRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, base, "topics")
+	if err != nil {
+		t.Fatalf("topics: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != n+1 || !strings.HasPrefix(lines[1], "topic-0000 ") || !strings.HasPrefix(lines[n], "topic-2344 ") {
+		t.Errorf("topics: %d lines, want a header and %d topics from topic-0000 to topic-2344", len(lines), n)
+	}
+	out, _, err = run(t, base, "topics", "-o", "json")
+	var list struct {
+		Items []struct {
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+		t.Fatalf("topics -o json: %v\n%.300s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, q := range list.Items {
+		seen[q.Name] = true
+	}
+	if len(list.Items) != n || len(seen) != n {
+		t.Errorf("topics -o json: %d items, %d distinct, want %d", len(list.Items), len(seen), n)
+	}
+}

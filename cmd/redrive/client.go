@@ -94,7 +94,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, out a
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet && method != http.MethodHead {
+		// Every write says it is JSON, with a body or without: the server
+		// refuses writes that a browser form could have sent.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.key != "" {
@@ -123,6 +125,42 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, out a
 		}
 	}
 	return raw, nil
+}
+
+// download streams the body of a GET into w and returns how many bytes it
+// wrote; a non-2xx answer is an *apiError.
+func (c *apiClient) download(ctx context.Context, path string, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	hc := *c.http
+	hc.Timeout = 0 // a large value may take longer than an API call; ctx bounds it
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var env errorEnvelope
+		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
+			env.Error.Status = resp.StatusCode
+			return 0, &env.Error
+		}
+		return 0, &apiError{Status: resp.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return n, fmt.Errorf("GET %s: %d of %d bytes received", path, n, resp.ContentLength)
+	}
+	return n, nil
 }
 
 // printJSON writes raw JSON indented.

@@ -85,7 +85,7 @@ func dlqCmd() *cobra.Command {
 with the key in REDRIVE_API_KEY (or --api-key). Output is a table, or JSON with -o json.`,
 	}
 	cf.register(cmd.PersistentFlags())
-	cmd.AddCommand(dlqListCmd(&cf), dlqShowCmd(&cf), dlqRetryCmd(&cf), dlqPurgeCmd(&cf), dlqStatsCmd(&cf))
+	cmd.AddCommand(dlqListCmd(&cf), dlqShowCmd(&cf), dlqRawCmd(&cf), dlqRetryCmd(&cf), dlqPurgeCmd(&cf), dlqStatsCmd(&cf))
 	return cmd
 }
 
@@ -99,6 +99,47 @@ type recordRow struct {
 	MaxAttempt int     `json:"max_attempts"`
 	ErrorType  string  `json:"error_type"`
 	CreatedAt  string  `json:"created_at"`
+	// In a list, key and value are previews (the API cuts them).
+	Key            *string `json:"key"`
+	KeyEncoding    *string `json:"key_encoding"`
+	KeyTruncated   bool    `json:"key_truncated"`
+	Value          *string `json:"value"`
+	ValueEncoding  *string `json:"value_encoding"`
+	ValueSize      *int    `json:"value_size"`
+	ValueTruncated bool    `json:"value_truncated"`
+}
+
+// preview shortens a list's key or value preview to a table cell of at most
+// n characters, on one line: "-" for null, "…" where it was cut, base64
+// text marked as such.
+func preview(s, enc *string, truncated bool, n int) string {
+	if s == nil {
+		return "-"
+	}
+	v := strings.Join(strings.Fields(*s), " ")
+	if enc != nil && *enc == "base64" {
+		v = "base64:" + v
+	}
+	if r := []rune(v); len(r) > n {
+		v, truncated = string(r[:n]), true
+	}
+	if truncated {
+		v += "…"
+	}
+	return v
+}
+
+// byteSize says n bytes as 512 B, 4.0 KiB, 1.0 MiB.
+func byteSize(n *int) string {
+	switch {
+	case n == nil:
+		return "-"
+	case *n < 1<<10:
+		return fmt.Sprintf("%d B", *n)
+	case *n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(*n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(*n)/(1<<20))
 }
 
 func dlqListCmd(cf *clientFlags) *cobra.Command {
@@ -107,8 +148,12 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 	var cursor string
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List records, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List records, newest first, with a preview of each key and value",
+		Long: `list shows records newest first. Keys and values are previews, as the API
+lists them (at most 1 KiB of key and 4 KiB of value; -o json shows key_truncated,
+value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
+"dlq raw ID" downloads its value or key as bytes.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := cf.client(cmd)
 			if err != nil {
@@ -141,9 +186,10 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 				if r.Exhaustion != nil {
 					state += "/" + *r.Exhaustion
 				}
-				rows[i] = []string{r.ID, r.Queue, orDash(r.Type), state, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempt), r.ErrorType, r.CreatedAt}
+				rows[i] = []string{r.ID, r.Queue, orDash(r.Type), state, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempt), r.ErrorType, r.CreatedAt,
+					preview(r.Key, r.KeyEncoding, r.KeyTruncated, 24), byteSize(r.ValueSize), preview(r.Value, r.ValueEncoding, r.ValueTruncated, 40)}
 			}
-			if err := c.table([]string{"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "ERROR TYPE", "CREATED"}, rows); err != nil {
+			if err := c.table([]string{"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "ERROR TYPE", "CREATED", "KEY", "SIZE", "VALUE"}, rows); err != nil {
 				return err
 			}
 			about, more := "", ""
@@ -169,9 +215,10 @@ func dlqListCmd(cf *clientFlags) *cobra.Command {
 
 func dlqShowCmd(cf *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one record with its error history (JSON)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "get ID",
+		Aliases: []string{"show"},
+		Short:   "Show one whole record with its error history (JSON)",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client(cmd)
 			if err != nil {
@@ -184,6 +231,54 @@ func dlqShowCmd(cf *clientFlags) *cobra.Command {
 			return c.printJSON(raw) // a record is nested: JSON is its table
 		},
 	}
+}
+
+func dlqRawCmd(cf *clientFlags) *cobra.Command {
+	var part, file string
+	cmd := &cobra.Command{
+		Use:   "raw ID",
+		Short: "Download a record's whole value (or key) as bytes, to stdout or a file",
+		Long: `raw writes the record's value (or, with --part key, its key) exactly as it
+was received, whatever its size or encoding, to stdout or to the file named by
+--file. A null key or value (a tombstone) is an error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if part != "value" && part != "key" {
+				return fmt.Errorf("--part: must be value or key, got %q", part)
+			}
+			c, err := cf.client(cmd)
+			if err != nil {
+				return err
+			}
+			out := c.out
+			var f *os.File
+			if file != "" && file != "-" {
+				if f, err = os.Create(file); err != nil {
+					return err
+				}
+				out = f
+			}
+			n, err := c.download(cmd.Context(), "/ojs/v1/dead-letter/"+url.PathEscape(args[0])+"/raw?part="+part, out)
+			if f != nil {
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					_ = os.Remove(file)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if f != nil {
+				fmt.Fprintf(c.errOut, "wrote %d bytes of the %s of %s to %s\n", n, part, args[0], file)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&part, "part", "value", "value or key")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "write to this file instead of stdout")
+	return cmd
 }
 
 func dlqRetryCmd(cf *clientFlags) *cobra.Command {

@@ -125,23 +125,57 @@ func (q *topicView) delivery() string {
 	return fmt.Sprintf("blocked (%d%s)", d.BlockedRecords, reason)
 }
 
+// topicsPage is how many topics listTopics asks for at a time (the API's
+// largest page).
+const topicsPage = 1000
+
+// listTopics lists every topic, following the API's pages by name.
 func listTopics(cmd *cobra.Command, cf *clientFlags) error {
 	c, err := cf.client(cmd)
 	if err != nil {
 		return err
 	}
-	var page struct {
-		Items []topicView `json:"items"`
+	var all []json.RawMessage
+	cursor := ""
+	for {
+		q := url.Values{"limit": {strconv.Itoa(topicsPage)}, "sort": {"name"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			Pagination struct {
+				HasMore    bool   `json:"has_more"`
+				NextCursor string `json:"next_cursor"`
+			} `json:"pagination"`
+		}
+		if _, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/queues?"+q.Encode(), nil, &page); err != nil {
+			return err
+		}
+		all = append(all, page.Items...)
+		if !page.Pagination.HasMore || page.Pagination.NextCursor == "" {
+			break
+		}
+		cursor = page.Pagination.NextCursor
 	}
-	raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/queues", nil, &page)
-	if err != nil {
-		return err
+	if all == nil {
+		all = []json.RawMessage{}
 	}
 	if c.output == "json" {
+		// One list of every topic, shaped as a single page of the API.
+		raw, err := json.Marshal(map[string]any{"items": all,
+			"pagination": map[string]any{"total": len(all), "limit": len(all), "has_more": false}})
+		if err != nil {
+			return err
+		}
 		return c.printJSON(raw)
 	}
-	rows := make([][]string, len(page.Items))
-	for i, q := range page.Items {
+	rows := make([][]string, len(all))
+	for i, raw := range all {
+		var q topicView
+		if err := json.Unmarshal(raw, &q); err != nil {
+			return fmt.Errorf("decode topic: %w", err)
+		}
 		src := q.Source
 		if q.DeclaredIn != nil {
 			src += " (" + *q.DeclaredIn + ")"

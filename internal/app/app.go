@@ -121,6 +121,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
 	}
+	a.boundLabels()
 	if err := a.initEvents(kopts); err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		OwnTopics:       reservedTopics(cfg),
+		Reserved:        dlq.NewReservedTopics(reservedTopics(cfg)...),
 		Store:           st,
 		ArchiveDisabled: a.archiver == nil,
 		Queues:          a.queues,
@@ -218,6 +219,24 @@ func (a *App) init(ctx context.Context) error {
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	return nil
+}
+
+// boundLabels sets the metrics' queue limit and what operators declared:
+// queues named in a policy file or configured through the API, and record
+// types a policy file overrides, get their own label values first.
+func (a *App) boundLabels() {
+	l := a.metrics.Labels
+	l.SetMaxQueues(a.opts.Config.MetricsMaxQueues)
+	l.SetDeclared(metrics.Declared{
+		Queue: func(q string) bool {
+			if a.policies.Current().Declares(q) {
+				return true
+			}
+			_, _, ok := a.queues.Config(q)
+			return ok && q != queue.DefaultName
+		},
+		Type: func(t string) bool { return a.policies.Current().DeclaresType(t) },
+	})
 }
 
 // checkSchema applies pending migrations when asked to, and otherwise refuses

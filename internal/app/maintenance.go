@@ -66,6 +66,7 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 	}
 	dl := a.metrics.DeadLetter
 	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events,
+		Streams: events.StreamConfig{MaxStreams: cfg.EventsMaxStreams, MaxStreamsPerOwner: cfg.EventsMaxStreamsPerKey, WriteTimeout: cfg.EventsWriteTimeout},
 		// Manual retries are counted where the API announces them, one event per record.
 		Observe: func(ev *events.Event) {
 			if ev.Type == events.DeadLetterRetried {
@@ -96,7 +97,7 @@ func (a *App) initMaintenance() error {
 		// Rules filter like bulk retries, which leave Redrive's own topics alone.
 		DecodeFilter: func(raw json.RawMessage) (store.Filter, error) {
 			f, err := httpapi.DecodeFilter(raw)
-			f.NotQueues = append(f.NotQueues, reservedTopics(cfg)...)
+			f.NotQueues, f.NotInternal = append(f.NotQueues, reservedTopics(cfg)...), true
 			return f, err
 		},
 		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,

@@ -23,7 +23,8 @@ type Config struct {
 	HTTPAddr     string
 	// HTTPReadTimeout bounds reading a request, body included;
 	// HTTPWriteTimeout bounds writing a response. The event stream is exempt
-	// from both (it keeps itself alive with heartbeats).
+	// from both (it keeps itself alive with heartbeats); EventsWriteTimeout
+	// bounds each of its writes instead.
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
 	PoliciesDir      string
@@ -65,6 +66,19 @@ type Config struct {
 	// RetryMinInterval is the shortest initial_interval and max_interval a
 	// retry policy may set, enforced the same way. Default: 1s.
 	RetryMinInterval time.Duration
+	// EventsMaxStreams bounds the open event streams (GET /ojs/v1/events) in
+	// total; EventsMaxStreamsPerKey per API key (per client address with
+	// auth disabled). Past either a stream is refused with 503 and
+	// Retry-After. Defaults: 500 and 50.
+	EventsMaxStreams       int
+	EventsMaxStreamsPerKey int
+	// EventsWriteTimeout bounds each write to an event stream; a client that
+	// stops reading is dropped. Default: 10s.
+	EventsWriteTimeout time.Duration
+	// MetricsMaxQueues bounds the queue label of the metrics: queues declared
+	// in policy files or through the API, then the first queues seen, up to
+	// this many; the rest are reported as queue="other". Default: 300.
+	MetricsMaxQueues int
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -118,10 +132,14 @@ var Settings = []Setting{
 	{"REDRIVE_DATABASE_URL", "database-url", "", "Postgres connection URL (required by serve; dev starts a throwaway Postgres when empty).", setString(func(c *Config) *string { return &c.DatabaseURL })},
 	{"REDRIVE_HTTP_ADDR", "http-addr", ":8080", "Address of the HTTP API, metrics and health endpoints.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"REDRIVE_HTTP_READ_TIMEOUT", "http-read-timeout", "30s", "Longest time to read an API request, body included; a slower client is cut off.", setDuration(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })},
-	{"REDRIVE_HTTP_WRITE_TIMEOUT", "http-write-timeout", "60s", "Longest time to write an API response (the event stream is exempt).", setDuration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
+	{"REDRIVE_HTTP_WRITE_TIMEOUT", "http-write-timeout", "60s", "Longest time to write an API response (the event stream is exempt: each of its writes has REDRIVE_EVENTS_WRITE_TIMEOUT).", setDuration(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })},
 	{"REDRIVE_POLICIES_DIR", "policies", "policies", "Directory of policy files (*.yaml).", setString(func(c *Config) *string { return &c.PoliciesDir })},
 	{"REDRIVE_ARCHIVE_TOPIC", "archive-topic", "", "Topic exhausted records are copied to: empty for \"<dlq topic>.archive\", \"off\" to disable.", setString(func(c *Config) *string { return &c.ArchiveTopic })},
 	{"REDRIVE_EVENTS_TOPIC", "events-topic", "", "Topic lifecycle events are produced to: empty for \"<first dlq topic>.events\", \"off\" to disable (the SSE stream stays on).", setString(func(c *Config) *string { return &c.EventsTopic })},
+	{"REDRIVE_EVENTS_MAX_STREAMS", "events-max-streams", "500", "Most event streams (GET /ojs/v1/events) open at once; past it a stream is refused with 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.EventsMaxStreams })},
+	{"REDRIVE_EVENTS_MAX_STREAMS_PER_KEY", "events-max-streams-per-key", "50", "Most event streams one API key (with auth disabled: one client address) may have open at once; past it, 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.EventsMaxStreamsPerKey })},
+	{"REDRIVE_EVENTS_WRITE_TIMEOUT", "events-write-timeout", "10s", "Longest time one write to an event stream may take; a client that stops reading is dropped.", setDuration(func(c *Config) *time.Duration { return &c.EventsWriteTimeout })},
+	{"REDRIVE_METRICS_MAX_QUEUES", "metrics-max-queues", "300", "Most queues with their own metric label: queues declared in policy files or through the API first, then the first seen; the rest are reported as queue=\"other\".", setPositive(func(c *Config) *int { return &c.MetricsMaxQueues })},
 	{"REDRIVE_CREATE_TOPICS", "create-topics", "true", "Create missing archive and events topics at start (false: only log an error naming each missing one).", setBool(func(c *Config) *bool { return &c.CreateTopics })},
 	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},
 	{"REDRIVE_TOPIC_REPLICATION_FACTOR", "topic-replication-factor", "-1", "Replication factor of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int16 { return &c.TopicReplicationFactor })},
@@ -218,6 +236,9 @@ func (c *Config) validate() error {
 	if c.RetryMinInterval <= 0 || c.RetryMinInterval > maxRetryMinInterval {
 		errs = append(errs, fmt.Errorf("REDRIVE_RETRY_MIN_INTERVAL: must be greater than zero and at most %v, got %v", maxRetryMinInterval, c.RetryMinInterval))
 	}
+	if c.EventsWriteTimeout <= 0 {
+		errs = append(errs, errors.New("REDRIVE_EVENTS_WRITE_TIMEOUT: must be positive (e.g. 10s)"))
+	}
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		errs = append(errs, errors.New("REDRIVE_KAFKA_TLS_CERT_FILE and REDRIVE_KAFKA_TLS_KEY_FILE: set both or neither"))
 	}
@@ -282,11 +303,11 @@ func setCount[N int16 | int32](field func(*Config) *N) func(*Config, string) err
 // setPositive parses a whole number of at least 1.
 func setPositive(field func(*Config) *int) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return fmt.Errorf("%q is not a whole number of at least 1", v)
+			return fmt.Errorf("%q is not a positive whole number", v)
 		}
-		*field(c) = int(n)
+		*field(c) = n
 		return nil
 	}
 }

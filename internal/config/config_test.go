@@ -222,3 +222,32 @@ func TestRetryLimits(t *testing.T) {
 		t.Errorf("lots: %v", err)
 	}
 }
+
+// The event-stream caps, their write timeout and the metrics' queue limit:
+// defaults, overrides, and a bad value names the setting.
+func TestEventStreamAndMetricsLimits(t *testing.T) {
+	c, err := config.Load(env(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EventsMaxStreams != 500 || c.EventsMaxStreamsPerKey != 50 || c.EventsWriteTimeout != 10*time.Second || c.MetricsMaxQueues != 300 {
+		t.Errorf("defaults %d %d %v %d, want 500 50 10s 300", c.EventsMaxStreams, c.EventsMaxStreamsPerKey, c.EventsWriteTimeout, c.MetricsMaxQueues)
+	}
+	c, err = config.Load(env(map[string]string{"REDRIVE_EVENTS_MAX_STREAMS": "20", "REDRIVE_EVENTS_MAX_STREAMS_PER_KEY": " 2 ",
+		"REDRIVE_EVENTS_WRITE_TIMEOUT": "1s", "REDRIVE_METRICS_MAX_QUEUES": "1000"}), nil)
+	if err != nil || c.EventsMaxStreams != 20 || c.EventsMaxStreamsPerKey != 2 || c.EventsWriteTimeout != time.Second || c.MetricsMaxQueues != 1000 {
+		t.Errorf("overrides: %d %d %v %d, %v", c.EventsMaxStreams, c.EventsMaxStreamsPerKey, c.EventsWriteTimeout, c.MetricsMaxQueues, err)
+	}
+	for _, tc := range []struct{ env, value, want string }{
+		{"REDRIVE_EVENTS_MAX_STREAMS", "0", "not a positive whole number"},
+		{"REDRIVE_EVENTS_MAX_STREAMS_PER_KEY", "-1", "not a positive whole number"},
+		{"REDRIVE_EVENTS_MAX_STREAMS_PER_KEY", "many", "not a positive whole number"},
+		{"REDRIVE_EVENTS_WRITE_TIMEOUT", "0s", "must be positive"},
+		{"REDRIVE_METRICS_MAX_QUEUES", "0", "not a positive whole number"},
+	} {
+		_, err := config.Load(env(map[string]string{tc.env: tc.value}), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: error %v, want one naming %s and saying %q", tc.env, tc.value, err, tc.env, tc.want)
+		}
+	}
+}

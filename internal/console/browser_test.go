@@ -100,7 +100,8 @@ func (s *server) api(t testing.TB, method, path string, out any) int {
 }
 
 // browser is a headless Chromium tab that fails the test on any uncaught
-// JavaScript error, console.error, or 5xx answer.
+// JavaScript error, console.error, 5xx answer, or write to the API without
+// Content-Type: application/json.
 type browser struct {
 	ctx      context.Context
 	mu       sync.Mutex
@@ -172,6 +173,14 @@ func (b *browser) watch(ev any) {
 	case *network.EventResponseReceived:
 		if ev.Response.Status >= 500 {
 			problem = fmt.Sprintf("%d from %s", ev.Response.Status, ev.Response.URL)
+		}
+	case *network.EventRequestWillBeSent:
+		// The API refuses a write without a JSON content type.
+		r := ev.Request
+		if r.Method != "GET" && r.Method != "HEAD" && r.Method != "OPTIONS" && strings.Contains(r.URL, "/ojs/") {
+			if ct, _ := r.Headers["Content-Type"].(string); ct != "application/json" {
+				problem = fmt.Sprintf("%s %s sent Content-Type %q, want application/json", r.Method, r.URL, ct)
+			}
 		}
 	case *cdppage.EventJavascriptDialogOpening:
 		// A test clicks Delete to delete: it says yes, and asserts the

@@ -29,7 +29,10 @@ type Config struct {
 	AuthDisabled bool
 }
 
-const csp = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:"
+// csp allows the console's own files only, and no page to frame it
+// (frame-ancestors, with X-Frame-Options for older browsers): a framed
+// console could be clicked through by the page around it.
+const csp = "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
 
 // Handler serves the console: the assets under /ui/assets/{version}/, and
 // index.html for every other path under /ui/ (the application routes itself).
@@ -65,9 +68,11 @@ func Handler(cfg Config) http.Handler {
 		rel := strings.TrimPrefix(r.URL.Path, Prefix)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("X-Frame-Options", "DENY")
 		if under, isAsset := strings.CutPrefix(rel, "assets/"); isAsset {
 			v, file, ok := strings.Cut(under, "/")
-			if !ok {
+			if !ok || !isFile(files, "assets/"+file) {
+				// Files only: a directory is not listed.
 				http.NotFound(w, r)
 				return
 			}
@@ -86,6 +91,14 @@ func Handler(cfg Config) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(index)
 	})
+}
+
+// isFile reports whether name (a path under static/, possibly unclean) is a
+// file, not a directory.
+func isFile(files fs.FS, name string) bool {
+	name = strings.TrimPrefix(path.Clean("/"+name), "/")
+	st, err := fs.Stat(files, name)
+	return err == nil && !st.IsDir()
 }
 
 // inventory hashes every asset into a version and lists the JavaScript

@@ -71,3 +71,27 @@ func TestConsoleServesItsFiles(t *testing.T) {
 		t.Errorf("POST: %d, want 405", resp.StatusCode)
 	}
 }
+
+// No page may frame the console (it could be clicked through from around
+// it), and the assets' directories are not listed: files only.
+func TestConsoleCannotBeFramedAndListsNoDirectory(t *testing.T) {
+	on := console.Handler(console.Config{})
+	_, index := get(t, on, http.MethodGet, "/ui/")
+	assets := appScript.FindStringSubmatch(index)[1]
+	for _, path := range []string{"/ui/", "/ui/records", assets + "app.js", assets + "nope.js"} {
+		resp, _ := get(t, on, http.MethodGet, path)
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("GET %s: CSP %q lacks frame-ancestors 'none'", path, csp)
+		}
+		if xfo := resp.Header.Get("X-Frame-Options"); xfo != "DENY" {
+			t.Errorf("GET %s: X-Frame-Options %q, want DENY", path, xfo)
+		}
+	}
+	for _, path := range []string{assets, assets + "lib/", assets + "pages", assets + "lib/../pages/", "/ui/assets/0123456789ab/", "/ui/assets/0123456789ab/lib/"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			if resp, body := get(t, on, method, path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "app.js") || strings.Contains(body, "api.js") {
+				t.Errorf("%s %s: %d %.80q, want 404 without a listing", method, path, resp.StatusCode, body)
+			}
+		}
+	}
+}

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,12 +198,17 @@ func TestSSE(t *testing.T) {
 	defer cancel()
 	go func() { _ = p.Run(ctx) }()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := events.ParseFilter(r.URL.Query()["type"], r.URL.Query()["topic"])
+		f, err := events.ParseFilter(r.URL.Query())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		_ = events.ServeSSE(w, r, p.Broker(), f)
+		sub, err := p.Broker().Stream("test", f)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_ = events.ServeSSE(w, r, sub, events.StreamOptions{})
 	}))
 	defer srv.Close()
 
@@ -326,5 +335,206 @@ func TestEventTimeIsMilliseconds(t *testing.T) {
 	msg := recv(t, sub.C)
 	if !strings.Contains(string(msg.JSON), `"time":"2026-03-01T12:00:00.123Z"`) {
 		t.Errorf("envelope %s, want time 2026-03-01T12:00:00.123Z", msg.JSON)
+	}
+}
+
+// Streams are refused past the total and per-owner caps with a LimitError
+// saying which; closing one frees its place. In-process subscriptions are
+// never refused nor counted.
+func TestStreamCaps(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	p := events.New(events.Config{Metrics: metrics.NewEvents(reg), Streams: events.StreamConfig{MaxStreams: 3, MaxStreamsPerOwner: 2}})
+	b := p.Broker()
+	internal := b.Subscribe(events.Filter{})
+	defer internal.Close()
+	a1, err1 := b.Stream("a", events.Filter{})
+	_, err2 := b.Stream("a", events.Filter{Queues: []string{"orders"}})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	var le *events.LimitError
+	if _, err := b.Stream("a", events.Filter{}); !errors.As(err, &le) || !le.PerOwner || le.Limit != 2 || !errors.Is(err, events.ErrTooManyStreams) {
+		t.Fatalf("third stream of a: %v, want the per-owner cap of 2", err)
+	}
+	if _, err := b.Stream("b", events.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stream("c", events.Filter{}); !errors.As(err, &le) || le.PerOwner || le.Limit != 3 {
+		t.Fatalf("fourth stream: %v, want the total cap of 3", err)
+	}
+	if b.Streams() != 3 || b.Len() != 4 {
+		t.Fatalf("streams %d, subscriptions %d; want 3 and 4", b.Streams(), b.Len())
+	}
+	a1.Close()
+	a1.Close() // twice is fine
+	if _, err := b.Stream("c", events.Filter{}); err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	if v := counter(t, reg, "redrive_events_streams_refused_total", map[string]string{"reason": "max_streams"}); v != 1 {
+		t.Errorf("refused{max_streams} = %v", v)
+	}
+	if v := counter(t, reg, "redrive_events_streams_refused_total", map[string]string{"reason": "max_streams_per_key"}); v != 1 {
+		t.Errorf("refused{max_streams_per_key} = %v", v)
+	}
+}
+
+// A stream that falls SubscriberBuffer events behind is ended at once (its
+// buffered events released), while an in-process subscription only loses
+// the events that do not fit.
+func TestSlowStreamIsEnded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	p := events.New(events.Config{Metrics: metrics.NewEvents(reg)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	stream, err := p.Broker().Stream("slow", events.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := p.Broker().Subscribe(events.Filter{})
+	defer internal.Close()
+	ev := events.Queue(events.QueuePaused, events.QueueData{Queue: "orders"})
+	for range events.SubscriberBuffer + 10 {
+		p.Publish(ctx, ev)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Broker().Streams() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream was not dropped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The stream's channel is closed after the events it holds.
+	n := 0
+	for {
+		_, ok := recvOK(t, stream.C)
+		if !ok {
+			break
+		}
+		n++
+	}
+	if n != events.SubscriberBuffer || !errors.Is(stream.Err(), events.ErrSlowSubscriber) {
+		t.Fatalf("stream got %d events then ended with %v; want %d and ErrSlowSubscriber", n, stream.Err(), events.SubscriberBuffer)
+	}
+	if p.Broker().Streams() != 0 || p.Broker().Len() != 1 {
+		t.Fatalf("streams %d, subscriptions %d after the drop", p.Broker().Streams(), p.Broker().Len())
+	}
+	for range events.SubscriberBuffer {
+		recv(t, internal.C)
+	}
+	p.Publish(ctx, ev)
+	recv(t, internal.C) // still subscribed
+	if internal.Err() != nil {
+		t.Errorf("in-process subscription: %v", internal.Err())
+	}
+	if v := counter(t, reg, "redrive_events_streams_dropped_total", map[string]string{"reason": "buffer_full"}); v != 1 {
+		t.Errorf("dropped{buffer_full} = %v", v)
+	}
+}
+
+// A subscriber gets exactly the events its filter matches, however many
+// subscribers and topics there are: the queue index never delivers an event
+// to a subscriber of another queue, nor twice to one of several queues.
+func TestPublishReachesExactlyTheMatchingSubscribers(t *testing.T) {
+	t.Parallel()
+	p := events.New(events.Config{Buffer: 100_000})
+	b := p.Broker()
+	type sub struct {
+		s *events.Subscription
+		f events.Filter
+	}
+	var subs []sub
+	add := func(f events.Filter) {
+		subs = append(subs, sub{b.Subscribe(f), f})
+	}
+	// 200 subscribers of 100 topics each (overlapping windows of 1,000
+	// topics, one of them listed twice), some also filtering on types; and
+	// subscribers of every queue, with and without a type filter.
+	for i := range 200 {
+		var qs []string
+		for j := range 100 {
+			qs = append(qs, fmt.Sprintf("topic-%d", (i*7+j)%1000))
+		}
+		qs = append(qs, qs[0])
+		var types []events.Type
+		if i%3 == 0 {
+			types = []events.Type{events.DeadLetterAdded, events.QueuePaused, events.DeadLetterAdded}
+		}
+		add(events.Filter{Queues: qs, Types: types})
+	}
+	add(events.Filter{})
+	add(events.Filter{Types: []events.Type{events.QueuePaused}})
+	var published []events.Event
+	for i := range events.SubscriberBuffer - 16 { // fewer than a buffer: nobody can lose one, however slow
+		q := fmt.Sprintf("topic-%d", (i*13)%1100) // some topics nobody filters on
+		typ := []events.Type{events.DeadLetterAdded, events.QueuePaused, events.DeadLetterDeleted}[i%3]
+		published = append(published, events.Event{Type: typ, Subject: fmt.Sprint(i), Queue: q, Data: i})
+	}
+	got := make([][]string, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() {
+			for m := range s.s.C {
+				got[i] = append(got[i], m.Event.Subject)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Run(ctx); close(done) }()
+	p.Publish(ctx, published...)
+	// Shutting down delivers everything queued, then closes every subscription.
+	cancel()
+	<-done
+	wg.Wait()
+	for i, s := range subs {
+		var want []string
+		for _, ev := range published {
+			if s.f.Match(&ev) {
+				want = append(want, ev.Subject)
+			}
+		}
+		if strings.Join(got[i], ",") != strings.Join(want, ",") {
+			t.Fatalf("subscriber %d (filter %d topics, types %v) got %d events %v, want %d %v", i, len(s.f.Queues), s.f.Types, len(got[i]), got[i], len(want), want)
+		}
+	}
+}
+
+// Filters are bounded: at most MaxFilterValues topics and types, every topic
+// a legal Kafka topic name; each mistake names its parameter.
+func TestParseFilterBounds(t *testing.T) {
+	t.Parallel()
+	many := func(n int, f string) string {
+		var vs []string
+		for i := range n {
+			vs = append(vs, fmt.Sprintf(f, i))
+		}
+		return strings.Join(vs, ",")
+	}
+	for _, tc := range []struct {
+		query url.Values
+		param string
+	}{
+		{url.Values{"topic": {many(101, "t%d")}}, "topic"},
+		{url.Values{"topic": {many(60, "t%d")}, "queue": {many(41, "q%d")}}, "queue"},
+		{url.Values{"topic": {"a", "b"}, "queue": {"bad name"}}, "queue"},
+		{url.Values{"topic": {strings.Repeat("x", 250)}}, "topic"},
+		{url.Values{"topic": {"orders.*"}}, "topic"},
+		{url.Values{"topic": {".."}}, "topic"},
+		{url.Values{"type": {many(101, "dead_letter.added")}}, "type"},
+		{url.Values{"type": {"job.completed"}}, "type"},
+	} {
+		_, err := events.ParseFilter(tc.query)
+		var fe *events.FilterError
+		if !errors.As(err, &fe) || fe.Param != tc.param {
+			t.Errorf("%v: %v, want an error naming %s", tc.query, err, tc.param)
+		}
+	}
+	f, err := events.ParseFilter(url.Values{"topic": {many(50, "t%d"), " , "}, "queue": {many(50, "q%d")}, "type": {"queue.paused, dead_letter.added"}})
+	if err != nil || len(f.Queues) != 100 || len(f.Types) != 2 {
+		t.Fatalf("at the bound: %d queues, %v, %v", len(f.Queues), f.Types, err)
 	}
 }

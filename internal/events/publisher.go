@@ -33,6 +33,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics counts events. Default: a private, unregistered set.
 	Metrics *metrics.Events
+	// Streams bounds the client streams (SSE) of the Broker: how many in total
+	// and per API key, and how long one write may take.
+	Streams StreamConfig
 	// Observe, if set, sees every event synchronously in Publish, before any
 	// can be dropped (the app counts ojs_dead_letter_retried_total with it).
 	// It must be cheap and must not keep the event.
@@ -88,7 +91,7 @@ func New(cfg Config) *Publisher {
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "events"),
 		queue:  make(chan []Event, cfg.Buffer),
-		broker: newBroker(cfg.Metrics),
+		broker: newBroker(cfg.Metrics, cfg.Streams),
 	}
 }
 

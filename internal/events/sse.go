@@ -4,93 +4,185 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // HeartbeatInterval is how often an idle SSE stream sends a comment line, so
 // proxies keep it open and dead clients are noticed.
 var HeartbeatInterval = 15 * time.Second
 
+// MaxFilterValues bounds each filter parameter of a stream: at most this many
+// topics, and at most this many types, counting every comma-separated value.
+const MaxFilterValues = 100
+
+// FilterError is a filter parameter ParseFilter refuses.
+type FilterError struct {
+	// Param is the query parameter: "type" or "topic".
+	Param string
+	// Msg says what is wrong and what is expected.
+	Msg string
+}
+
+func (e *FilterError) Error() string { return e.Param + ": " + e.Msg }
+
 // ParseFilter reads an SSE filter from query values: type and topic (alias
-// queue), each repeatable or comma-separated. Unknown event types are an error
-// naming the parameter.
-func ParseFilter(types, topics []string) (Filter, error) {
+// queue), each repeatable or comma-separated. Unknown event types, illegal
+// topic names and more than MaxFilterValues values of either are a
+// *FilterError naming the parameter.
+func ParseFilter(q url.Values) (Filter, error) {
 	var f Filter
-	for _, t := range splitAll(types) {
+	ts, err := splitAll(nil, "type", q["type"])
+	if err != nil {
+		return f, err
+	}
+	for _, t := range ts {
 		if !Type(t).Valid() {
 			known := make([]string, len(Types))
 			for i, k := range Types {
 				known[i] = string(k)
 			}
-			return f, fmt.Errorf("type: unknown event type %q (known: %s)", t, strings.Join(known, ", "))
+			return f, &FilterError{"type", fmt.Sprintf("unknown event type %q (known: %s)", clip(t), strings.Join(known, ", "))}
 		}
 		f.Types = append(f.Types, Type(t))
 	}
-	f.Queues = splitAll(topics)
-	return f, nil
-}
-
-func splitAll(vs []string) []string {
-	var out []string
-	for _, v := range vs {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
+	for _, param := range []string{"topic", "queue"} {
+		n := len(f.Queues)
+		if f.Queues, err = splitAll(f.Queues, param, q[param]); err != nil {
+			return f, err
+		}
+		for _, name := range f.Queues[n:] {
+			if p := dlq.TopicNameProblem(name); p != "" {
+				return f, &FilterError{param, fmt.Sprintf("%q %s", clip(name), p)}
 			}
 		}
 	}
-	return out
+	return f, nil
 }
 
-// ServeSSE streams the events matching f to w as Server-Sent Events until the
-// request ends or the broker shuts down. Each event is
+// clip shortens a value quoted back in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// splitAll appends the comma-separated values of vs to out, refusing more
+// than MaxFilterValues in all.
+func splitAll(out []string, param string, vs []string) ([]string, error) {
+	for _, v := range vs {
+		for s := range strings.SplitSeq(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if len(out) == MaxFilterValues {
+				return nil, &FilterError{param, fmt.Sprintf("at most %d values are allowed (a stream without one gets every %s)", MaxFilterValues, param)}
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// DefaultWriteTimeout is how long one write to a stream may take before the
+// stream is dropped.
+const DefaultWriteTimeout = 10 * time.Second
+
+// StreamOptions configure ServeSSE.
+type StreamOptions struct {
+	// WriteTimeout bounds each write (an event or a heartbeat) to the client:
+	// a client that stops reading is dropped once its connection's buffers
+	// are full and a write does not complete in time. Default: the broker's
+	// StreamConfig.WriteTimeout.
+	WriteTimeout time.Duration
+	// Heartbeat is how often an idle stream sends a comment. Default
+	// HeartbeatInterval.
+	Heartbeat time.Duration
+}
+
+// ServeSSE streams the events of sub to w as Server-Sent Events until the
+// request ends, the subscription ends (the broker shuts down, or the stream
+// fell too far behind) or a write does not complete within the write timeout.
+// It closes sub. Each event is
 //
 //	id: <event id>
 //	event: <event type>
 //	data: <OJS event envelope, JSON>
-//
-// A nil broker (events not configured) answers 503.
-func ServeSSE(w http.ResponseWriter, r *http.Request, b *Broker, f Filter) error {
-	if b == nil {
-		http.Error(w, "events are not available", http.StatusServiceUnavailable)
-		return nil
+func ServeSSE(w http.ResponseWriter, r *http.Request, sub *Subscription, opts StreamOptions) error {
+	defer sub.Close()
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = sub.b.limits.WriteTimeout
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = HeartbeatInterval
 	}
 	rc := http.NewResponseController(w)
-	sub := b.Subscribe(f)
-	defer sub.Close()
+	// write sends one chunk within the write timeout. A client that stops
+	// reading fills the connection's buffers; the write then times out and
+	// the stream ends, releasing its goroutine and connection.
+	write := func(format string, args ...any) error {
+		if err := rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		_, err := fmt.Fprintf(w, format, args...)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			sub.b.m.StreamsDropped.WithLabelValues("write_timeout").Inc()
+		}
+		if errors.Is(err, http.ErrNotSupported) {
+			err = nil
+		}
+		return err
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, ": connected\n\n"); err != nil {
+	if err := write(": connected\n\n"); err != nil {
 		return err
 	}
-	if err := rc.Flush(); err != nil {
-		return err
-	}
-	beat := time.NewTicker(HeartbeatInterval)
+	beat := time.NewTicker(opts.Heartbeat)
 	defer beat.Stop()
 	for {
+		var err error
 		select {
 		case <-r.Context().Done():
 			return nil
 		case <-beat.C:
-			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
-				return err
-			}
+			err = write(": heartbeat\n\n")
 		case msg, ok := <-sub.C:
-			if !ok {
+			if sub.Err() != nil {
+				// Fallen too far behind: close the connection (a clean end
+				// would let an HTTP/1.1 client keep it), so the client knows
+				// the stream broke; it reconnects and reads the API for what
+				// it missed.
+				closeConn(rc)
 				return nil
 			}
-			if _, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", msg.Event.ID, msg.Event.Type, msg.JSON); err != nil {
-				return err
+			if !ok {
+				return nil // the broker shut down
 			}
+			err = write("id: %s\nevent: %s\ndata: %s\n\n", msg.Event.ID, msg.Event.Type, msg.JSON)
 		}
-		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err != nil {
 			return err
 		}
+	}
+}
+
+// closeConn closes an HTTP/1.x stream's connection. Over HTTP/2, where a
+// connection cannot be taken over, returning from the handler ends the stream.
+func closeConn(rc *http.ResponseController) {
+	if conn, _, err := rc.Hijack(); err == nil {
+		_ = conn.Close()
 	}
 }

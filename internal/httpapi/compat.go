@@ -74,10 +74,32 @@ type jobFailureJSON struct {
 	Context       map[string]any  `json:"context"`
 }
 
+// toJobFailure shows a whole record (the job a requeue answers with).
 func toJobFailure(r *dlq.Record) jobFailureJSON {
-	j := toRecordJSON(r, true) // the compat shape shows no archive state
-	out := jobFailureJSON{ID: r.ID, QueueName: r.Queue, AttemptCount: max(r.Attempt, len(r.Errors)),
-		Context: map[string]any{"state": r.State, "exhaustion": j.Exhaustion, "format": r.Format, "key": j.Key,
+	var first *time.Time
+	if len(r.Errors) > 0 {
+		first = &r.Errors[0].OccurredAt
+	}
+	return jobFailureOf(toRecordJSON(r, true), first, max(r.Attempt, len(r.Errors)))
+}
+
+// toJobFailurePreview shows a record of a list: its value a preview as in
+// GET /ojs/v1/dead-letter (original_job is the value's text when it was
+// cut, and context says value_truncated and value_size), its latest error cut.
+func toJobFailurePreview(p *store.RecordPreview) jobFailureJSON {
+	j := toPreviewJSON(p, true)
+	out := jobFailureOf(j, p.FirstErrorAt, max(p.Record.Attempt, p.ErrorCount))
+	if j.ValueTruncated {
+		out.Context["value_truncated"], out.Context["value_size"] = true, j.ValueSize
+	}
+	return out
+}
+
+// jobFailureOf shapes a record as the reference's JobFailure (the compat
+// shape shows no archive state); first is when its first kept error happened.
+func jobFailureOf(j recordJSON, first *time.Time, attempts int) jobFailureJSON {
+	out := jobFailureJSON{ID: j.ID, QueueName: j.Queue, AttemptCount: attempts,
+		Context: map[string]any{"state": j.State, "exhaustion": j.Exhaustion, "format": j.Format, "key": j.Key,
 			"source": j.Source, "dlq": j.DLQ}}
 	switch {
 	case j.Payload != nil:
@@ -87,10 +109,14 @@ func toJobFailure(r *dlq.Record) jobFailureJSON {
 	default:
 		out.OriginalJob = json.RawMessage("null")
 	}
-	if len(r.Errors) > 0 {
-		first, last := r.Errors[0], r.Errors[len(r.Errors)-1]
-		f, l := first.OccurredAt.UTC().Format(timeLayout), last.OccurredAt.UTC().Format(timeLayout)
-		out.FirstFailedAt, out.LastFailedAt = &f, &l
+	if len(j.Errors) > 0 {
+		last := j.Errors[len(j.Errors)-1]
+		l := time.Time(last.OccurredAt).UTC().Format(timeLayout)
+		out.LastFailedAt = &l
+		if first != nil {
+			f := first.UTC().Format(timeLayout)
+			out.FirstFailedAt = &f
+		}
 		out.Error = last.Message
 		et := last.Type
 		out.ErrorType = &et
@@ -123,14 +149,14 @@ func (s *Server) compatJobs(c echo.Context) error {
 			return invalidParam("limit", "must be an integer from 1 to 1000")
 		}
 	}
-	page, err := s.store.List(c.Request().Context(), &store.ListParams{
+	page, err := s.store.ListPreviews(c.Request().Context(), &store.ListParams{
 		Filter: store.Filter{Queue: topic, State: dlq.StateDiscarded}, Limit: limit, Offset: start})
 	if err != nil {
 		return err
 	}
 	items := make([]jobFailureJSON, len(page.Records))
 	for i := range page.Records {
-		items[i] = toJobFailure(&page.Records[i])
+		items[i] = toJobFailurePreview(&page.Records[i])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"queue_name": name, "items": items,
 		"pagination": map[string]any{"total": page.Total, "limit": limit, "offset": start, "has_more": page.HasMore}})
@@ -152,7 +178,7 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 			n = maxRequeueAll
 		}
 		ctx := c.Request().Context()
-		f := store.Filter{Queue: topic, State: dlq.StateDiscarded, NotQueues: s.cfg.OwnTopics}
+		f := store.Filter{Queue: topic, State: dlq.StateDiscarded, NotQueues: s.cfg.Reserved.Names(), NotInternal: true}
 		noteAudit(c, topic, f, nil)
 		ids, err := s.store.RetryOldest(ctx, &f, n)
 		if err != nil {

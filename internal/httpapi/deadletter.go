@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -14,7 +13,6 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -92,7 +90,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
 		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	return c.JSON(http.StatusOK, toRecordJSON(r, !s.cfg.ArchiveDisabled))
+	return writeRecord(c, http.StatusOK, r, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }
 
 // checkRoutable refuses to retry a record that has no topic to go back to —
@@ -110,10 +108,14 @@ func (s *Server) checkRoutable(ctx context.Context, id string, p *store.RetryPar
 	if r.Redelivery != nil && r.Redelivery.Topic != "" {
 		return nil
 	}
-	if r.Format == dlq.FormatUnparseable || slices.Contains(s.cfg.OwnTopics, r.Queue) {
+	why := s.cfg.Reserved.Problem(r.Queue)
+	if r.Format == dlq.FormatUnparseable && why == "" {
+		why = "is not the topic it came from: the record could not be parsed"
+	}
+	if why != "" {
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) +
-				" is Redrive's own topic); retry it with override.queue naming the topic to deliver it to",
+			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) + " " + why +
+				"); retry it with override.queue naming the topic to deliver it to",
 			Details: map[string]any{"parameter": "override.queue"}}
 	}
 	return nil
@@ -127,9 +129,9 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		if msg := dlq.TopicNameProblem(*o.Queue); msg != "" {
 			return invalidParam("override.queue", msg)
 		}
-		if slices.Contains(s.cfg.OwnTopics, *o.Queue) {
+		if msg := s.cfg.Reserved.Problem(*o.Queue); msg != "" {
 			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
-				Message: "override.queue: " + jsonString(*o.Queue) + " is one of Redrive's own topics (DLQ, archive or events); name the topic a consumer reads",
+				Message: "override.queue: " + jsonString(*o.Queue) + " " + msg + "; name the topic a consumer reads",
 				Details: map[string]any{"parameter": "override.queue"}}
 		}
 		rd.Topic, touched = *o.Queue, true
@@ -309,7 +311,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 		if err != nil {
 			return err
 		}
-		f.NotQueues = s.cfg.OwnTopics
+		f.NotQueues, f.NotInternal = s.cfg.Reserved.Names(), true
 		if n, err = s.store.CountRetryable(ctx, &f); err != nil {
 			return err
 		}
@@ -376,10 +378,10 @@ func (s *Server) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if name == "" {
-		name = queue.DefaultName
+	t := s.queues.Default()
+	if name != "" {
+		t = s.queues.Resolve(name, "")
 	}
-	t := s.queues.Resolve(name, "")
 	return c.JSON(http.StatusOK, statsJSON{
 		Total: st.Total, ByQueue: st.ByQueue, ByErrorType: st.ByErrorType, ByState: st.ByState, ByExhaustion: st.ByExhaustion,
 		OldestAt: optTime(st.OldestAt), NewestAt: optTime(st.NewestAt),

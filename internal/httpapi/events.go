@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,26 +24,65 @@ func (s *Server) maintenanceRoutes() []route {
 	}
 }
 
+// streamRetryAfter is the Retry-After, in seconds, of a stream refused past a cap.
+const streamRetryAfter = 30
+
 // streamEvents serves lifecycle events as Server-Sent Events: GET
 // /events?type=dead_letter.added,dead_letter.replayed&topic=orders (both
 // optional and repeatable; queue is an alias of topic).
+//
+// Streams are capped in total and per API key (per client address with
+// authentication off): past a cap the answer is 503 with Retry-After, and the
+// connection is closed so that refused clients hold no file descriptor.
 func (s *Server) streamEvents(c echo.Context) error {
-	q := c.QueryParams()
-	f, err := events.ParseFilter(q["type"], append(q["topic"], q["queue"]...))
-	if err != nil {
-		return invalidParam("type", err.Error()[len("type: "):])
+	f, err := events.ParseFilter(c.QueryParams())
+	if fe := (*events.FilterError)(nil); errors.As(err, &fe) {
+		return invalidParam(fe.Param, fe.Msg)
+	} else if err != nil {
+		return err
 	}
-	if s.cfg.Events.Broker() == nil {
+	b := s.cfg.Events.Broker()
+	if b == nil {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError, Message: "events are not enabled on this server"}
 	}
-	// A stream outlives the server's read and write timeouts: lift them for
-	// this connection (heartbeats keep proxies from closing it).
+	sub, err := b.Stream(streamOwner(c, s.cfg.AuthDisabled), f)
+	if err != nil {
+		var le *events.LimitError
+		if !errors.As(err, &le) {
+			return err
+		}
+		h := c.Response().Header()
+		h.Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		h.Set("Connection", "close")
+		setting := "REDRIVE_EVENTS_MAX_STREAMS"
+		if le.PerOwner {
+			setting = "REDRIVE_EVENTS_MAX_STREAMS_PER_KEY"
+		}
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError,
+			Message: le.Error() + "; close a stream or try again later",
+			Details: map[string]any{"limit": le.Limit, "setting": setting, "retry_after_seconds": streamRetryAfter}}
+	}
+	// A stream outlives the server's read and write timeouts: lift the read
+	// deadline for this connection; ServeSSE sets a write deadline per write
+	// (heartbeats keep proxies from closing it).
 	rc := http.NewResponseController(c.Response())
 	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		sub.Close()
 		return err
 	}
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	return events.ServeSSE(c.Response(), c.Request(), sub, events.StreamOptions{})
+}
+
+// streamOwner is whose cap a stream counts against: the API key's name, or
+// with authentication off the client's address (its TCP peer, never a
+// forwarding header a client can forge).
+func streamOwner(c echo.Context, authDisabled bool) string {
+	if !authDisabled {
+		return "key:" + keyName(c)
 	}
-	return events.ServeSSE(c.Response(), c.Request(), s.cfg.Events.Broker(), f)
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		host = c.Request().RemoteAddr
+	}
+	return "addr:" + host
 }

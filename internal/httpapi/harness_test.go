@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,6 +73,8 @@ type options struct {
 	brokers []string
 	// env adds settings (REDRIVE_*).
 	env map[string]string
+	// policy replaces filePolicy.
+	policy string
 }
 
 // setup runs a whole processor (ingest, scheduler, API, tasks) against a
@@ -100,7 +103,7 @@ func start(t *testing.T, o options) *bundle {
 	if err := os.Mkdir(polDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(polDir, "topics.yaml"), filePolicy)
+	writeFile(t, filepath.Join(polDir, "topics.yaml"), cmp.Or(o.policy, filePolicy))
 	env := []string{"REDRIVE_AUTH_DISABLED", "false", "REDRIVE_POLICIES_DIR", polDir, "REDRIVE_API_KEYS_FILE", keyFile}
 	for _, k := range slices.Sorted(maps.Keys(o.env)) {
 		env = append(env, k, o.env[k])
@@ -225,7 +228,8 @@ func (b *bundle) do(t *testing.T, r req) resp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != nil && !r.rawBody {
+	if (body != nil || r.method != http.MethodGet && r.method != http.MethodHead) && !r.rawBody {
+		// Every write carries it, with a body or without (guardWrites).
 		hreq.Header.Set("Content-Type", "application/json")
 	}
 	if r.key != "" {

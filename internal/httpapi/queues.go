@@ -1,12 +1,17 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -103,24 +108,120 @@ func (s *Server) queueJSON(name string, counts map[string]int64, blocked store.B
 	return out
 }
 
+// queueListParams are the query parameters GET /queues accepts.
+var queueListParams = map[string]bool{"limit": true, "cursor": true, "sort": true, "q": true}
+
+// queueSorts are the orders of GET /queues; ties are broken by name.
+var queueSorts = []string{"name", "depth", "dead_letter", "total", "oldest"}
+
+// maxQueueSearch bounds q: no topic name is longer (Kafka's limit).
+const maxQueueSearch = 249
+
+// queueRow is a queue as the list sorts it: its name and sort key.
+type queueRow struct {
+	name string
+	n    int64      // depth, dead_letter or total
+	at   *time.Time // oldest_at, for sort=oldest
+}
+
+// queueCursor is where a page of GET /queues ended: the last queue's sort
+// key and name. It is a position, not an offset, so a queue added or gone
+// between pages neither repeats nor skips another.
+type queueCursor struct {
+	Sort string     `json:"s"`
+	Name string     `json:"n"`
+	N    int64      `json:"v,omitempty"`
+	At   *time.Time `json:"t,omitempty"`
+}
+
+// queueLess orders rows for sort: name A→Z; counts largest first; oldest
+// first, queues without records last; ties by name.
+func queueLess(sort string) func(a, b queueRow) int {
+	return func(a, b queueRow) int {
+		switch sort {
+		case "depth", "dead_letter", "total":
+			if c := cmp.Compare(b.n, a.n); c != 0 {
+				return c
+			}
+		case "oldest":
+			switch {
+			case a.at == nil && b.at != nil:
+				return 1
+			case a.at != nil && b.at == nil:
+				return -1
+			case a.at != nil && b.at != nil:
+				if c := a.at.Compare(*b.at); c != 0 {
+					return c
+				}
+			}
+		}
+		return strings.Compare(a.name, b.name)
+	}
+}
+
+func parseQueueCursor(v, sort string) (*queueRow, error) {
+	if v == "" {
+		return nil, nil
+	}
+	bad := invalidParam("cursor", "must be the next_cursor of a previous page of this list")
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, bad
+	}
+	var c queueCursor
+	if json.Unmarshal(raw, &c) != nil || c.Name == "" || !slices.Contains(queueSorts, c.Sort) {
+		return nil, bad
+	}
+	if c.Sort != sort {
+		return nil, invalidParam("cursor", "was issued for sort="+c.Sort+"; ask again without a cursor to sort by "+sort)
+	}
+	return &queueRow{name: c.Name, n: c.N, at: c.At}, nil
+}
+
+func encodeQueueCursor(sort string, r queueRow) string {
+	b, _ := json.Marshal(queueCursor{Sort: sort, Name: r.name, N: r.n, At: r.at})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// listQueues pages through the queues (GET /queues). It reads the counts of
+// every queue once, from the statistics table (one row per queue and state,
+// whatever the number of records), and everything else — age, last hour,
+// blocked records, config — only for the page's queues. sort=oldest needs
+// every matching queue's age: one index probe per queue with records.
 func (s *Server) listQueues(c echo.Context) error {
-	if err := checkParams(c.QueryParams(), nil); err != nil {
+	qp := c.QueryParams()
+	if err := checkParams(qp, queueListParams); err != nil {
+		return err
+	}
+	limit, err := parseLimit(qp.Get("limit"))
+	if err != nil {
+		return err
+	}
+	sort := qp.Get("sort")
+	if sort == "" {
+		sort = "name"
+	}
+	if !slices.Contains(queueSorts, sort) {
+		return invalidParam("sort", "must be one of "+strings.Join(queueSorts, ", "))
+	}
+	search := qp.Get("q")
+	if utf8.RuneCountInString(search) > maxQueueSearch {
+		return invalidParam("q", fmt.Sprintf("at most %d characters (a topic name is no longer)", maxQueueSearch))
+	}
+	after, err := parseQueueCursor(qp.Get("cursor"), sort)
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	st, err := s.store.Stats(ctx, "")
-	if err != nil {
-		return err
-	}
-	blocked, err := s.store.BlockedQueues(ctx, "")
+	counts, err := s.store.QueueCounts(ctx)
 	if err != nil {
 		return err
 	}
 	names := map[string]bool{}
-	for q := range st.ByQueueState {
+	for q := range counts {
 		names[q] = true
 	}
 	for k := range s.queues.Files().Topics() {
@@ -131,21 +232,71 @@ func (s *Server) listQueues(c echo.Context) error {
 	for _, n := range s.queues.Names() {
 		names[n] = true
 	}
-	sorted := make([]string, 0, len(names))
+	needle := strings.ToLower(search)
+	rows := make([]queueRow, 0, len(names))
+	var withRecords []string
 	for n := range names {
-		sorted = append(sorted, n)
+		if needle != "" && !strings.Contains(strings.ToLower(n), needle) {
+			continue
+		}
+		r := queueRow{name: n}
+		stats := statsOf(counts[n])
+		switch sort {
+		case "depth":
+			r.n = stats.Depth
+		case "dead_letter":
+			r.n = stats.DeadLetter
+		case "total":
+			r.n = stats.Total
+		case "oldest":
+			if stats.Total > 0 {
+				withRecords = append(withRecords, n)
+			}
+		}
+		rows = append(rows, r)
 	}
-	slices.Sort(sorted)
-	act, err := s.store.QueueActivity(ctx, sorted, s.cfg.Now())
+	if sort == "oldest" {
+		oldest, err := s.store.OldestRecords(ctx, withRecords)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			if at, ok := oldest[rows[i].name]; ok {
+				rows[i].at = &at
+			}
+		}
+	}
+	less := queueLess(sort)
+	slices.SortFunc(rows, less)
+	from := 0
+	if after != nil {
+		from, _ = slices.BinarySearchFunc(rows, *after, less)
+		if from < len(rows) && less(rows[from], *after) == 0 {
+			from++
+		}
+	}
+	page := rows[from:min(from+limit, len(rows))]
+	pageNames := make([]string, len(page))
+	for i, r := range page {
+		pageNames[i] = r.name
+	}
+	blocked, err := s.store.BlockedQueues(ctx, pageNames)
 	if err != nil {
 		return err
 	}
-	items := make([]queueJSON, len(sorted))
-	for i, n := range sorted {
-		items[i] = s.queueJSON(n, st.ByQueueState[n], blocked[n], act[n])
+	act, err := s.store.QueueActivity(ctx, pageNames, s.cfg.Now())
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items,
-		"pagination": paginationJSON{Total: int64(len(items)), Limit: len(items), HasMore: false}})
+	items := make([]queueJSON, len(page))
+	for i, n := range pageNames {
+		items[i] = s.queueJSON(n, counts[n], blocked[n], act[n])
+	}
+	pg := paginationJSON{Total: int64(len(rows)), Limit: limit, HasMore: from+len(page) < len(rows)}
+	if pg.HasMore {
+		pg.NextCursor = encodeQueueCursor(sort, page[len(page)-1])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": pg})
 }
 
 // queueName reads and checks the :name path parameter.
@@ -169,17 +320,47 @@ func (s *Server) getQueue(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	q, records, err := s.oneQueue(ctx, name)
-	if err != nil {
-		return err
-	}
-	_, _, known := s.queues.Config(name)
-	if !known && records == 0 && s.queues.DeclaredIn(name) == "" && name != queue.DefaultName {
-		return notFound("no queue " + name + ": no records, no policy file entry and no API config")
+	var q queueJSON
+	if name == queue.DefaultName {
+		q = s.defaultLayerJSON()
+	} else {
+		var records int64
+		if q, records, err = s.oneQueue(ctx, name); err != nil {
+			return err
+		}
+		if _, _, known := s.queues.Config(name); !known && records == 0 && s.queues.DeclaredIn(name) == "" {
+			return notFound("no queue " + name + ": no records, no policy file entry and no API config")
+		}
 	}
 	sched := policy.ScheduleOf(q.Config)
 	q.Schedule = &sched
 	return c.JSON(http.StatusOK, q)
+}
+
+// The name _default is the default layer (OJS queue-config spec §7.1), in
+// the API as in policy files; a Kafka topic named _default follows the layer
+// and cannot be configured, paused, resumed or drained on its own: the name
+// would say both. Its records are records like any other (?queue=_default).
+const defaultIsLayer = "_default is the default layer that every topic inherits, not a topic"
+
+// defaultLayerJSON shows the default layer: its config (no topic entry
+// applies to it), its API layer, and no records of its own.
+func (s *Server) defaultLayerJSON() queueJSON {
+	q := s.queueJSON(queue.DefaultName, nil, store.Blocked{}, store.Activity{})
+	t := s.queues.Default()
+	q.Config, q.State, q.Layers = t, t.State, t.Layers
+	if q.Layers == nil {
+		q.Layers = []string{}
+	}
+	return q
+}
+
+// effective is the config of name: the default layer's for _default.
+func (s *Server) effective(name string) policy.Topic {
+	if name == queue.DefaultName {
+		return s.queues.Default()
+	}
+	return s.queues.Resolve(name, "")
 }
 
 // oneQueue shows one queue, and how many records it has.
@@ -188,7 +369,7 @@ func (s *Server) oneQueue(ctx context.Context, name string) (queueJSON, int64, e
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
-	blocked, err := s.store.BlockedQueues(ctx, name)
+	blocked, err := s.store.BlockedQueues(ctx, []string{name})
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
@@ -218,7 +399,25 @@ func (s *Server) decodeQueueConfig(name string, raw json.RawMessage, prefix stri
 	if err := s.queues.Validate(name, spec); err != nil {
 		return nil, policyError(err, prefix)
 	}
+	if err := s.checkTargetTopic(spec, prefix); err != nil {
+		return nil, err
+	}
 	return queue.Marshal(spec)
+}
+
+// checkTargetTopic refuses a redelivery.target_topic that is one of
+// Redrive's own topics or a Kafka internal one (422 naming the field), in
+// the config (an API config has no per-type overrides).
+func (s *Server) checkTargetTopic(spec *policy.TopicSpec, prefix string) error {
+	if r := spec.Redelivery; r != nil && r.TargetTopic != nil && *r.TargetTopic != "" {
+		if msg := s.cfg.Reserved.Problem(*r.TargetTopic); msg != "" {
+			field := prefix + "redelivery.target_topic"
+			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+				Message: field + ": " + jsonString(*r.TargetTopic) + " " + msg + "; name the topic a consumer reads",
+				Details: map[string]any{"parameter": field, "fields": []map[string]string{{"field": field, "message": msg}}}}
+		}
+	}
+	return nil
 }
 
 type createQueueBody struct {
@@ -239,7 +438,8 @@ func (s *Server) createQueue(c echo.Context) error {
 		return err
 	}
 	if b.Name == queue.DefaultName {
-		return invalidParam("name", "_default is not a queue; use PUT /ojs/v1/queues/_default/config")
+		return invalidParam("name", defaultIsLayer+": change it with PUT /ojs/v1/queues/_default/config. "+
+			"A Kafka topic named _default cannot have a config of its own; it follows _default")
 	}
 	if msg := dlq.TopicNameProblem(b.Name); msg != "" {
 		return invalidParam("name", msg)
@@ -287,7 +487,7 @@ func (s *Server) getQueueConfig(c echo.Context) error {
 	if err := s.queues.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
-	out := queueConfigJSON{Name: name, Config: s.queues.Resolve(name, ""), APIConfig: json.RawMessage("null")}
+	out := queueConfigJSON{Name: name, Config: s.effective(name), APIConfig: json.RawMessage("null")}
 	if cfg, _, ok := s.queues.Config(name); ok {
 		out.APIConfig = cfg.Config
 	}
@@ -339,7 +539,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 		return err
 	}
 	if name == queue.DefaultName {
-		return invalidParam("name", "_default cannot be deleted; PUT an empty config to reset it")
+		return invalidParam("name", defaultIsLayer+": it cannot be deleted; PUT an empty config to reset it")
 	}
 	noteAudit(c, name, nil, nil)
 	if file := s.queues.DeclaredIn(name); file != "" {
@@ -376,7 +576,8 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 			return err
 		}
 		if name == queue.DefaultName {
-			return invalidParam("name", "_default has no state of its own; set state in its config")
+			return invalidParam("name", defaultIsLayer+", and has no state of its own. A Kafka topic named _default "+
+				"cannot be paused, resumed or drained on its own; a state in the _default config applies to every topic that sets none")
 		}
 		if err := checkParams(c.QueryParams(), nil); err != nil {
 			return err
@@ -434,7 +635,7 @@ func resumedToNothing(qc *store.QueueConfig, state policy.TopicState) bool {
 
 // publishQueue emits a queue event with the topic's state and effective config.
 func (s *Server) publishQueue(c echo.Context, t events.Type, name string) {
-	eff := s.queues.Resolve(name, "")
+	eff := s.effective(name)
 	cfg, _ := json.Marshal(eff)
 	s.cfg.Events.Publish(c.Request().Context(), events.Queue(t, events.QueueData{Queue: name, State: string(eff.State), Config: cfg}))
 }

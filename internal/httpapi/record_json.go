@@ -87,6 +87,11 @@ type headerJSON struct {
 	Key      string `json:"key"`
 	Value    string `json:"value"`
 	Encoding string `json:"encoding"`
+	// In a list, a header cut to a preview says so, with its whole value's
+	// size in bytes.
+	KeyTruncated   bool `json:"key_truncated,omitempty"`
+	ValueTruncated bool `json:"value_truncated,omitempty"`
+	ValueSize      *int `json:"value_size,omitempty"`
 }
 
 type errorJSON struct {
@@ -97,41 +102,58 @@ type errorJSON struct {
 	Backtrace  []string        `json:"backtrace"`
 	Details    json.RawMessage `json:"details"`
 	OccurredAt jsonTime        `json:"occurred_at"`
+	// Truncated says (in a list) that the type, message, backtrace or
+	// details were cut; GET the record for the whole error.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // recordJSON is a dead-letter record in the API's JSON shape (docs/api.md).
 type recordJSON struct {
-	ID            string          `json:"id"`
-	Queue         string          `json:"queue"`
-	Type          string          `json:"type"`
-	State         dlq.State       `json:"state"`
-	Exhaustion    *dlq.Exhaustion `json:"exhaustion"`
-	Attempt       int             `json:"attempt"`
-	MaxAttempts   int             `json:"max_attempts"`
-	ErrorType     string          `json:"error_type"`
-	Source        sourceJSON      `json:"source"`
-	DLQ           coordJSON       `json:"dlq"`
-	Format        dlq.Format      `json:"format"`
-	Key           *string         `json:"key"`
-	KeyEncoding   *string         `json:"key_encoding"`
-	Value         *string         `json:"value"`
-	ValueEncoding *string         `json:"value_encoding"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	Headers       []headerJSON    `json:"headers"`
-	Errors        []errorJSON     `json:"errors"`
-	Retry         json.RawMessage `json:"retry"`
-	Meta          json.RawMessage `json:"meta"`
-	CreatedAt     jsonTime        `json:"created_at"`
-	EnqueuedAt    *jsonTime       `json:"enqueued_at"`
-	NextRetryAt   *jsonTime       `json:"next_retry_at"`
-	DiscardedAt   *jsonTime       `json:"discarded_at"`
-	CompletedAt   *jsonTime       `json:"completed_at"`
-	UpdatedAt     jsonTime        `json:"updated_at"`
-	RedeliveredAt *jsonTime       `json:"redelivered_at"`
-	ArchivedAt    *jsonTime       `json:"archived_at"`
+	ID          string          `json:"id"`
+	Queue       string          `json:"queue"`
+	Type        string          `json:"type"`
+	State       dlq.State       `json:"state"`
+	Exhaustion  *dlq.Exhaustion `json:"exhaustion"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	ErrorType   string          `json:"error_type"`
+	Source      sourceJSON      `json:"source"`
+	DLQ         coordJSON       `json:"dlq"`
+	Format      dlq.Format      `json:"format"`
+	// The key, value and payload; nil while writeRecord streams them.
+	*recordBody
+	// KeySize and ValueSize are the whole key's and value's bytes (null
+	// when null); in a list, key and value are previews, and the
+	// *_truncated flags say what was cut.
+	KeySize        *int         `json:"key_size"`
+	KeyTruncated   bool         `json:"key_truncated"`
+	ValueSize      *int         `json:"value_size"`
+	ValueTruncated bool         `json:"value_truncated"`
+	Headers        []headerJSON `json:"headers"`
+	// HeadersTruncated says (in a list) that headers were left out or cut.
+	HeadersTruncated bool        `json:"headers_truncated,omitempty"`
+	Errors           []errorJSON `json:"errors"`
+	// ErrorsTruncated says (in a list) that errors were left out or cut: a
+	// list shows the latest error only.
+	ErrorsTruncated bool            `json:"errors_truncated,omitempty"`
+	Retry           json.RawMessage `json:"retry"`
+	RetryTruncated  bool            `json:"retry_truncated,omitempty"`
+	Meta            json.RawMessage `json:"meta"`
+	MetaTruncated   bool            `json:"meta_truncated,omitempty"`
+	CreatedAt       jsonTime        `json:"created_at"`
+	EnqueuedAt      *jsonTime       `json:"enqueued_at"`
+	NextRetryAt     *jsonTime       `json:"next_retry_at"`
+	DiscardedAt     *jsonTime       `json:"discarded_at"`
+	CompletedAt     *jsonTime       `json:"completed_at"`
+	UpdatedAt       jsonTime        `json:"updated_at"`
+	RedeliveredAt   *jsonTime       `json:"redelivered_at"`
+	ArchivedAt      *jsonTime       `json:"archived_at"`
 	// Redelivery is an operator's edit for the next redelivery, shown next to
 	// the original key, value and headers, which stay as received.
 	Redelivery *redeliveryJSON `json:"redelivery"`
+	// RedeliveryTruncated says (in a list) that the edit's value and
+	// headers were left out.
+	RedeliveryTruncated bool `json:"redelivery_truncated,omitempty"`
 	// RedeliveryFailure is set while the record's redelivery keeps failing.
 	RedeliveryFailure *failureJSON `json:"redelivery_failure"`
 	// Incident is the fingerprint of the latest error (GET /incidents/{id}).
@@ -142,6 +164,16 @@ type recordJSON struct {
 	PayloadOmitted *string `json:"payload_omitted"`
 	// Schedule is the record's retry schedule (GET of one record only).
 	Schedule *policy.Schedule `json:"schedule,omitempty"`
+}
+
+// recordBody is a record's key, value and payload: the parts a producer
+// sizes, written by writeRecord without a copy of the whole.
+type recordBody struct {
+	Key           *string         `json:"key"`
+	KeyEncoding   *string         `json:"key_encoding"`
+	Value         *string         `json:"value"`
+	ValueEncoding *string         `json:"value_encoding"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
 }
 
 // redeliveryJSON is a record's pending redelivery changes.
@@ -170,10 +202,11 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		ErrorType: r.LastError().Type,
 		Source:    sourceJSON{Topic: r.Source.Topic, Group: r.Source.Group, Timestamp: optTime(&r.Source.Timestamp)},
 		DLQ:       coordJSON{Topic: r.DLQ.Topic, Partition: r.DLQ.Partition, Offset: r.DLQ.Offset, Timestamp: optTime(&r.DLQ.Timestamp)},
-		Format:    r.Format,
-		Headers:   make([]headerJSON, len(r.Headers)),
-		Errors:    make([]errorJSON, len(r.Errors)),
-		Retry:     r.Retry, Meta: r.Meta,
+		Format:    r.Format, recordBody: &recordBody{},
+		KeySize: sizeOf(r.Key), ValueSize: sizeOf(r.Value),
+		Headers: make([]headerJSON, len(r.Headers)),
+		Errors:  make([]errorJSON, len(r.Errors)),
+		Retry:   r.Retry, Meta: r.Meta,
 		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt),
 		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
 		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),
@@ -208,7 +241,7 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	}
 	out.Key, out.KeyEncoding = encodeBytes(r.Key)
 	out.Value, out.ValueEncoding = encodeBytes(r.Value)
-	if len(r.Value) > 0 && json.Valid(r.Value) {
+	if isPayload(r.Value) {
 		out.Payload = r.Value
 	}
 	if r.PayloadOmitted != "" {
@@ -224,9 +257,20 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		if out.Errors[i].Backtrace == nil {
 			out.Errors[i].Backtrace = []string{}
 		}
-		if len(out.Errors[i].Details) == 0 {
+		if len(out.Errors[i].Details) == 0 || string(out.Errors[i].Details) == "null" {
 			out.Errors[i].Details = json.RawMessage("{}")
 		}
 	}
 	return out
+}
+
+// isPayload reports whether a value is shown decoded as payload: JSON.
+func isPayload(v []byte) bool { return len(v) > 0 && json.Valid(v) }
+
+func sizeOf(b []byte) *int {
+	if b == nil {
+		return nil
+	}
+	n := len(b)
+	return &n
 }

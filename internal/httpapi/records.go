@@ -53,7 +53,7 @@ func (s *Server) listRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.store.List(c.Request().Context(), p)
+	page, err := s.store.ListPreviews(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -66,10 +66,10 @@ func (s *Server) listRecords(c echo.Context) error {
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
 			Limit: p.Limit, HasMore: page.HasMore}}
 	for i := range page.Records {
-		out.Items[i] = toRecordJSON(&page.Records[i], !s.cfg.ArchiveDisabled)
+		out.Items[i] = toPreviewJSON(&page.Records[i], !s.cfg.ArchiveDisabled)
 	}
 	if page.HasMore {
-		next := page.Records[len(page.Records)-1].ID
+		next := page.Records[len(page.Records)-1].Record.ID
 		if seen >= 0 {
 			next += "." + strconv.FormatInt(seen+int64(len(page.Records)), 10)
 		}
@@ -186,7 +186,7 @@ func (s *Server) getRecord(c echo.Context) error {
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	sched := policy.ScheduleOf(s.recordPolicy(r))
 	out.Schedule = &sched
-	return c.JSON(http.StatusOK, out)
+	return writeRecord(c, http.StatusOK, r, out)
 }
 
 // recordPolicy is the policy a record's next failure is judged by, as ingest

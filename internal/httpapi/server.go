@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
@@ -43,11 +44,13 @@ type Check struct {
 
 // Config configures the HTTP API.
 type Config struct {
-	// OwnTopics are Redrive's own topics (DLQ, archive, events). Their
-	// records (unparseable ones among them) have no topic to go back to:
-	// retrying one needs override.queue, and bulk retries skip them.
-	OwnTopics []string
-	Store     *store.Store
+	// Reserved are the topics no redelivery may go to: Redrive's own (DLQ,
+	// archive, events) and Kafka's internal ones. Records of a reserved
+	// queue (unparseable ones among them) have no topic to go back to:
+	// retrying one needs override.queue, and bulk retries skip them. The
+	// zero value reserves the internal topics only.
+	Reserved dlq.ReservedTopics
+	Store    *store.Store
 	// ArchiveDisabled says archiving is off (REDRIVE_ARCHIVE_TOPIC=off):
 	// records show archive state off.
 	ArchiveDisabled bool
@@ -124,7 +127,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, store: cfg.Store, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, rejectBadText)
+	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
@@ -188,6 +191,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
 		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
+		{method: http.MethodGet, path: "/dead-letter/:id/raw", handler: s.getRaw},
 		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry"},
 		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -58,6 +59,9 @@ func ParseFilter(m map[string]any) (store.Filter, error) {
 		s, ok := v.(string)
 		if !ok {
 			return f, fmt.Errorf("filter.%s: must be a string, got %v", k, v)
+		}
+		if msg := dlq.FilterFieldProblem(k, s); msg != "" {
+			return f, fmt.Errorf("filter.%s: %s", k, msg)
 		}
 		switch k {
 		case "queue":

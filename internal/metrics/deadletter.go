@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -21,29 +22,32 @@ import (
 type DeadLetter struct {
 	// AddedTotal counts records that entered the DLQ, by queue and type
 	// (ojs_dead_letter_added_total). Ingest calls Added.
-	AddedTotal *prometheus.CounterVec
+	AddedTotal *CounterVec
 	// RetriedTotal counts manual retries of dead letters
 	// (ojs_dead_letter_retried_total). The API calls Retried.
-	RetriedTotal *prometheus.CounterVec
+	RetriedTotal *CounterVec
 	// PrunedTotal counts dead letters removed by retention (ojs_dead_letter_pruned_total).
-	PrunedTotal *prometheus.CounterVec
+	PrunedTotal *CounterVec
 	// ReplayedTotal counts replays by replay rules (ojs_dead_letter_replayed_total).
-	ReplayedTotal *prometheus.CounterVec
+	ReplayedTotal *CounterVec
 	// RecordsPruned counts every record the pruner removed, dead letters,
 	// discards and completed records alike, by queue, state and reason.
-	RecordsPruned *prometheus.CounterVec
+	RecordsPruned *CounterVec
 	// PrunerRuns counts pruner passes by result: ok, error, not_leader.
-	PrunerRuns *prometheus.CounterVec
+	PrunerRuns *CounterVec
 	// PrunerLastSuccess is the Unix time of the last complete pruning pass.
 	PrunerLastSuccess prometheus.Gauge
 	// PrunerDuration is how long a pruning pass took.
 	PrunerDuration prometheus.Histogram
 	// ReplayRuns counts replay-rule passes by result: ok, error, not_leader.
-	ReplayRuns *prometheus.CounterVec
+	ReplayRuns *CounterVec
 	// ConsumerLag is the processor's consumer-group lag on each DLQ topic (kadm).
-	ConsumerLag *prometheus.GaugeVec
+	ConsumerLag *GaugeVec
 	// StatsErrors counts failed refreshes of the gauges computed from Postgres.
 	StatsErrors prometheus.Counter
+
+	// Labels bounds the label values (queues, types, rules, topics).
+	Labels *Labels
 
 	depth *depthCollector
 }
@@ -55,36 +59,43 @@ type QueueDepth struct {
 }
 
 // NewDeadLetter creates the dead-letter collectors and registers them on reg
-// (nil: not registered). now is the clock for ages (nil: time.Now).
+// (nil: not registered). now is the clock for ages (nil: time.Now). Its
+// labels are bounded by a Labels of its own (DefaultMaxQueues, nothing
+// declared); New shares one Labels among all metrics.
 func NewDeadLetter(reg prometheus.Registerer, now func() time.Time) *DeadLetter {
+	return newDeadLetter(reg, now, NewLabels(0))
+}
+
+func newDeadLetter(reg prometheus.Registerer, now func() time.Time, l *Labels) *DeadLetter {
 	if now == nil {
 		now = time.Now
 	}
 	d := &DeadLetter{
-		AddedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Labels: l,
+		AddedTotal: newCounterVec(prometheus.CounterOpts{
 			Name: "ojs_dead_letter_added_total",
-			Help: "Records that entered the dead-letter queue (discarded as dead_letter), by queue (source topic) and type.",
-		}, []string{"queue", "type"}),
-		RetriedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Help: "Records that entered the dead-letter queue (discarded as dead_letter), by queue (source topic; \"other\" past REDRIVE_METRICS_MAX_QUEUES) and type (types named in policy files; \"other\" for the rest).",
+		}, []string{"queue", "type"}, l.Queue, l.Type),
+		RetriedTotal: newCounterVec(prometheus.CounterOpts{
 			Name: "ojs_dead_letter_retried_total",
 			Help: "Dead letters retried manually through the API, by queue.",
-		}, []string{"queue"}),
-		PrunedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		PrunedTotal: newCounterVec(prometheus.CounterOpts{
 			Name: "ojs_dead_letter_pruned_total",
 			Help: "Dead letters removed by the dead-letter retention (max_age, max_count), by queue.",
-		}, []string{"queue"}),
-		ReplayedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		ReplayedTotal: newCounterVec(prometheus.CounterOpts{
 			Name: "ojs_dead_letter_replayed_total",
 			Help: "Dead letters replayed by a replay rule, by queue and rule.",
-		}, []string{"queue", "rule"}),
-		RecordsPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue", "rule"}, l.Queue, l.Rule),
+		RecordsPruned: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_pruned_records_total",
 			Help: "Records removed by the pruner, by queue, state (discarded, completed) and reason (max_age, max_count, retention.discarded, retention.completed).",
-		}, []string{"queue", "state", "reason"}),
-		PrunerRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue", "state", "reason"}, l.Queue, enum(), enum()),
+		PrunerRuns: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_pruner_runs_total",
 			Help: "Pruning passes, by result: ok, error, or not_leader (another replica holds the pruning lock).",
-		}, []string{"result"}),
+		}, []string{"result"}, enum()),
 		PrunerLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_pruner_last_success_timestamp_seconds",
 			Help: "Unix time of the last complete pruning pass on this replica (0: none yet).",
@@ -94,14 +105,14 @@ func NewDeadLetter(reg prometheus.Registerer, now func() time.Time) *DeadLetter 
 			Help:    "Duration of a pruning pass.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 9),
 		}),
-		ReplayRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ReplayRuns: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_replay_runs_total",
 			Help: "Replay-rule passes, by result: ok, error, or not_leader.",
-		}, []string{"result"}),
-		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, []string{"result"}, enum()),
+		ConsumerLag: newGaugeVec(prometheus.GaugeOpts{
 			Name: "redrive_consumer_lag",
 			Help: "Records in the DLQ topics not yet consumed (and committed) by the processor's consumer group, by DLQ topic.",
-		}, []string{"topic"}),
+		}, []string{"topic"}, l.Topic),
 		StatsErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "redrive_stats_refresh_errors_total",
 			Help: "Failed refreshes of the gauges read from Postgres (ojs_dead_letter_total, oldest age); the gauges keep their last values.",
@@ -137,15 +148,40 @@ func (d *DeadLetter) Retried(queue string, n int) {
 // SetDepth replaces the per-queue DLQ sizes (from a Postgres count). Queues
 // seen before and missing now report 0, so a purged queue drops to 0 instead of
 // disappearing.
+//
+// Queues are reported under their label (Labels.Queue): queues without one
+// are summed as "other" (with the oldest dead letter among them). Queues new
+// to the labels are offered one largest first, so that the biggest queues get
+// their own series.
 func (d *DeadLetter) SetDepth(depth map[string]QueueDepth) {
+	byLabel := map[string]QueueDepth{}
+	for _, q := range largestFirst(depth, func(d QueueDepth) int64 { return d.Count }) {
+		qd, l := depth[q], d.Labels.Queue(q)
+		sum := byLabel[l]
+		sum.Count += qd.Count
+		if qd.Count > 0 && !qd.Oldest.IsZero() && (sum.Oldest.IsZero() || qd.Oldest.Before(sum.Oldest)) {
+			sum.Oldest = qd.Oldest
+		}
+		byLabel[l] = sum
+	}
 	c := d.depth
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for q := range c.known {
 		c.known[q] = QueueDepth{}
 	}
-	maps.Copy(c.known, depth)
+	maps.Copy(c.known, byLabel)
 	c.ready = true
+}
+
+// largestFirst returns the keys of m, largest size first, then by name.
+func largestFirst[V any](m map[string]V, size func(V) int64) []string {
+	return slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if sa, sb := size(m[a]), size(m[b]); sa != sb {
+			return cmp.Compare(sb, sa)
+		}
+		return strings.Compare(a, b)
+	})
 }
 
 // RecordCount is the number of records of one queue, state, exhaustion and
@@ -161,16 +197,28 @@ const MaxErrorTypesPerQueue = 20
 
 // SetRecordCounts replaces the per-state record counts and the dead letters
 // per error type. Series seen before and missing now report 0.
+//
+// Queues are reported under their label (Labels.Queue), offered largest
+// first; the error types of "other" are those of all the queues it sums.
 func (d *DeadLetter) SetRecordCounts(rows []RecordCount) {
+	perQueue := map[string]int64{}
+	for _, r := range rows {
+		perQueue[r.Queue] += r.N
+	}
+	label := map[string]string{}
+	for _, q := range largestFirst(perQueue, func(n int64) int64 { return n }) {
+		label[q] = d.Labels.Queue(q)
+	}
 	states := map[[3]string]float64{}
 	byType := map[string]map[string]float64{}
 	for _, r := range rows {
-		states[[3]string{r.Queue, r.State, r.Exhaustion}] += float64(r.N)
+		q := label[r.Queue]
+		states[[3]string{q, r.State, r.Exhaustion}] += float64(r.N)
 		if r.State == "discarded" && r.Exhaustion == "dead_letter" {
-			if byType[r.Queue] == nil {
-				byType[r.Queue] = map[string]float64{}
+			if byType[q] == nil {
+				byType[q] = map[string]float64{}
 			}
-			byType[r.Queue][r.ErrorType] += float64(r.N)
+			byType[q][r.ErrorType] += float64(r.N)
 		}
 	}
 	errs := map[[2]string]float64{}
@@ -282,12 +330,15 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 
 // KafkaClientOpts returns the option that exports a franz-go client's metrics
 // (kprom: connections, bytes, produce/fetch records, request latencies) on reg
-// under redrive_kafka_*, labelled client=name. Give every client its own name.
+// under redrive_kafka_*, labelled client=name and node_id (the broker), never
+// topic. Give every client its own name.
 func KafkaClientOpts(reg prometheus.Registerer, name string) kgo.Opt {
 	m := kprom.NewMetrics("redrive_kafka",
 		kprom.Registerer(reg),
 		kprom.WithStaticLabel(prometheus.Labels{"client": name}),
-		kprom.FetchAndProduceDetail(kprom.ByTopic, kprom.Records, kprom.UncompressedBytes),
+		// By node, never by topic: the scheduler produces to every source
+		// topic, and producers choose those.
+		kprom.FetchAndProduceDetail(kprom.ByNode, kprom.Records, kprom.UncompressedBytes),
 	)
 	return kgo.WithHooks(m)
 }
@@ -295,6 +346,10 @@ func KafkaClientOpts(reg prometheus.Registerer, name string) kgo.Opt {
 // SetIncidents replaces the incidents with live records per queue. Queues
 // seen before and missing now report 0.
 func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
+	byLabel := map[string]float64{}
+	for _, q := range largestFirst(perQueue, func(n int64) int64 { return n }) {
+		byLabel[d.Labels.Queue(q)] += float64(perQueue[q])
+	}
 	c := d.depth
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -304,9 +359,7 @@ func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
 	for q := range c.incidents {
 		c.incidents[q] = 0
 	}
-	for q, n := range perQueue {
-		c.incidents[q] = float64(n)
-	}
+	maps.Copy(c.incidents, byLabel)
 	c.incidentsReady = true
 }
 

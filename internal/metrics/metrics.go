@@ -11,10 +11,14 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
+	// Labels bounds every label value (queues, types, rules, topics): set
+	// its limit and what operators declared before recording anything.
+	Labels *Labels
+
 	// IngestRecords counts DLQ records stored, by DLQ topic and decoded format.
-	IngestRecords *prometheus.CounterVec
+	IngestRecords *CounterVec
 	// IngestDuplicates counts DLQ records consumed again and skipped.
-	IngestDuplicates *prometheus.CounterVec
+	IngestDuplicates *CounterVec
 	// IngestBatchSeconds is the time from poll to committed offsets, per batch.
 	IngestBatchSeconds prometheus.Histogram
 	// IngestBatchRecords is the number of records per ingest batch.
@@ -34,16 +38,18 @@ type Metrics struct {
 // New creates the collectors and registers them, with Go and process
 // collectors, on a fresh registry.
 func New() *Metrics {
+	l := NewLabels(0)
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		IngestRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Labels:   l,
+		IngestRecords: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_ingest_records_total",
 			Help: "DLQ records stored in Postgres, by DLQ topic and decoded format.",
-		}, []string{"dlq_topic", "format"}),
-		IngestDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"dlq_topic", "format"}, l.Topic, enum()),
+		IngestDuplicates: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_ingest_duplicates_total",
 			Help: "DLQ records consumed again (after a crash or rebalance) and skipped because they were already stored.",
-		}, []string{"dlq_topic"}),
+		}, []string{"dlq_topic"}, l.Topic),
 		IngestBatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_ingest_batch_duration_seconds",
 			Help:    "Time to decode, persist and commit one ingest batch.",
@@ -69,7 +75,7 @@ func New() *Metrics {
 		m.IngestRecords, m.IngestDuplicates, m.IngestBatchSeconds, m.IngestBatchRecords,
 		m.IngestWriteErrors, m.IngestPaused,
 	)
-	m.DeadLetter, m.Events = NewDeadLetter(m.Registry, nil), NewEvents(m.Registry)
-	m.Redelivery = newRedelivery(m.Registry)
+	m.DeadLetter, m.Events = newDeadLetter(m.Registry, nil, l), NewEvents(m.Registry)
+	m.Redelivery = newRedelivery(m.Registry, l)
 	return m
 }

@@ -5,46 +5,46 @@ import "github.com/prometheus/client_golang/prometheus"
 // Redelivery holds the scheduler's metrics.
 type Redelivery struct {
 	// Redelivered counts records produced back to a topic, by queue.
-	Redelivered *prometheus.CounterVec
+	Redelivered *CounterVec
 	// Failures counts redeliveries whose produce failed (retried after the
 	// record's own backoff), by queue and reason.
-	Failures *prometheus.CounterVec
+	Failures *CounterVec
 	// Rescued counts records whose claim expired unsettled and were put back
 	// to be redelivered again with the same attempt, by queue.
-	Rescued *prometheus.CounterVec
+	Rescued *CounterVec
 	// ArchiveFailures counts archive copies whose produce failed, by queue
 	// and reason.
-	ArchiveFailures *prometheus.CounterVec
+	ArchiveFailures *CounterVec
 	// Lateness is how long after its due time a record was produced.
 	Lateness prometheus.Histogram
 	// BatchSeconds is the time to claim, produce and mark one batch.
 	BatchSeconds prometheus.Histogram
 	// Archived counts records copied to an archive topic, by queue.
-	Archived *prometheus.CounterVec
+	Archived *CounterVec
 	// Joined counts repeat failures joined to their record, by queue.
-	Joined *prometheus.CounterVec
+	Joined *CounterVec
 	// Completed counts completion acknowledgements applied, by queue.
-	Completed *prometheus.CounterVec
+	Completed *CounterVec
 }
 
-func newRedelivery(reg prometheus.Registerer) *Redelivery {
+func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
 	r := &Redelivery{
-		Redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Redelivered: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivered_total",
 			Help: "Records produced back to their topic by the scheduler, by queue.",
-		}, []string{"queue"}),
-		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		Failures: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivery_failures_total",
 			Help: "Redeliveries whose produce failed, by queue and reason (unknown_topic, invalid_topic, too_large, authorization, timeout, broker); the record waits on its own backoff and is tried again.",
-		}, []string{"queue", "reason"}),
-		Rescued: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue", "reason"}, l.Queue, enum()),
+		Rescued: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_redelivery_rescued_total",
 			Help: "Records whose redelivery claim expired unsettled (a scheduler died or lost Postgres) and were put back; each may be delivered twice with the same redrive.id and redrive.attempt.",
-		}, []string{"queue"}),
-		ArchiveFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		ArchiveFailures: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_archive_failures_total",
 			Help: "Archive copies whose produce failed, by queue and reason; the record is kept and tried again after its own backoff.",
-		}, []string{"queue", "reason"}),
+		}, []string{"queue", "reason"}, l.Queue, enum()),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_redelivery_lateness_seconds",
 			Help:    "How long after its due time a record was produced.",
@@ -55,18 +55,18 @@ func newRedelivery(reg prometheus.Registerer) *Redelivery {
 			Help:    "Time to claim, produce and mark one redelivery batch.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}),
-		Archived: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Archived: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_archived_total",
 			Help: "Records copied to their archive topic (reference copies included), by queue.",
-		}, []string{"queue"}),
-		Joined: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		Joined: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_repeat_failures_total",
 			Help: "Repeat failures of redelivered records joined to their record, by queue.",
-		}, []string{"queue"}),
-		Completed: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"queue"}, l.Queue),
+		Completed: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_completed_total",
 			Help: "Redelivered records the consumer acknowledged as processed, by queue.",
-		}, []string{"queue"}),
+		}, []string{"queue"}, l.Queue),
 	}
 	reg.MustRegister(r.Redelivered, r.Failures, r.Rescued, r.ArchiveFailures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed)
 	return r

@@ -19,6 +19,7 @@ type Set struct {
 	exact  map[string]*entry // by topic name
 	globs  []*entry          // most specific first
 	global []layer           // top-level replay_rules, one layer per file
+	types  map[string]bool   // type names with an override in some topics entry
 }
 
 // entry is one _default or topics entry.
@@ -120,7 +121,7 @@ func load(sources []source) (*Set, error) { return loadWithin(sources, DefaultLi
 
 // loadWithin is load with retry policies within lim.
 func loadWithin(sources []source, lim Limits) (*Set, error) {
-	s := &Set{exact: map[string]*entry{}}
+	s := &Set{exact: map[string]*entry{}, types: map[string]bool{}}
 	l := &errorList{limits: &lim}
 	topicFile := map[string]string{}
 	ruleFile := map[string]string{}
@@ -155,6 +156,9 @@ func loadWithin(sources []source, lim Limits) (*Set, error) {
 				spec = &TopicSpec{}
 			}
 			e := &entry{key: key, file: path, path: p, spec: spec, lines: lines}
+			for typ := range spec.Types {
+				s.types[typ] = true
+			}
 			if e.glob() {
 				s.globs = append(s.globs, e)
 			} else {
@@ -310,6 +314,21 @@ func (s *Set) Resolve(topic, typ string) Topic {
 	return t
 }
 
+// Default returns the default layer itself, as "_default": system defaults
+// ← top-level replay rules ← _default. No topics entry applies to it, not
+// even a glob that would match a topic named _default: that topic's policy
+// is Resolve("_default", "").
+func (s *Set) Default() Topic {
+	if s == nil {
+		t := DefaultTopic()
+		t.Name = "_default"
+		return t
+	}
+	t := build(DefaultTopic(), s.baseLayers(), nil)
+	t.Name = "_default"
+	return t
+}
+
 // Files lists the policy files that were loaded, sorted.
 func (s *Set) Files() []string {
 	if s == nil {
@@ -333,6 +352,20 @@ func (s *Set) Topics() map[string]string {
 	}
 	return out
 }
+
+// Declares reports whether a topics entry names topic exactly (a glob that
+// matches it does not count).
+func (s *Set) Declares(topic string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.exact[topic]
+	return ok
+}
+
+// DeclaresType reports whether some topics entry has a per-type override for
+// record type typ.
+func (s *Set) DeclaresType(typ string) bool { return s != nil && s.types[typ] }
 
 // bestGlob returns the most specific glob entry matching topic. Kafka topic names
 // cannot contain '*', so a name with one matches nothing.

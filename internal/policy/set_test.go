@@ -87,8 +87,11 @@ var badFiles = map[string][]string{
 	"rules_not_list": {"_default.replay_rules: must be a list, got a mapping"},
 	"filter_nan":     {"replay_rules[0].filter: must be a mapping of JSON values: unsupported value: NaN"},
 	"filter_keys":    {"replay_rules[0].filter: must be a mapping of JSON values: unsupported type: map[interface {}]interface {}"},
-	"bad_merge_key":  {"_default.retry: a merge key (<<) must refer to a mapping"},
-	"alias_bomb":     {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
+	"rule_filter_bounds": {"replay_rules[0].filter.path: must have at most 32 dot-separated keys, got 33",
+		"topics.orders.replay_rules[0].filter.header: must be at most 4096 bytes, got 4097",
+		"topics.orders.replay_rules[0].filter.q: must be at most 1024 bytes, got 1025"},
+	"bad_merge_key": {"_default.retry: a merge key (<<) must refer to a mapping"},
+	"alias_bomb":    {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
 	"many": {
 		"_default.retry.max_attempts: must be >= 0, got -1",
 		`_default.retry.jitter: must be a boolean (true or false), got string "maybe"`,
@@ -616,4 +619,28 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("Resolve(some.topic) is invalid: %v", err)
 		}
 	})
+}
+
+// Declares names exactly declared topics only (globs match, they do not
+// declare); DeclaresType the types some topics entry overrides. Metrics give
+// these their own label values.
+func TestDeclares(t *testing.T) {
+	set, err := LoadDir("testdata/dirs/split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"orders.eu.archive": true, "orders.eu.other": false, "orders.*": false, "elsewhere": false} {
+		if got := set.Declares(topic); got != want {
+			t.Errorf("Declares(%q) = %v, want %v", topic, got, want)
+		}
+	}
+	for typ, want := range map[string]bool{"order.refund": true, "order.cancel": true, "order.created": false, "": false} {
+		if got := set.DeclaresType(typ); got != want {
+			t.Errorf("DeclaresType(%q) = %v, want %v", typ, got, want)
+		}
+	}
+	var none *Set
+	if none.Declares("orders") || none.DeclaresType("order.refund") {
+		t.Error("a nil Set declares something")
+	}
 }

@@ -1,9 +1,13 @@
 package policy
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // Range checks for decoded policies (OJS retry spec §11, RET-16/RET-20). Types and
@@ -154,7 +158,9 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 			l.addf(child(rp, "rate_limit"), "must be 0 (unlimited) or at least %v records per second, got %v", MinRateLimit, *r.RateLimit)
 		}
 		if r.TargetTopic != nil && *r.TargetTopic != "" {
-			if msg := topicNameProblem(*r.TargetTopic, false); msg != "" {
+			// Kafka's internal topics are never a redelivery's target; the
+			// API also refuses Redrive's own (dlq.ReservedTopics).
+			if msg := (dlq.ReservedTopics{}).Problem(*r.TargetTopic); msg != "" {
 				l.addf(child(rp, "target_topic"), "%q %s", *r.TargetTopic, msg)
 			}
 		}
@@ -198,6 +204,7 @@ func (l *errorList) checkReplayRuleSpecs(rules []ReplayRuleSpec, p string) {
 				l.addf(child(rp, "window"), "%v", err)
 			}
 		}
+		l.checkReplayFilter(r.Filter, child(rp, "filter"))
 	}
 }
 
@@ -222,4 +229,30 @@ func topicNameProblem(name string, glob bool) string {
 		}
 	}
 	return ""
+}
+
+// checkReplayFilter bounds a replay rule's filter as the API bounds every
+// record filter (dlq.FilterFieldProblem): a path too deep for Postgres, or a
+// field too long, is refused when the file loads instead of failing every
+// replay pass. The replay engine checks the rest of the filter.
+func (l *errorList) checkReplayFilter(f map[string]any, p string) {
+	for _, k := range slices.Sorted(maps.Keys(f)) {
+		var values []string
+		switch v := f[k].(type) {
+		case string:
+			values = []string{v}
+		case []any:
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					values = append(values, s)
+				}
+			}
+		}
+		for _, v := range values {
+			if msg := dlq.FilterFieldProblem(k, v); msg != "" {
+				l.addf(child(p, k), "%s", msg)
+				break
+			}
+		}
+	}
 }

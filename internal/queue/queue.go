@@ -154,6 +154,19 @@ func (r *Resolver) apply(t policy.Topic, label string, spec *policy.TopicSpec) p
 	return nt
 }
 
+// Default resolves the default layer itself: system defaults ← the files'
+// _default, or (when the files have none) the API's. Resolve(DefaultName, "")
+// is the policy of a Kafka topic named _default instead, which follows the
+// layer but may also match a glob of the files.
+func (r *Resolver) Default() policy.Topic {
+	set := r.files()
+	t := set.Default()
+	if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
+		t = r.apply(t, "_default (api)", e.spec)
+	}
+	return t
+}
+
 // Config returns the API config of name, if one is stored.
 func (r *Resolver) Config(name string) (store.QueueConfig, *policy.TopicSpec, bool) {
 	e := (*r.specs.Load())[name]
@@ -183,10 +196,10 @@ var ErrReadOnly = errors.New("declared in a policy file")
 func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 	set := r.files()
 	base := set.Resolve(topic, "")
-	if topic != DefaultName {
-		if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
-			base = r.apply(base, "_default (api)", e.spec)
-		}
+	if topic == DefaultName {
+		base = set.Default()
+	} else if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
+		base = r.apply(base, "_default (api)", e.spec)
 	}
 	_, err := base.ApplyWithin(r.limits, "api", spec)
 	return err

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,74 @@ func TestQueueActivityUsesTheIndexes(t *testing.T) {
 	if p := plan.String(); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
 		strings.Contains(p, "redrive_record_pkey") || strings.Contains(p, "Seq Scan on redrive_record ") {
 		t.Errorf("the oldest record is not read by the (queue, id) index:\n%s", p)
+	}
+}
+
+// The queue list's reads: counts per queue and state from the count table,
+// each queue's oldest record by index probes, blocked records of named
+// queues only. 20,000 queues time them (logged; make bench holds targets).
+func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	const n = 20_000
+	// Ids are UUIDv7, in creation order: the record made first is the oldest.
+	older := newRecord(n, "q-00007")
+	older.CreatedAt = older.CreatedAt.Add(-time.Hour)
+	recs := make([]dlq.Record, 0, n+2)
+	for i := range n {
+		recs = append(recs, newRecord(int64(i), fmt.Sprintf("q-%05d", i)))
+	}
+	dead := newRecord(n+1, "q-00007")
+	dead.State, dead.Exhaustion, dead.NextRetryAt = dlq.StateDiscarded, dlq.ExhaustionDeadLetter, nil
+	dead.DiscardedAt = &dead.CreatedAt
+	recs = append(recs, older, dead)
+	for start := 0; start < len(recs); start += 5000 {
+		if _, err := s.InsertRecords(ctx, recs[start:min(start+5000, len(recs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	began := time.Now()
+	counts, err := s.QueueCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("QueueCounts of %d queues: %v", len(counts), time.Since(began).Round(time.Millisecond))
+	if len(counts) != n || counts["q-00007"]["retryable"] != 2 || counts["q-00007"]["discarded"] != 1 ||
+		counts["q-00007"]["dead_letter"] != 1 || counts["q-00001"]["retryable"] != 1 {
+		t.Errorf("QueueCounts: %d queues, q-00007 %v, q-00001 %v", len(counts), counts["q-00007"], counts["q-00001"])
+	}
+
+	names := make([]string, 0, n+1)
+	for q := range counts {
+		names = append(names, q)
+	}
+	names = append(names, "no-records")
+	began = time.Now()
+	oldest, err := s.OldestRecords(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("OldestRecords of %d queues: %v", len(names), time.Since(began).Round(time.Millisecond))
+	if len(oldest) != n || !oldest["q-00007"].Equal(older.CreatedAt) || !oldest["q-00001"].Equal(recs[1].CreatedAt) {
+		t.Errorf("OldestRecords: %d queues, q-00007 %v (want %v)", len(oldest), oldest["q-00007"], older.CreatedAt)
+	}
+	if _, ok := oldest["no-records"]; ok {
+		t.Error("OldestRecords lists a queue without records")
+	}
+
+	// Blocked records are read for the queues asked about only.
+	f := dlq.DeliveryFailure{Reason: dlq.ReasonBroker, Message: "down", FailedAt: time.Now().UTC(), Failures: 1, NextAttemptAt: time.Now().Add(time.Minute)}
+	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET redelivery_failure = $1 WHERE queue IN ('q-00001', 'q-00002')`, f); err != nil {
+		t.Fatal(err)
+	}
+	blocked, err := s.BlockedQueues(ctx, []string{"q-00002", "q-00003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocked) != 1 || blocked["q-00002"].Records != 1 || blocked["q-00002"].Reason != dlq.ReasonBroker {
+		t.Errorf("BlockedQueues(q-00002, q-00003) = %+v, want q-00002 alone", blocked)
 	}
 }

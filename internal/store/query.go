@@ -45,6 +45,10 @@ type Filter struct {
 	// NotQueues excludes records of these queues (bulk retries leave out
 	// Redrive's own topics: such records need a target topic of their own).
 	NotQueues []string
+	// NotInternal excludes records whose queue is named as Kafka's internal
+	// topics are ("__…"): retries leave them out as they leave out
+	// Redrive's own topics (dlq.ReservedTopics).
+	NotInternal bool
 }
 
 // PathMatch is a JSON match on the payload: the value at Path (object keys,
@@ -118,6 +122,9 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if len(f.NotQueues) > 0 {
 		add("queue <> ALL($%d)", f.NotQueues)
+	}
+	if f.NotInternal {
+		conds = append(conds, "left(queue, 2) <> '__'")
 	}
 	if f.State != "" {
 		add("state = $%d", string(f.State))
@@ -202,35 +209,45 @@ const countCap = 10000
 
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
-	cond, args := p.where(nil)
-	total, capped, estimated, err := s.countFor(ctx, &p.Filter)
+	records, total, err := listRows(ctx, s, p, readColumns, scanRecord)
 	if err != nil {
 		return nil, err
 	}
-	if p.BeforeID != "" {
-		args = append(args, p.BeforeID)
-		cond += fmt.Sprintf(" AND id < $%d", len(args))
-	}
-	// One extra row tells whether another page follows.
-	args = append(args, p.Limit+1)
-	query := fmt.Sprintf("SELECT %s FROM redrive_record WHERE %s ORDER BY id DESC LIMIT $%d", readColumns, cond, len(args))
-	if p.BeforeID == "" && p.Offset > 0 {
-		args = append(args, p.Offset)
-		query += fmt.Sprintf(" OFFSET $%d", len(args))
-	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list records: %w", err)
-	}
-	records, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return nil, fmt.Errorf("list records: %w", err)
-	}
-	page := &Page{Records: records, Total: total, TotalCapped: capped, TotalEstimated: estimated}
+	page := &Page{Records: records, Total: total.n, TotalCapped: total.capped, TotalEstimated: total.estimated}
 	if len(records) > p.Limit {
 		page.Records, page.HasMore = records[:p.Limit], true
 	}
 	return page, nil
+}
+
+// listTotal is what countFor found.
+type listTotal struct {
+	n                 int64
+	capped, estimated bool
+}
+
+// listRows reads the page p selects (and one row more, which tells whether
+// another page follows) as columns, with scan; and the filter's total.
+func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns string, scan pgx.RowToFunc[T]) ([]T, listTotal, error) {
+	var total listTotal
+	var err error
+	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter)
+	if err != nil {
+		return nil, total, err
+	}
+	cond, args := p.where(nil)
+	if p.BeforeID != "" {
+		args = append(args, p.BeforeID)
+		cond += fmt.Sprintf(" AND id < $%d", len(args))
+	}
+	args = append(args, p.Limit+1)
+	query := fmt.Sprintf("SELECT %s FROM redrive_record WHERE %s ORDER BY id DESC LIMIT $%d", columns, cond, len(args))
+	if p.BeforeID == "" && p.Offset > 0 {
+		args = append(args, p.Offset)
+		query += fmt.Sprintf(" OFFSET $%d", len(args))
+	}
+	rows, err := collect(ctx, s.pool, "list records", scan, query, args...)
+	return rows, total, err
 }
 
 // countBudget bounds the time spent counting for a filter the count table
@@ -301,7 +318,7 @@ func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
 // countWhere renders the dimension part of f over redrive_record_count.
 func (f *Filter) countWhere() (string, []any) {
 	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident,
-		NotQueues: f.NotQueues}
+		NotQueues: f.NotQueues, NotInternal: f.NotInternal}
 	cond, args := g.where(nil)
 	if f.Exhaustion != "" {
 		args = append(args, string(f.Exhaustion))

@@ -249,17 +249,17 @@ type Blocked struct {
 	Since time.Time
 }
 
-// BlockedQueues returns, per queue, its records whose redelivery keeps failing
-// (one queue when queue is set). Queues with none are absent. A partial index
-// keeps it cheap: only blocked records are read.
-func (s *Store) BlockedQueues(ctx context.Context, queue string) (map[string]Blocked, error) {
+// BlockedQueues returns, for each of queues, its records whose redelivery
+// keeps failing. Queues with none are absent. A partial index keeps it cheap:
+// only the blocked records of those queues are read.
+func (s *Store) BlockedQueues(ctx context.Context, queues []string) (map[string]Blocked, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT queue, count(*),
 		       (array_agg(redelivery_failure->>'reason' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
 		       (array_agg(redelivery_failure->>'message' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
 		       min((redelivery_failure->>'failed_at')::timestamptz)
-		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND ($1 = '' OR queue = $1)
-		GROUP BY queue`, queue)
+		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND queue = ANY($1)
+		GROUP BY queue`, queues)
 	if err != nil {
 		return nil, fmt.Errorf("blocked queues: %w", err)
 	}

@@ -74,6 +74,37 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 	return st, nil
 }
 
+// QueueCounts reads, from the count table, each source topic's records by
+// state, with "dead_letter" and "discard" splitting discarded records by
+// exhaustion (Stats' ByQueueState, without the rest): one row per queue,
+// state and exhaustion, whatever the number of records.
+func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, state, exhaustion, sum(n)::bigint FROM redrive_record_count
+		GROUP BY 1, 2, 3 HAVING sum(n) <> 0`)
+	if err != nil {
+		return nil, fmt.Errorf("read queue counts: %w", err)
+	}
+	out := map[string]map[string]int64{}
+	var q, state, exh string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&q, &state, &exh, &n}, func() error {
+		m := out[q]
+		if m == nil {
+			m = make(map[string]int64, 4)
+			out[q] = m
+		}
+		m[state] += n
+		if exh != "" {
+			m[exh] += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read queue counts: %w", err)
+	}
+	return out, nil
+}
+
 // CompactCounts folds the count table's rows into one per dimension tuple.
 // Writers only ever append to it, so this keeps Stats cheap; running it
 // concurrently with writers or with itself is safe (each run folds only the

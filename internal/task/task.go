@@ -165,6 +165,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 	}
 	if t.Kind == store.TaskRetry {
 		filter.NotQueues = append(filter.NotQueues, r.cfg.OwnTopics...)
+		filter.NotInternal = true
 	}
 	batch := t.BatchSize
 	if batch <= 0 || batch > r.cfg.BatchSize {

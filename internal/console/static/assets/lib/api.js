@@ -33,11 +33,14 @@ function headers(extra = {}) {
 }
 
 // api calls the API and returns its JSON; a non-2xx answer throws an APIError
-// carrying the API's message and details.
+// carrying the API's message and details. Every write says
+// Content-Type: application/json, with a body or without one: the API
+// refuses writes without it (an HTML form on another site cannot send it).
 export async function api(path, { method = "GET", body, signal } = {}) {
+  const write = method !== "GET" && method !== "HEAD";
   const resp = await fetch(path, {
     method, signal,
-    headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+    headers: headers(write ? { "Content-Type": "application/json" } : {}),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await resp.text();

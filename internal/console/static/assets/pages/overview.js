@@ -1,17 +1,34 @@
-// The overview: queues with their depth, age, last hour and delivery state;
-// incidents; the newest failures. It refreshes itself from the event stream.
+// The overview: the top queues (by a sort the operator picks, searched on the
+// server) with their depth, age, last hour and delivery state; incidents; the
+// newest failures. It refreshes itself from the event stream.
+//
+// However many queues there are, the page holds a page of them: the API
+// sorts, searches and pages (GET /ojs/v1/queues), and "more" asks for the
+// next page. A live refresh asks again for as many as are shown, no more.
 
 import { el, fill, link, table, ago, plural } from "../lib/dom.js";
 import { api, subscribe } from "../lib/api.js";
 import { render, throttled } from "../lib/page.js";
 import { recordsTable } from "./records.js";
 
+// SORTS are the orders the queue list offers (the API's sort values).
+const SORTS = [["depth", "Waiting"], ["dead_letter", "Dead letters"], ["total", "Total"], ["oldest", "Oldest record"], ["name", "Name"]];
+const TOP = 20;
+const MAX_LIMIT = 1000; // the API's largest page
+const SEARCH_DELAY = 250; // ms of no typing before a search is sent
+
 export async function overview(signal) {
-  const body = el("div", {}, await overviewSections(signal));
+  const queues = queueList(signal, { pageSize: TOP, defaultSort: "depth" });
+  const rest = el("div", {});
+  const [, sections] = await Promise.all([queues.load(), otherSections(signal)]);
+  fill(rest, sections);
   const live = liveIndicator();
-  render(el("div", { class: "title" }, el("h1", {}, "Overview"), live), body);
+  render(el("div", { class: "title" }, el("h1", {}, "Overview"), live), queues.node, rest);
   const refresh = throttled(1000, signal, async () => {
-    try { fill(body, await overviewSections(signal)); } catch { /* the next event retries */ }
+    try {
+      const [, sections] = await Promise.all([queues.reload(), otherSections(signal)]);
+      fill(rest, sections);
+    } catch { /* the next event retries */ }
   });
   // A reconnected stream may have missed events: refresh on each but the first.
   let connects = 0;
@@ -22,23 +39,106 @@ export async function overview(signal) {
 }
 
 export async function queues(signal) {
-  const page = await api("/ojs/v1/queues", { signal });
-  render(el("h1", {}, "Queues"), queuesTable(page.items || []));
+  const list = queueList(signal, { pageSize: 50, defaultSort: "name" });
+  await list.load();
+  render(el("h1", {}, "Queues"), list.node);
 }
 
-async function overviewSections(signal) {
-  const [queues, incidents, newest] = await Promise.all([
-    api("/ojs/v1/queues", { signal }), api("/ojs/v1/incidents?limit=10", { signal }), api("/ojs/v1/dead-letter?limit=10", { signal }),
+async function otherSections(signal) {
+  const [incidents, newest] = await Promise.all([
+    api("/ojs/v1/incidents?limit=10", { signal }), api("/ojs/v1/dead-letter?limit=10", { signal }),
   ]);
-  const qs = queues.items || [];
   return [
-    el("h2", {}, "Queues"),
-    qs.length === 0 ? empty() : queuesTable(qs),
     el("h2", {}, "Incidents ", link("/ui/incidents", "all", { class: "small" })),
     incidentsTable(incidents.items || []),
     el("h2", {}, "Newest failures ", link("/ui/records", "all", { class: "small" })),
     recordsTable(newest.items || []),
   ];
+}
+
+// queueList is a page of queues with a search box, a sort and "more". The
+// sort and search are kept in the URL (?sort=…&q=…) so a view can be shared.
+// load shows the first page; reload asks again for as many as are shown.
+function queueList(signal, { pageSize, defaultSort }) {
+  const params = new URLSearchParams(location.search);
+  let sort = SORTS.some(([s]) => s === params.get("sort")) ? params.get("sort") : defaultSort;
+  let q = (params.get("q") || "").trim();
+  let items = [], next = "", total = 0, generation = 0, timer = null;
+
+  const search = el("input", { id: "queue-search", type: "search", value: q, maxlength: "249", autocomplete: "off",
+    spellcheck: "false", placeholder: "part of a name" });
+  const sortBy = el("select", { id: "queue-sort" }, SORTS.map(([v, label]) => el("option", { value: v, selected: v === sort }, label)));
+  const count = el("span", { id: "queue-count", class: "muted", role: "status", "aria-live": "polite" });
+  const controls = el("form", { class: "queuebar", role: "search", "aria-label": "Queues", onsubmit: (e) => { e.preventDefault(); searchNow(); } },
+    el("label", { for: "queue-search" }, "Search queues"), search,
+    el("label", { for: "queue-sort" }, "Sort by"), sortBy, count);
+  const list = el("div", { id: "queue-list" });
+  const more = el("button", { type: "button", id: "queue-more", class: "secondary", hidden: true, onclick: () => showMore() }, `Show ${pageSize} more`);
+  const node = el("section", { "aria-labelledby": "queues-title" }, el("h2", { id: "queues-title" }, "Queues"), controls, list, more);
+
+  const fetchPage = (limit, cursor) => {
+    const p = new URLSearchParams({ limit: String(limit), sort });
+    if (q) p.set("q", q);
+    if (cursor) p.set("cursor", cursor);
+    return api("/ojs/v1/queues?" + p, { signal });
+  };
+  const take = (page) => {
+    next = page.pagination.has_more ? page.pagination.next_cursor || "" : "";
+    total = page.pagination.total;
+  };
+  const show = () => {
+    const none = total === 0 && !q;
+    controls.hidden = none;
+    more.hidden = !next;
+    if (none) { fill(list, empty()); return; }
+    count.textContent = q
+      ? `${plural(total, "queue")} ${total === 1 ? "matches" : "match"} “${q}”${items.length < total ? `; showing ${items.length}` : ""}`
+      : `${items.length < total ? `Showing ${items.length} of ` : ""}${plural(total, "queue")}`;
+    fill(list, items.length ? queuesTable(items) : el("p", { class: "muted empty-list" }, `No queue name contains “${q}”.`));
+  };
+  // load replaces the list by its first limit queues; a newer load (or
+  // "more") wins over one still on its way.
+  const load = async (limit = pageSize) => {
+    const g = ++generation;
+    const page = await fetchPage(Math.min(limit, MAX_LIMIT));
+    if (g !== generation) return;
+    items = page.items || [];
+    take(page);
+    show();
+  };
+  const showMore = async () => {
+    const g = ++generation;
+    more.disabled = true;
+    try {
+      const page = await fetchPage(pageSize, next);
+      if (g !== generation) return;
+      items = items.concat(page.items || []);
+      take(page);
+      show();
+    } catch (e) {
+      if (e.name !== "AbortError") count.textContent = e.message;
+    } finally { more.disabled = false; }
+  };
+  const keepInURL = () => {
+    const p = new URLSearchParams(location.search);
+    if (sort === defaultSort) p.delete("sort"); else p.set("sort", sort);
+    if (q) p.set("q", q); else p.delete("q");
+    history.replaceState(null, "", location.pathname + (p.toString() ? "?" + p : ""));
+  };
+  const changed = async () => {
+    keepInURL();
+    try { await load(); } catch (e) { if (e.name !== "AbortError") count.textContent = e.message; }
+  };
+  const searchNow = () => {
+    clearTimeout(timer);
+    if (search.value.trim() === q) return;
+    q = search.value.trim();
+    changed();
+  };
+  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(searchNow, SEARCH_DELAY); });
+  sortBy.addEventListener("change", () => { sort = sortBy.value; changed(); });
+  signal.addEventListener("abort", () => clearTimeout(timer));
+  return { node, load: () => load(pageSize), reload: () => load(Math.max(items.length, pageSize)) };
 }
 
 export function liveIndicator() {
@@ -54,7 +154,7 @@ function queuesTable(qs) {
   return table(
     ["Queue", "State", "Delivery", "Waiting", "Dead letters", "Discarded", "Total", "Oldest", "Added (1 h)", "Retried (1 h)"],
     qs.map((q) => el("tr", {},
-      el("td", {}, link(`/ui/queues/${encodeURIComponent(q.name)}`, q.name)),
+      el("td", { class: "qname" }, link(`/ui/queues/${encodeURIComponent(q.name)}`, q.name)),
       el("td", { class: `qstate-${q.state}` }, q.state),
       el("td", { class: q.delivery.state === "blocked" ? "blocked" : "" },
         q.delivery.state === "blocked" ? `blocked: ${plural(q.delivery.blocked_records, "record")} (${q.delivery.reason})` : "ok"),

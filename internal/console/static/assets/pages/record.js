@@ -7,6 +7,7 @@ import { render } from "../lib/page.js";
 import { go, reload } from "../lib/nav.js";
 import { writeButton, confirmThen } from "../lib/write.js";
 import { valueView } from "../lib/value.js";
+import { pretty } from "../lib/json.js";
 import { scheduleView } from "../lib/schedule.js";
 import { stateText } from "./records.js";
 import { retryEditor } from "./retry_edit.js";
@@ -72,7 +73,7 @@ export async function record(signal, id) {
       el("div", {}, el("strong", {}, `attempt ${e.attempt}: ${e.type}`), " ", e.code ? el("span", { class: "tag" }, e.code) : null, " ", ago(e.occurred_at)),
       el("div", { class: "msg" }, e.message),
       (e.backtrace || []).length ? el("details", {}, el("summary", {}, `Backtrace (${e.backtrace.length} frames)`), el("pre", {}, e.backtrace.join("\n"))) : null,
-      e.details ? el("details", {}, el("summary", {}, "Details"), el("pre", {}, JSON.stringify(e.details, null, 2))) : null))),
+      e.details ? el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(e.details))) : null))),
   );
 }
 

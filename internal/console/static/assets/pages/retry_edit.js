@@ -6,11 +6,13 @@ import { el, fill, status } from "../lib/dom.js";
 import { api } from "../lib/api.js";
 import { reload } from "../lib/nav.js";
 import { diffView } from "../lib/diff.js";
+import { pretty, stringify } from "../lib/json.js";
 
 // original is the value as the editor starts with it: pretty JSON for a JSON
-// payload (so the diff is by line), else the value as stored.
+// payload (so the diff is by line; compact past PRETTY_DEPTH levels), else
+// the value as stored.
 function original(r) {
-  if (r.payload !== undefined) return JSON.stringify(r.payload, null, 2);
+  if (r.payload !== undefined) return pretty(r.payload);
   return r.value ?? "";
 }
 
@@ -61,7 +63,7 @@ export function retryEditor(r, outcome, close, signal) {
     const changed = value.value !== before || encoding.value !== (r.value_encoding || "utf8");
     if (changed) {
       // A JSON value is sent compact: the pretty form is only for editing.
-      override.value = asJSON.checked ? JSON.stringify(JSON.parse(value.value)) : value.value;
+      override.value = asJSON.checked ? stringify(JSON.parse(value.value)) : value.value;
       override.value_encoding = encoding.value;
     }
     if (t && t !== r.queue) override.queue = t;
@@ -83,7 +85,7 @@ export function retryEditor(r, outcome, close, signal) {
     }
     fill(review,
       el("h3", {}, "Review"),
-      changed ? [el("p", {}, "Value (- original, + redelivered):"), diffView(before, asJSON.checked ? JSON.stringify(JSON.parse(value.value), null, 2) : value.value)] : el("p", {}, "Value: unchanged."),
+      changed ? [el("p", {}, "Value (- original, + redelivered):"), diffView(before, asJSON.checked ? pretty(JSON.parse(value.value)) : value.value)] : el("p", {}, "Value: unchanged."),
       el("p", {}, "Target topic: ", override.queue ? el("strong", {}, `${r.queue} → ${override.queue}`) : `unchanged (${t || r.queue})`),
       hs.length ? el("ul", { class: "header-changes" }, hs.map((h) => {
         const old = (r.headers || []).filter((x) => x.key === h.key).map((x) => x.value);

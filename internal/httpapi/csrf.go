@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// securityHeaders marks every response as not to be framed (no page may put
+// the API, or an error of it, in a frame) nor sniffed as another type.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		return next(c)
+	}
+}
+
+// guardWrites refuses a state-changing call (POST, PUT, PATCH, DELETE) that
+// a page on another site could have made in a visitor's browser — the only
+// protection there is when authentication is disabled (redrive dev):
+//
+//   - its Content-Type must be application/json, with or without a body. A
+//     cross-origin form or a "simple" fetch can only send
+//     application/x-www-form-urlencoded, multipart/form-data or text/plain;
+//     anything else needs a CORS preflight, which this server never grants.
+//     The compatibility routes also take a request that carries X-API-Key
+//     (a header a form cannot send either), as the reference DLQ's clients
+//     send no Content-Type;
+//   - its Origin, when the browser sent one, must be this server, and
+//     Sec-Fetch-Site must not say cross-site or same-site.
+//
+// Curl, the CLI and other clients outside a browser are not affected beyond
+// sending the header.
+func (s *Server) guardWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, ok := s.routeOf(c)
+		req := c.Request()
+		if !ok || !isWrite(req.Method) {
+			return next(c)
+		}
+		if msg := crossSite(req); msg != "" {
+			return &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
+				Message: msg + "; state-changing calls are accepted only from this server's own pages and from clients outside a browser",
+				Details: map[string]any{"parameter": "Origin"}}
+		}
+		if !jsonMediaType(req.Header.Get(echo.HeaderContentType)) &&
+			!(r.headerOnlyXAPIKey && strings.TrimSpace(req.Header.Get("X-API-Key")) != "") {
+			got := req.Header.Get(echo.HeaderContentType)
+			if got == "" {
+				got = "none"
+			} else {
+				got = jsonString(got)
+			}
+			return &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeInvalidRequest,
+				Message: "Content-Type: must be application/json on every " + req.Method +
+					" (also one without a body), got " + got,
+				Details: map[string]any{"parameter": "Content-Type"}}
+		}
+		return next(c)
+	}
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// jsonMediaType reports whether a Content-Type is application/json (or
+// another +json type), parameters such as charset allowed.
+func jsonMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// crossSite says why a request comes from a page of another origin, or "".
+// Origin is compared with Host (or X-Forwarded-Host, which a proxy that
+// rewrites Host should set; a browser page cannot set it without a
+// preflight), default ports aside.
+func crossSite(req *http.Request) string {
+	switch site := req.Header.Get("Sec-Fetch-Site"); site {
+	case "cross-site", "same-site":
+		return "Sec-Fetch-Site: the call comes from a page of another origin (" + site + ")"
+	}
+	origin := req.Header.Get("Origin")
+	if origin == "" {
+		return ""
+	}
+	u, err := url.Parse(origin)
+	if origin == "null" || err != nil || u.Host == "" {
+		return "Origin: the call comes from a page without an origin of its own (" + jsonString(origin) + ")"
+	}
+	own := []string{req.Host}
+	if fwd := req.Header.Get("X-Forwarded-Host"); fwd != "" {
+		own = append(own, strings.TrimSpace(strings.Split(fwd, ",")[0]))
+	}
+	for _, h := range own {
+		if strings.EqualFold(hostPort(h, u.Scheme), hostPort(u.Host, u.Scheme)) {
+			return ""
+		}
+	}
+	return "Origin: the call comes from a page of another origin (" + jsonString(origin) + ")"
+}
+
+// hostPort drops the scheme's default port from host.
+func hostPort(host, scheme string) string {
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		return host
+	}
+	if scheme == "http" && port == "80" || scheme == "https" && port == "443" {
+		if strings.Contains(h, ":") {
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return host
+}

@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// What a preview listing (ListPreviews) reads of a record's parts that a
+// producer or an operator sizes: Postgres cuts them, so a page of 1,000
+// records of 1 MB each reads a few MB, not a GB. Each bound is in bytes of
+// the original (or characters of stored text, which the API cuts to bytes).
+const (
+	// PreviewKeyBytes and PreviewValueBytes bound the key and value read.
+	PreviewKeyBytes   = 1024
+	PreviewValueBytes = 4096
+	// PreviewHeaders is how many headers are read, the first ones, each key
+	// cut to PreviewHeaderKeyBytes and each value to PreviewHeaderValueBytes.
+	PreviewHeaders          = 20
+	PreviewHeaderKeyBytes   = 128
+	PreviewHeaderValueBytes = 256
+	// Only the latest error is read, its type cut to PreviewErrorTypeBytes,
+	// its message to PreviewMessageBytes, its backtrace to the first
+	// PreviewBacktraceLines lines of at most PreviewBacktraceLineBytes,
+	// its details left out ({}) when longer than PreviewDetailsBytes.
+	PreviewErrorTypeBytes     = 256
+	PreviewMessageBytes       = 1024
+	PreviewBacktraceLines     = 10
+	PreviewBacktraceLineBytes = 256
+	PreviewDetailsBytes       = 1024
+	// PreviewJSONBytes bounds retry and meta: longer ones read as {}.
+	PreviewJSONBytes = 2048
+	// PreviewRedeliveryBytes bounds an operator's pending edit (its value and
+	// headers): a longer one reads as its target topic only.
+	PreviewRedeliveryBytes = 4096
+)
+
+// RecordPreview is a record as a preview listing reads it: Key and Value
+// are prefixes of at most PreviewKeyBytes and PreviewValueBytes; Headers the
+// first PreviewHeaders, each key and value a prefix (a base64-encoded value
+// decodes to at least PreviewHeaderValueBytes); Errors the latest error
+// only, cut; Retry and Meta {} when longer than PreviewJSONBytes; Redelivery
+// its topic only when longer than PreviewRedeliveryBytes. The rest says what
+// was cut.
+type RecordPreview struct {
+	Record dlq.Record
+	// KeySize and ValueSize are the bytes of the whole key and value; -1
+	// for a null key or value.
+	KeySize, ValueSize int
+	// HeaderSizes are the bytes of each read header's whole key and value.
+	HeaderSizes []HeaderSize
+	// HeaderCount and ErrorCount are how many headers and errors the record has.
+	HeaderCount, ErrorCount int
+	// ErrorCut says the latest error's type, message, backtrace or details were cut.
+	ErrorCut bool
+	// RetryCut, MetaCut and RedeliveryCut say those were left out.
+	RetryCut, MetaCut, RedeliveryCut bool
+	// FirstErrorAt is when the oldest error kept happened (nil without errors).
+	FirstErrorAt *time.Time
+}
+
+// HeaderSize is the size of a whole header, in bytes.
+type HeaderSize struct {
+	Key   int `json:"key_size"`
+	Value int `json:"value_size"`
+}
+
+// previewExpr replaces a column of readColumns with an expression that cuts it.
+var previewExpr = map[string]string{
+	"key":   fmt.Sprintf("substring(key from 1 for %d)", PreviewKeyBytes),
+	"value": fmt.Sprintf("substring(value from 1 for %d)", PreviewValueBytes),
+	// The first headers, keys and values cut (base64: whole 4-character
+	// groups, so the prefix decodes), with the sizes of the whole ones.
+	"headers": fmt.Sprintf(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
+		'key', left(h->>'key', %[2]d),
+		'value', CASE WHEN h->>'encoding' = 'base64' THEN left(h->>'value', %[4]d) ELSE left(h->>'value', %[3]d) END,
+		'encoding', h->>'encoding',
+		'key_size', octet_length(h->>'key'),
+		'value_size', CASE WHEN h->>'encoding' = 'base64'
+			THEN octet_length(h->>'value') / 4 * 3 - (CASE WHEN right(h->>'value', 2) = '==' THEN 2 WHEN right(h->>'value', 1) = '=' THEN 1 ELSE 0 END)
+			ELSE octet_length(h->>'value') END) ORDER BY n), '[]'::jsonb)
+		FROM jsonb_array_elements(headers) WITH ORDINALITY AS x(h, n) WHERE n <= %[1]d)`,
+		PreviewHeaders, PreviewHeaderKeyBytes, PreviewHeaderValueBytes, (PreviewHeaderValueBytes+2)/3*4+4),
+	// The latest error, cut.
+	"errors": fmt.Sprintf(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
+		'attempt', e->'attempt', 'type', left(e->>'type', %[1]d), 'message', left(e->>'message', %[2]d),
+		'code', e->'code', 'occurred_at', e->'occurred_at',
+		'backtrace', coalesce((SELECT jsonb_agg(left(l, %[4]d) ORDER BY n) FROM jsonb_array_elements_text(
+			CASE WHEN jsonb_typeof(e->'backtrace') = 'array' THEN e->'backtrace' ELSE '[]'::jsonb END) WITH ORDINALITY AS b(l, n)
+			WHERE n <= %[3]d), '[]'::jsonb),
+		'details', CASE WHEN octet_length((e->'details')::text) <= %[5]d THEN e->'details' ELSE '{}'::jsonb END)), '[]'::jsonb)
+		FROM (SELECT errors->-1 AS e) x WHERE e IS NOT NULL)`,
+		PreviewErrorTypeBytes, PreviewMessageBytes, PreviewBacktraceLines, PreviewBacktraceLineBytes, PreviewDetailsBytes),
+	"retry": fmt.Sprintf("CASE WHEN octet_length(retry::text) <= %d THEN retry ELSE '{}'::jsonb END", PreviewJSONBytes),
+	"meta":  fmt.Sprintf("CASE WHEN octet_length(meta::text) <= %d THEN meta ELSE '{}'::jsonb END", PreviewJSONBytes),
+	"redelivery": fmt.Sprintf("CASE WHEN octet_length(redelivery::text) <= %d THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END",
+		PreviewRedeliveryBytes),
+}
+
+// previewExtra are the columns a preview reads after readColumns: sizes,
+// counts and what was cut.
+var previewExtra = []string{
+	"coalesce(octet_length(key), -1)", "coalesce(octet_length(value), -1)",
+	"jsonb_array_length(headers)", "jsonb_array_length(errors)",
+	fmt.Sprintf(`coalesce((SELECT length(e->>'type') > %[1]d OR length(e->>'message') > %[2]d
+		OR (jsonb_typeof(e->'backtrace') = 'array' AND (jsonb_array_length(e->'backtrace') > %[3]d
+			OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e->'backtrace') l WHERE length(l) > %[4]d)))
+		OR octet_length((e->'details')::text) > %[5]d FROM (SELECT errors->-1 AS e) x), false)`,
+		PreviewErrorTypeBytes, PreviewMessageBytes, PreviewBacktraceLines, PreviewBacktraceLineBytes, PreviewDetailsBytes),
+	fmt.Sprintf("octet_length(retry::text) > %d", PreviewJSONBytes),
+	fmt.Sprintf("octet_length(meta::text) > %d", PreviewJSONBytes),
+	fmt.Sprintf("coalesce(octet_length(redelivery::text) > %d, false)", PreviewRedeliveryBytes),
+	"(errors->0->>'occurred_at')::timestamptz",
+}
+
+// previewColumns are readColumns with the cutting expressions, then previewExtra.
+var previewColumns = func() string {
+	cols := strings.Split(readColumns, ", ")
+	for i, c := range cols {
+		if e, ok := previewExpr[c]; ok {
+			cols[i] = e
+		}
+	}
+	return strings.Join(append(cols, previewExtra...), ", ")
+}()
+
+// previewHeadersAt is where the headers column is among readColumns.
+var previewHeadersAt = slices.Index(strings.Split(readColumns, ", "), "headers")
+
+// extraRow scans a row's columns past readColumns into extra, and keeps
+// the headers column as read (the preview's carries the sizes).
+type extraRow struct {
+	pgx.CollectableRow
+	extra   []any
+	headers *[]byte
+}
+
+func (r extraRow) Scan(dest ...any) error {
+	if err := r.CollectableRow.Scan(append(dest, r.extra...)...); err != nil {
+		return err
+	}
+	if b, ok := dest[previewHeadersAt].(*[]byte); ok {
+		*r.headers = *b
+	}
+	return nil
+}
+
+func scanPreview(row pgx.CollectableRow) (RecordPreview, error) {
+	var p RecordPreview
+	var headers []byte
+	var errorCut, retryCut, metaCut, redeliveryCut *bool
+	rec, err := scanRecord(extraRow{row, []any{&p.KeySize, &p.ValueSize, &p.HeaderCount, &p.ErrorCount,
+		&errorCut, &retryCut, &metaCut, &redeliveryCut, &p.FirstErrorAt}, &headers})
+	if err != nil {
+		return p, err
+	}
+	p.Record = rec
+	p.ErrorCut, p.RetryCut, p.MetaCut, p.RedeliveryCut = isTrue(errorCut), isTrue(retryCut), isTrue(metaCut), isTrue(redeliveryCut)
+	if err := json.Unmarshal(headers, &p.HeaderSizes); err != nil {
+		return p, fmt.Errorf("decode header sizes: %w", err)
+	}
+	if len(p.HeaderSizes) != len(rec.Headers) {
+		return p, fmt.Errorf("decode header sizes: %d for %d headers", len(p.HeaderSizes), len(rec.Headers))
+	}
+	return p, nil
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// PreviewPage is one page of a preview listing.
+type PreviewPage struct {
+	Records []RecordPreview
+	Total   int64
+	// TotalCapped and TotalEstimated are as in Page.
+	TotalCapped, TotalEstimated bool
+	HasMore                     bool
+}
+
+// ListPreviews is List with every record's producer-sized parts cut in
+// Postgres (see RecordPreview): the page's size is bounded by its limit,
+// not by the size of its records.
+func (s *Store) ListPreviews(ctx context.Context, p *ListParams) (*PreviewPage, error) {
+	records, total, err := listRows(ctx, s, p, previewColumns, scanPreview)
+	if err != nil {
+		return nil, err
+	}
+	page := &PreviewPage{Records: records, Total: total.n, TotalCapped: total.capped, TotalEstimated: total.estimated}
+	if len(records) > p.Limit {
+		page.Records, page.HasMore = records[:p.Limit], true
+	}
+	return page, nil
+}
+
+// RecordPart returns the whole key or value (part) of record id, nil when it
+// is null, or ErrNotFound.
+func (s *Store) RecordPart(ctx context.Context, id, part string) ([]byte, error) {
+	if part != "key" && part != "value" {
+		return nil, fmt.Errorf("record part %q: must be key or value", part)
+	}
+	var b []byte
+	var null bool
+	err := s.pool.QueryRow(ctx, "SELECT "+part+", "+part+" IS NULL FROM redrive_record WHERE id = $1", id).Scan(&b, &null)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get record %s %s: %w", id, part, err)
+	}
+	if null {
+		return nil, nil
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
+}
