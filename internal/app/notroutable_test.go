@@ -29,7 +29,9 @@ func TestForgedRecordsFromOwnTopicsAreNotRoutable(t *testing.T) {
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), append(forged, failure(now, "orders", "t", "db.down", dlq.CodeRetry, "ok"))...)
 
 	l := b.waitFor(t, "error_type="+dlq.ErrorTypeNotRoutable+"&exhaustion=dead_letter", len(forged))
-	for _, r := range l.Items {
+	for _, item := range l.Items {
+		var r record // the whole record: a list shows the latest error only
+		b.get(t, "/ojs/v1/dead-letter/"+item.ID, &r)
 		if r.State != "discarded" || r.NextRetryAt != nil || len(r.Errors) != 2 ||
 			r.Errors[0].Type != "db.down" || r.Errors[1].Type != dlq.ErrorTypeNotRoutable {
 			t.Errorf("queue %s: state %s, errors %+v; want a dead letter saying it is not routable", r.Queue, r.State, r.Errors)

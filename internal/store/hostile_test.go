@@ -237,3 +237,30 @@ func TestMinimalFormBoundsIdentifiers(t *testing.T) {
 		t.Errorf("count by bounded type = %d, %v", n, err)
 	}
 }
+
+// A list's previews read hostile records as a get does: a header key that is
+// not UTF-8 byte for byte with its size, and why a payload is omitted.
+func TestPreviewsOfHostileRecords(t *testing.T) {
+	s := setup(t)
+	ctx := context.Background()
+	r := newRecord(1, "orders")
+	r.Headers = []dlq.Header{{Key: "\xff\x00k", Value: []byte("v")}, {Key: "plain", Value: []byte("v")}}
+	r.Value = nested(20000, false)
+	if _, err := s.InsertRecords(ctx, []dlq.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListPreviews(ctx, &store.ListParams{Limit: 10})
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("ListPreviews = %v", err)
+	}
+	p := page.Records[0]
+	if h := p.Record.Headers; len(h) != 2 || h[0].Key != "\xff\x00k" || h[1].Key != "plain" {
+		t.Errorf("headers = %q", h)
+	}
+	if len(p.HeaderSizes) != 2 || p.HeaderSizes[0].Key != 3 {
+		t.Errorf("header sizes = %+v; want the first key's 3 bytes", p.HeaderSizes)
+	}
+	if !strings.Contains(p.Record.PayloadOmitted, "nested more than") {
+		t.Errorf("payload omitted = %q", p.Record.PayloadOmitted)
+	}
+}
