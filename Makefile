@@ -52,3 +52,4 @@ fuzz: ## Run each fuzz target for a short while
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./internal/envelope
 	$(GO) test -run '^$$' -fuzz FuzzParseDuration -fuzztime 30s ./internal/policy
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRetry -fuzztime 30s ./internal/policy
+	$(GO) test -run '^$$' -fuzz FuzzInsert -fuzztime 30s ./internal/store

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/policy"
 )
 
@@ -26,6 +27,17 @@ func defaultPoliciesDir() string {
 	return "policies"
 }
 
+// policyLimits are the retry policy limits serve would apply
+// (REDRIVE_RETRY_MAX_ATTEMPTS, REDRIVE_RETRY_MIN_INTERVAL), so that validate
+// and explain judge files as serve does.
+func policyLimits() (policy.Limits, error) {
+	cfg, err := config.Load(os.LookupEnv, nil)
+	if err != nil {
+		return policy.Limits{}, err
+	}
+	return policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}, nil
+}
+
 func policyValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [DIR]",
@@ -36,7 +48,11 @@ func policyValidateCmd() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			set, err := policy.LoadDir(dir)
+			limits, err := policyLimits()
+			if err != nil {
+				return err
+			}
+			set, err := limits.LoadDir(dir)
 			if err != nil {
 				return err
 			}
@@ -54,7 +70,11 @@ func policyExplainCmd() *cobra.Command {
 		Short: "Print the effective merged policy of TOPIC and its delay schedule (without jitter)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			set, err := policy.LoadDir(dir)
+			limits, err := policyLimits()
+			if err != nil {
+				return err
+			}
+			set, err := limits.LoadDir(dir)
 			if err != nil {
 				return err
 			}

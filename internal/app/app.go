@@ -106,7 +106,8 @@ func (a *App) init(ctx context.Context) error {
 	st := store.New(a.pool)
 	// The topics Redrive never produces a redelivery to: its own and Kafka's internal ones.
 	reserved := dlq.NewReservedTopics(reservedTopics(cfg)...)
-	if a.policies, err = policy.NewWatcher(cfg.PoliciesDir, reserved, a.log); err != nil {
+	limits := policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}
+	if a.policies, err = limits.NewWatcher(cfg.PoliciesDir, reserved, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
 	// Registered now, not in Run: a SIGHUP that arrives in between must reload
@@ -118,7 +119,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.store = st
-	a.queues = queue.New(a.policies.Current, st, a.log)
+	a.queues = queue.New(a.policies.Current, st, a.log).Within(limits)
 	a.queues.Reserve(reserved)
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
@@ -155,16 +156,18 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.ingester, err = ingest.New(ingest.Config{
-		Brokers:    cfg.KafkaBrokers,
-		Topics:     cfg.DLQTopics,
-		Group:      cfg.Group,
-		Policies:   a.queues,
-		Wake:       a.wake,
-		Events:     a.maint.events,
-		ClientOpts: append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
-		Now:        a.opts.Now,
-		Logger:     a.log,
-		Metrics:    a.metrics,
+		Brokers:     cfg.KafkaBrokers,
+		Topics:      cfg.DLQTopics,
+		Group:       cfg.Group,
+		Policies:    a.queues,
+		Reserved:    dlq.NewReservedTopics(reservedTopics(cfg)...),
+		RetryLimits: limits,
+		Wake:        a.wake,
+		Events:      a.maint.events,
+		ClientOpts:  append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
+		Now:         a.opts.Now,
+		Logger:      a.log,
+		Metrics:     a.metrics,
 	}, st)
 	if err != nil {
 		a.closeProducers()

@@ -22,7 +22,7 @@ func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	brokers := kafkatest.New(t, dlqTopic, "orders") // no "ghost", no archive topic, no auto-creation
-	b := start(t, brokers, nil, "REDRIVE_POLICIES_DIR", policies)
+	b := start(t, brokers, nil, "REDRIVE_POLICIES_DIR", policies, "REDRIVE_RETRY_MIN_INTERVAL", "100ms")
 	m := &mApp{base: b.base}
 	now := time.Now()
 	kafkatest.Produce(t, kafkatest.Client(t, brokers),

@@ -300,7 +300,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	// How soon a client sees a topic's new id when a produce fails (franz-go's
 	// default is 5s); ingest asks for its topics' ids every 5s on its own.
 	a, _ := apptest.Start(t, brokers, dbURL, app.Options{ExtraKafkaOpts: []kgo.Opt{kgo.MetadataMinAge(200 * time.Millisecond)}},
-		"REDRIVE_POLICIES_DIR", policies)
+		"REDRIVE_POLICIES_DIR", policies, "REDRIVE_RETRY_MIN_INTERVAL", "100ms")
 	base := "http://" + a.Addr()
 
 	load := startDLQLoad(t, brokers)

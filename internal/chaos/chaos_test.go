@@ -192,6 +192,8 @@ func TestChaos(t *testing.T) {
 		"REDRIVE_HTTP_ADDR":     httpAddr,
 		"REDRIVE_AUTH_DISABLED": "true",
 		"REDRIVE_POLICIES_DIR":  policies,
+		// The policies retry every half second (below the default floor).
+		"REDRIVE_RETRY_MIN_INTERVAL": "500ms",
 		// serve migrates the empty database on its first start.
 		"REDRIVE_MIGRATE_ON_START": "true",
 		// The same instance id on every restart: kfake's classic groups can

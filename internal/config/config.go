@@ -59,6 +59,13 @@ type Config struct {
 	TopicPartitions        int32
 	TopicReplicationFactor int16
 
+	// RetryMaxAttempts is the largest max_attempts a retry policy may set:
+	// policy files and API topic configs past it are refused, a record's
+	// redrive.retry header is clamped to it. Default: 100.
+	RetryMaxAttempts int
+	// RetryMinInterval is the shortest initial_interval and max_interval a
+	// retry policy may set, enforced the same way. Default: 1s.
+	RetryMinInterval time.Duration
 	// EventsMaxStreams bounds the open event streams (GET /ojs/v1/events) in
 	// total; EventsMaxStreamsPerKey per API key (per client address with
 	// auth disabled). Past either a stream is refused with 503 and
@@ -104,6 +111,10 @@ const (
 	maxGroupTimeout = time.Duration(math.MaxInt32) * time.Millisecond
 )
 
+// maxRetryMinInterval is the longest floor REDRIVE_RETRY_MIN_INTERVAL takes:
+// the longest interval a retry policy may have (P366D).
+const maxRetryMinInterval = 366 * 24 * time.Hour
+
 // Off is the value that turns off an optional topic (archive, events).
 const Off = "off"
 
@@ -132,6 +143,8 @@ var Settings = []Setting{
 	{"REDRIVE_CREATE_TOPICS", "create-topics", "true", "Create missing archive and events topics at start (false: only log an error naming each missing one).", setBool(func(c *Config) *bool { return &c.CreateTopics })},
 	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},
 	{"REDRIVE_TOPIC_REPLICATION_FACTOR", "topic-replication-factor", "-1", "Replication factor of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int16 { return &c.TopicReplicationFactor })},
+	{"REDRIVE_RETRY_MAX_ATTEMPTS", "retry-max-attempts", "100", "Largest max_attempts a retry policy may set: policy files and API topic configs past it are refused, a record's redrive.retry header is clamped to it.", setPositive(func(c *Config) *int { return &c.RetryMaxAttempts })},
+	{"REDRIVE_RETRY_MIN_INTERVAL", "retry-min-interval", "1s", "Shortest initial_interval and max_interval a retry policy may set, enforced the same way (a forged header cannot loop a record).", setDuration(func(c *Config) *time.Duration { return &c.RetryMinInterval })},
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
@@ -219,6 +232,9 @@ func (c *Config) validate() error {
 		case d.v > maxGroupTimeout:
 			errs = append(errs, fmt.Errorf("%s: %v is above the maximum of %v", d.env, d.v, maxGroupTimeout))
 		}
+	}
+	if c.RetryMinInterval <= 0 || c.RetryMinInterval > maxRetryMinInterval {
+		errs = append(errs, fmt.Errorf("REDRIVE_RETRY_MIN_INTERVAL: must be greater than zero and at most %v, got %v", maxRetryMinInterval, c.RetryMinInterval))
 	}
 	if c.EventsWriteTimeout <= 0 {
 		errs = append(errs, errors.New("REDRIVE_EVENTS_WRITE_TIMEOUT: must be positive (e.g. 10s)"))

@@ -201,6 +201,28 @@ func TestBoolSettingsAreBoolFlags(t *testing.T) {
 	}
 }
 
+// The retry policy limits: defaults of 100 attempts and 1s, set from the
+// environment, and nonsense refused naming the variable.
+func TestRetryLimits(t *testing.T) {
+	c, err := config.Load(env(nil), nil)
+	if err != nil || c.RetryMaxAttempts != 100 || c.RetryMinInterval != time.Second {
+		t.Fatalf("defaults = %d %v, %v; want 100 1s", c.RetryMaxAttempts, c.RetryMinInterval, err)
+	}
+	c, err = config.Load(env(map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "25", "REDRIVE_RETRY_MIN_INTERVAL": "100ms"}), nil)
+	if err != nil || c.RetryMaxAttempts != 25 || c.RetryMinInterval != 100*time.Millisecond {
+		t.Fatalf("from env = %d %v, %v", c.RetryMaxAttempts, c.RetryMinInterval, err)
+	}
+	for k, v := range map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "0", "REDRIVE_RETRY_MIN_INTERVAL": "0s"} {
+		if _, err := config.Load(env(map[string]string{k: v}), nil); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	if _, err := config.Load(env(map[string]string{"REDRIVE_RETRY_MAX_ATTEMPTS": "lots"}), nil); err == nil ||
+		!strings.Contains(err.Error(), "REDRIVE_RETRY_MAX_ATTEMPTS") {
+		t.Errorf("lots: %v", err)
+	}
+}
+
 // The event-stream caps, their write timeout and the metrics' queue limit:
 // defaults, overrides, and a bad value names the setting.
 func TestEventStreamAndMetricsLimits(t *testing.T) {

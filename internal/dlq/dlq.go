@@ -98,6 +98,11 @@ const (
 // ErrorTypeUnparseable is the error type given to records no decoder understands.
 const ErrorTypeUnparseable = "redrive.unparseable"
 
+// ErrorTypeNotRoutable is the error type of the entry ingest adds to a new
+// failure whose source topic Redrive may not redeliver to (ReservedTopics):
+// kept as a dead letter, after the failure's own error.
+const ErrorTypeNotRoutable = "redrive.not_routable"
+
 // Header is one Kafka record header. Values are raw bytes: they may be binary.
 type Header struct {
 	Key   string
@@ -135,6 +140,13 @@ type ErrorEntry struct {
 	Details    json.RawMessage `json:"details,omitempty"`
 	OccurredAt time.Time       `json:"occurred_at"`
 }
+
+// MaxNameBytes caps the identifiers a producer chooses that Redrive indexes
+// and counts by: the record type, error types and the source group. Decoding
+// cuts longer ones (at a rune boundary), so that no record can exceed a
+// B-tree index entry or bloat the statistics. Source topics are Kafka topic
+// names (at most 249 characters) or the record is kept as unparseable.
+const MaxNameBytes = 255
 
 // MaxErrorHistory is how many of the most recent errors a record keeps (RET-15
 // asks for at least 10).
@@ -208,6 +220,11 @@ type Record struct {
 	// Fingerprint identifies the incident of the record's latest error (its
 	// type and normalized message); empty until computed.
 	Fingerprint string
+	// PayloadOmitted says why a JSON Value is not kept as searchable JSON
+	// (nested too deep, a character or number Postgres's jsonb cannot hold,
+	// or the record had to be stored in its minimal form); empty when it is,
+	// or when Value is not JSON. Value itself is always kept byte for byte.
+	PayloadOmitted string
 }
 
 // Reasons a produce to Kafka failed, as stored on a record and in metrics.

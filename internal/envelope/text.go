@@ -8,14 +8,17 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // Limits on decoded text. Everything Decode returns must be storable as-is:
 // Postgres text rejects NUL and invalid UTF-8, and B-tree indexes reject very
 // long keys, so header values are cleaned and capped instead of trusted.
 const (
-	// maxNameBytes caps identifiers: topics, groups, error and job types.
-	maxNameBytes = 255
+	// maxNameBytes caps identifiers: topics, groups, error and job types
+	// (dlq.MaxNameBytes: they are indexed and counted by).
+	maxNameBytes = dlq.MaxNameBytes
 	// maxTextBytes caps a decoded error message or stack trace.
 	maxTextBytes = 64 << 10
 	// maxJSONBytes caps a decoded details or retry JSON object.

@@ -160,6 +160,8 @@ type recordJSON struct {
 	Incident string `json:"incident"`
 	// Archive is the state of the record's archive copy.
 	Archive *archiveJSON `json:"archive"`
+	// PayloadOmitted says why a JSON value is not searchable (dlq.Record.PayloadOmitted).
+	PayloadOmitted *string `json:"payload_omitted"`
 	// Schedule is the record's retry schedule (GET of one record only).
 	Schedule *policy.Schedule `json:"schedule,omitempty"`
 }
@@ -241,6 +243,9 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	out.Value, out.ValueEncoding = encodeBytes(r.Value)
 	if isPayload(r.Value) {
 		out.Payload = r.Value
+	}
+	if r.PayloadOmitted != "" {
+		out.PayloadOmitted = &r.PayloadOmitted
 	}
 	for i, h := range r.Headers {
 		v, enc := store.EncodeBytes(h.Value)

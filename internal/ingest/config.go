@@ -2,11 +2,13 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -25,6 +27,18 @@ type Config struct {
 	// Policies resolves the effective policy of a source topic and record type.
 	// Default: the system defaults for everything.
 	Policies policy.Resolver
+	// Reserved are the topics a failure may not be redelivered to (Redrive's
+	// own DLQ, archive and events topics, Kafka's internal topics, illegal
+	// names): a new failure from one is stored as a dead letter, not routable.
+	// Default: the DLQ topics consumed (Topics) and Kafka's internal topics.
+	Reserved dlq.ReservedTopics
+	// RetryLimits bound every retry policy a new failure gets: a record's
+	// redrive.retry header is clamped into them. Default: policy.DefaultLimits.
+	RetryLimits policy.Limits
+	// WarnEvery is how often one kind of warning about a record's content (an
+	// invalid or clamped redrive.retry header, a degraded record) is logged at
+	// most; the rest are counted in the next. Default: 1m.
+	WarnEvery time.Duration
 	// Wake is called when a batch leaves records waiting for redelivery, so
 	// the scheduler looks at once. Optional.
 	Wake func()
@@ -65,6 +79,13 @@ func (c Config) withDefaults() Config {
 	if c.Policies == nil {
 		c.Policies = (*policy.Set)(nil)
 	}
+	if len(c.Reserved.Names()) == 0 {
+		c.Reserved = dlq.NewReservedTopics(c.Topics...)
+	}
+	c.RetryLimits = c.RetryLimits.WithDefaults()
+	if c.WarnEvery == 0 {
+		c.WarnEvery = time.Minute
+	}
 	if c.RetryBackoffMin == 0 {
 		c.RetryBackoffMin = 100 * time.Millisecond
 	}
@@ -98,6 +119,9 @@ func (c Config) validate() error {
 	}
 	if c.RetryBackoffMin > c.RetryBackoffMax {
 		return errors.New("ingest: RetryBackoffMin must not exceed RetryBackoffMax")
+	}
+	if err := c.RetryLimits.Validate(); err != nil {
+		return fmt.Errorf("ingest: RetryLimits: %w", err)
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ type Ingester struct {
 	encoder *store.Encoder
 	// topics follows each DLQ topic's fetch errors (topics.go).
 	topics *topicHealth
+	// warn logs warnings about records' content, rate-limited.
+	warn *warnings
 }
 
 // New creates an Ingester; Run starts consuming.
@@ -62,7 +64,8 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
 	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder(),
-		topics: newTopicHealth(cfg.Logger.With("component", "ingest"))}, nil
+		topics: newTopicHealth(cfg.Logger.With("component", "ingest")),
+		warn:   newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Now)}, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -262,7 +265,8 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 				r, ok := records[f.RecordID]
 				switch {
 				case !ok && !f.Completed:
-					orphans = append(orphans, in.newRecord(f, queueOf(f), in.resolve(queueOf(f), f.Type), b))
+					queue, unroutable := in.route(f)
+					orphans = append(orphans, in.newRecord(f, queue, unroutable, in.resolve(queue, f.Type), b))
 				case ok && in.applyRepeat(r, f, b) && !seen[r.ID]:
 					seen[r.ID] = true
 					res.changed = append(res.changed, r)
@@ -286,6 +290,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		return res, err
 	}
 	res.stored = stored
+	for i := range fresh {
+		if reason := stored.Degraded(i); reason != "" {
+			r := &fresh[i]
+			in.warn.warn("record stored degraded: Postgres refused it as it was", "id", r.ID, "queue", r.Queue,
+				"dlq_topic", r.DLQ.Topic, "dlq_partition", r.DLQ.Partition, "dlq_offset", r.DLQ.Offset, "reason", reason)
+		}
+	}
 	// Records stored now come first, so that an incident's sample is one
 	// of them; duplicates (stored before) still make sure it exists.
 	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))

@@ -2,6 +2,9 @@ package ingest
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,14 +51,14 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 			b.repeats = append(b.repeats, f)
 			continue
 		}
-		queue := queueOf(&f)
+		queue, unroutable := in.route(&f)
 		key := topicKey{queue, f.Type}
 		t, ok := topics[key]
 		if !ok {
 			t = in.resolve(queue, f.Type)
 			topics[key] = t
 		}
-		b.fresh = append(b.fresh, in.newRecord(&f, queue, t, b))
+		b.fresh = append(b.fresh, in.newRecord(&f, queue, unroutable, t, b))
 	}
 	var err error
 	if b.encoded, err = in.encoder.Encode(b.fresh); err != nil {
@@ -66,17 +69,52 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 	return b
 }
 
-// queueOf is the queue a failure belongs to: its source topic, or the DLQ
-// topic itself for records whose source is unknown (unparseable ones).
-func queueOf(f *dlq.Failure) string {
-	if f.Source.Topic != "" {
-		return f.Source.Topic
+// route is the queue a failure belongs to, and when Redrive may not
+// redeliver to it, why. The queue is the source topic, or the DLQ topic
+// itself for records whose source is unknown (unparseable ones, which are
+// kept for an operator anyway). A source topic that is one of Redrive's own
+// topics, a Kafka internal topic or no legal topic name is not routable
+// (see Config.Reserved); an illegal name (decoding already keeps such
+// records as unparseable) is no queue either: the record is filed under the
+// DLQ topic, the claimed name quoted, cut, in its error.
+func (in *Ingester) route(f *dlq.Failure) (queue, unroutable string) {
+	if f.Format == dlq.FormatUnparseable {
+		return f.DLQ.Topic, ""
 	}
-	return f.DLQ.Topic
+	queue = f.Source.Topic
+	if queue == "" { // every decoder needs one; should one not, it is kept all the same
+		return f.DLQ.Topic, "the record names no source topic: there is nowhere to redeliver it to, so it is kept as a dead letter"
+	}
+	problem := in.cfg.Reserved.Problem(queue)
+	if problem == "" {
+		return queue, ""
+	}
+	unroutable = fmt.Sprintf("the source topic %s %s: there is nowhere to redeliver it to, so it is kept as a dead letter",
+		quoteCut(queue), problem)
+	if dlq.TopicNameProblem(queue) != "" {
+		queue = f.DLQ.Topic
+	}
+	return queue, unroutable
 }
 
+// quoteCut quotes a name for a message, cut to dlq.MaxNameBytes.
+func quoteCut(s string) string {
+	if len(s) > dlq.MaxNameBytes {
+		s = strings.ToValidUTF8(s[:dlq.MaxNameBytes], "") + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// resolve is the effective policy of a queue and type, its retry policy
+// within the limits (a topic config stored before the limits were lowered
+// is clamped, not trusted).
 func (in *Ingester) resolve(queue, typ string) *resolvedTopic {
 	t := in.cfg.Policies.Resolve(queue, typ)
+	if retry, notes := in.cfg.RetryLimits.Clamp(t.Retry); len(notes) > 0 {
+		in.warn.warn("topic retry policy past REDRIVE_RETRY_* limits; clamped", "queue", queue, "type", typ,
+			"clamped", strings.Join(notes, ", "))
+		t.Retry = retry
+	}
 	return &resolvedTopic{topic: t, json: in.retryJSON(t.Retry, queue)}
 }
 
@@ -92,8 +130,8 @@ func (in *Ingester) retryJSON(r policy.Retry, queue string) []byte {
 
 // newRecord turns a first failure into a record: retryable with its next
 // retry time, or discarded when the policy, the handler's code or the topic's
-// state says so.
-func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, b *batch) dlq.Record {
+// state says so, or when it is not routable (unroutable says why).
+func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *resolvedTopic, b *batch) dlq.Record {
 	now := b.now
 	failed := f.Error
 	failed.Attempt = max(failed.Attempt, 1)
@@ -101,11 +139,19 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, b
 		failed.OccurredAt = now
 	}
 	t, retryJSON := rt.topic, rt.json
-	if len(f.Retry) > 0 {
+	if len(f.Retry) > 0 && unroutable == "" { // a record kept for an operator is never retried on its own
 		if over, err := t.WithRecordOverride(f.Retry); err != nil {
-			in.cfg.Logger.Warn("ignoring invalid redrive.retry header; the topic policy applies",
-				"component", "ingest", "queue", queue, "dlq_offset", f.DLQ.Offset, "err", err)
+			in.warn.warn("ignoring invalid redrive.retry header; the topic policy applies",
+				"queue", queue, "dlq_topic", f.DLQ.Topic, "dlq_partition", f.DLQ.Partition, "dlq_offset", f.DLQ.Offset, "err", err)
 		} else {
+			// Nobody reviews a header: past the limits it is clamped, and the
+			// record's retry policy (API: retry, schedule) shows the result.
+			if retry, notes := in.cfg.RetryLimits.Clamp(over.Retry); len(notes) > 0 {
+				in.warn.warn("redrive.retry header past REDRIVE_RETRY_* limits; clamped", "queue", queue,
+					"dlq_topic", f.DLQ.Topic, "dlq_partition", f.DLQ.Partition, "dlq_offset", f.DLQ.Offset,
+					"clamped", strings.Join(notes, ", "))
+				over.Retry = retry
+			}
 			t, retryJSON = over, in.retryJSON(over.Retry, queue)
 		}
 	}
@@ -126,7 +172,15 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue string, rt *resolvedTopic, b
 		CreatedAt:   now,
 		Fingerprint: b.fps.of(&failed),
 	}
-	if f.Format == dlq.FormatUnparseable {
+	if unroutable != "" {
+		// After the failure's own error, so that the history says both what
+		// failed and why it stays (and the record is found by error_type).
+		e := dlq.ErrorEntry{Attempt: failed.Attempt, Type: dlq.ErrorTypeNotRoutable, Message: unroutable,
+			Code: dlq.CodeDeadLetter, OccurredAt: now}
+		r.Errors = append(r.Errors, e)
+		r.Fingerprint = b.fps.of(&e)
+	}
+	if f.Format == dlq.FormatUnparseable || unroutable != "" {
 		// Nowhere to redeliver it to: keep it for an operator.
 		setOutcome(&r, policy.Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}, failed.OccurredAt, now)
 		return r
@@ -184,6 +238,9 @@ func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, b *batch) bool {
 	if retry, err := policy.ParseRetry(r.Retry); err == nil {
 		t.Retry = retry
 	}
+	// Within the limits, whatever it was given (a record stored with a
+	// forged header before the limits existed).
+	t.Retry, _ = in.cfg.RetryLimits.Clamp(t.Retry)
 	first := r.CreatedAt // the history keeps only the latest errors
 	if len(r.Errors) > 0 && r.Errors[0].OccurredAt.Before(first) {
 		first = r.Errors[0].OccurredAt

@@ -67,6 +67,8 @@ type errorList struct {
 	lines map[string]int // path → line, filled by the decoder
 	errs  Errors
 	seen  map[string]bool // drops exact repeats, e.g. one bad _default seen through many topics
+	// limits, when set, bound retry policies (policy files, API configs).
+	limits *Limits
 }
 
 func (l *errorList) addf(path, format string, args ...any) {

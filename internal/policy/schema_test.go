@@ -259,6 +259,9 @@ func TestSchemaRejectsBadFiles(t *testing.T) {
 		"rule_dup_name": true, "rule_incomplete": true, "rule_override_unknown": true,
 		"duplicate_key": true, "syntax": true, "multi_doc": true, "key_not_string": true, "bad_merge_key": true, "alias_bomb": true,
 		"inf_coefficient": true, "filter_nan": true, "filter_keys": true, // YAML-only values: .inf, .nan, non-string keys
+		// Limits a deployment configures (REDRIVE_RETRY_*), and "0 or at
+		// least 0.001", which needs anyOf.
+		"attempts_ceiling": true, "interval_floor": true, "rate_tiny": true,
 	}
 	for name := range badFiles {
 		if exempt[name] {

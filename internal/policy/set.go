@@ -60,7 +60,13 @@ type fileSpec struct {
 // LoadDir loads every *.yaml and *.yml file directly in dir (not in
 // subdirectories; names starting with '.' are skipped, which also skips the
 // ..data links of a Kubernetes ConfigMap mount) as one Set. See LoadFiles.
-func LoadDir(dir string) (*Set, error) {
+//
+// Retry policies are checked against DefaultLimits; Limits.LoadDir loads
+// within other limits.
+func LoadDir(dir string) (*Set, error) { return DefaultLimits().LoadDir(dir) }
+
+// policyFiles lists the policy files directly in dir.
+func policyFiles(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load policies: %w", err)
@@ -74,7 +80,7 @@ func LoadDir(dir string) (*Set, error) {
 		}
 		paths = append(paths, filepath.Join(dir, name))
 	}
-	return LoadFiles(paths...)
+	return paths, nil
 }
 
 // LoadFiles loads the given policy files as one Set. It is pure: it reads the
@@ -86,9 +92,13 @@ func LoadDir(dir string) (*Set, error) {
 // A topic, the _default entry and a top-level replay rule name may each be
 // declared in one file only. Once every file is valid on its own, LoadFiles also
 // merges every layer combination that Resolve can produce and checks the merged
-// results (max_interval >= initial_interval, replay rules complete), so that
-// Resolve never returns an invalid policy.
-func LoadFiles(paths ...string) (*Set, error) {
+// results (max_interval >= initial_interval, replay rules complete, retry
+// policies within DefaultLimits), so that Resolve never returns an invalid
+// policy.
+func LoadFiles(paths ...string) (*Set, error) { return DefaultLimits().LoadFiles(paths...) }
+
+// readSources reads the given files, each once, in name order.
+func readSources(paths []string) ([]source, error) {
 	var sources []source
 	for _, path := range slices.Compact(slices.Sorted(slices.Values(paths))) {
 		data, err := os.ReadFile(path)
@@ -97,7 +107,7 @@ func LoadFiles(paths ...string) (*Set, error) {
 		}
 		sources = append(sources, source{path, data})
 	}
-	return load(sources)
+	return sources, nil
 }
 
 // source is one policy file's name and content.
@@ -107,14 +117,17 @@ type source struct {
 }
 
 // load builds a Set from file contents, in the given order.
-func load(sources []source) (*Set, error) {
+func load(sources []source) (*Set, error) { return loadWithin(sources, DefaultLimits()) }
+
+// loadWithin is load with retry policies within lim.
+func loadWithin(sources []source, lim Limits) (*Set, error) {
 	s := &Set{exact: map[string]*entry{}, types: map[string]bool{}}
-	l := &errorList{}
+	l := &errorList{limits: &lim}
 	topicFile := map[string]string{}
 	ruleFile := map[string]string{}
 	for _, src := range sources {
 		path := src.name
-		f, lines, errs := parseFile(path, src.data)
+		f, lines, errs := parseFileWithin(path, src.data, &lim)
 		for _, e := range errs {
 			l.add(e)
 		}
@@ -180,6 +193,11 @@ func load(sources []source) (*Set, error) {
 // parseFile decodes and checks one policy file on its own. f is nil when the
 // file holds no document or is not YAML at all.
 func parseFile(path string, data []byte) (f *fileSpec, lines map[string]int, errs Errors) {
+	return parseFileWithin(path, data, nil)
+}
+
+// parseFileWithin is parseFile with retry policies checked against lim, when set.
+func parseFileWithin(path string, data []byte, lim *Limits) (f *fileSpec, lines map[string]int, errs Errors) {
 	n, err := parseYAML(data)
 	if err != nil {
 		return nil, nil, Errors{{File: path, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
@@ -188,6 +206,7 @@ func parseFile(path string, data []byte) (f *fileSpec, lines map[string]int, err
 		return nil, nil, nil
 	}
 	d := newDecoder(path)
+	d.limits = lim
 	f = &fileSpec{}
 	d.value(n, reflect.ValueOf(f).Elem(), "")
 	d.checkTopicSpec(f.Default, "_default", levelDefault)

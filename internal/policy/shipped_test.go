@@ -50,7 +50,7 @@ func TestShippedPolicies(t *testing.T) {
 		// Monitoring events: fewer retries with longer delays (3 retries, 1m tripling, cap 10m).
 		"pod-events": {StrategyExponential, 4, []time.Duration{60 * sec, 180 * sec, 540 * sec}, true, 7 * day, dlq.ExhaustionDeadLetter},
 		// Quick resolution: immediate retries.
-		"resource-allocation": {StrategyNone, 4, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}, false, 7 * day, dlq.ExhaustionDeadLetter},
+		"resource-allocation": {StrategyNone, 4, []time.Duration{sec, sec, sec}, false, 7 * day, dlq.ExhaustionDeadLetter},
 		// Real-time updates: a fixed interval, and they go stale quickly.
 		"websocket-events": {StrategyNone, 11, []time.Duration{10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec, 10 * sec}, false, 5 * time.Minute, dlq.ExhaustionDiscard},
 	}

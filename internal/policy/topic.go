@@ -154,8 +154,11 @@ func (t Topic) WithRecordOverride(raw json.RawMessage) (Topic, error) {
 // Apply merges a partial topic policy onto t as one more layer named source (e.g.
 // "api"), and validates the result; it is how a topic configured through the API
 // is layered over the files. On error t is returned unchanged.
-func (t Topic) Apply(source string, s *TopicSpec) (Topic, error) {
-	l := &errorList{}
+func (t Topic) Apply(source string, s *TopicSpec) (Topic, error) { return t.apply(nil, source, s) }
+
+// apply is Apply, with the layer checked against lim when it is set.
+func (t Topic) apply(lim *Limits, source string, s *TopicSpec) (Topic, error) {
+	l := &errorList{limits: lim}
 	l.checkTopicSpec(s, "", levelOverride)
 	merged := build(t, []layer{{name: "", label: source, spec: s}}, l)
 	if err := l.err(); err != nil {
@@ -264,6 +267,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		l.add(&FieldError{File: retryFrom.file, Path: p, Line: retryFrom.lines[p], Msg: fmt.Sprintf(
 			"merged policy has max_interval %s < initial_interval %s; max_interval must be >= initial_interval (merged: %s)",
 			FormatDuration(t.Retry.MaxInterval), FormatDuration(t.Retry.InitialInterval), joinLayers(t.Layers))})
+	}
+	if l != nil {
+		l.checkDefaultLimits(t.Retry)
 	}
 	t.ReplayRules = nil
 	for _, a := range rules {

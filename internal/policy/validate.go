@@ -69,6 +69,7 @@ func (l *errorList) checkRetrySpec(s *RetrySpec, p string) {
 	if s.BackoffStrategy != nil && !s.BackoffStrategy.Valid() {
 		l.addf(child(p, "backoff_strategy"), "must be one of exponential, polynomial, linear, none, got %q", *s.BackoffStrategy)
 	}
+	l.checkLimits(s, p)
 }
 
 func (l *errorList) checkMaxAttempts(v int, p string) {
@@ -154,8 +155,8 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 	}
 	if r := s.Redelivery; r != nil {
 		rp := child(p, "redelivery")
-		if r.RateLimit != nil && !(*r.RateLimit >= 0) {
-			l.addf(child(rp, "rate_limit"), "must be >= 0 records per second (0 means unlimited), got %v", *r.RateLimit)
+		if r.RateLimit != nil && !(*r.RateLimit == 0 || *r.RateLimit >= MinRateLimit) || r.RateLimit != nil && math.IsInf(*r.RateLimit, 0) {
+			l.addf(child(rp, "rate_limit"), "must be 0 (unlimited) or at least %v records per second, got %v", MinRateLimit, *r.RateLimit)
 		}
 		if r.TargetTopic != nil && *r.TargetTopic != "" {
 			// Kafka's internal topics are never a redelivery's target; the
@@ -196,8 +197,8 @@ func (l *errorList) checkReplayRuleSpecs(rules []ReplayRuleSpec, p string) {
 		if r.MaxReplays != nil && *r.MaxReplays < 1 {
 			l.addf(child(rp, "max_replays"), "must be >= 1, got %d (set enabled: false to turn a rule off)", *r.MaxReplays)
 		}
-		if r.RateLimit != nil && !(*r.RateLimit >= 0) {
-			l.addf(child(rp, "rate_limit"), "must be >= 0 replays per second (0 means unlimited), got %v", *r.RateLimit)
+		if r.RateLimit != nil && !(*r.RateLimit == 0 || *r.RateLimit >= MinRateLimit) || r.RateLimit != nil && math.IsInf(*r.RateLimit, 0) {
+			l.addf(child(rp, "rate_limit"), "must be 0 (unlimited) or at least %v replays per second, got %v", MinRateLimit, *r.RateLimit)
 		}
 		if w := r.Window; w != nil {
 			if _, err := ParseWindow(w.Start, w.End, w.TimeZone); err != nil {

@@ -39,17 +39,24 @@ type Watcher struct {
 	sum      string     // fingerprint of the files the current Set was loaded from
 	lastErr  atomic.Pointer[error]
 	onReload func(*Set)
+	limits   Limits
 }
 
 // NewWatcher loads dir and returns a Watcher holding it. An empty dir means no
 // policy files: every topic gets the system defaults. The first load must succeed.
-// A redelivery.target_topic naming one of the reserved topics (Redrive's own,
+// Retry policies are checked against DefaultLimits (see Limits.NewWatcher). A
+// redelivery.target_topic naming one of the reserved topics (Redrive's own,
 // or Kafka's internal ones) makes a load fail (Set.CheckTargets).
 func NewWatcher(dir string, reserved dlq.ReservedTopics, logger *slog.Logger) (*Watcher, error) {
+	return DefaultLimits().NewWatcher(dir, reserved, logger)
+}
+
+// NewWatcher is the package's NewWatcher, loading within l.
+func (l Limits) NewWatcher(dir string, reserved dlq.ReservedTopics, logger *slog.Logger) (*Watcher, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &Watcher{dir: dir, reserved: reserved, log: logger.With("component", "policy")}
+	w := &Watcher{dir: dir, reserved: reserved, log: logger.With("component", "policy"), limits: l}
 	if dir == "" {
 		w.current.Store(nil)
 		return w, nil
@@ -86,7 +93,7 @@ func (w *Watcher) Reload() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	sum, _ := fingerprint(w.dir)
-	set, err := LoadDir(w.dir)
+	set, err := w.limits.LoadDir(w.dir)
 	if err == nil {
 		err = set.CheckTargets(w.reserved)
 	}

@@ -34,6 +34,8 @@ type Resolver struct {
 	store    *store.Store
 	log      *slog.Logger
 	specs    atomic.Pointer[map[string]*entry]
+	// limits bound the retry policies of configs set through the API.
+	limits policy.Limits
 }
 
 type entry struct {
@@ -50,11 +52,23 @@ func New(files func() *policy.Set, st *store.Store, logger *slog.Logger) *Resolv
 	if logger == nil {
 		logger = slog.Default()
 	}
-	r := &Resolver{files: files, store: st, log: logger.With("component", "queue")}
+	r := &Resolver{files: files, store: st, log: logger.With("component", "queue"), limits: policy.DefaultLimits()}
 	empty := map[string]*entry{}
 	r.specs.Store(&empty)
 	return r
 }
+
+// Within sets the limits the retry policies of API configs are checked
+// against (Validate); the default is policy.DefaultLimits. Call it before
+// the Resolver is used.
+func (r *Resolver) Within(l policy.Limits) *Resolver {
+	r.limits = l
+	return r
+}
+
+// Limits are the limits Validate checks against, for other checks of retry
+// policies set through the API (a record's override).
+func (r *Resolver) Limits() policy.Limits { return r.limits }
 
 // Files returns the policy files' current Set.
 func (r *Resolver) Files() *policy.Set { return r.files() }
@@ -179,7 +193,8 @@ func (r *Resolver) Names() []string {
 var ErrReadOnly = errors.New("declared in a policy file")
 
 // Validate checks that spec applies cleanly over what topic would otherwise
-// inherit; the error is a policy error (errors.Is policy.ErrInvalid).
+// inherit, within the Resolver's limits; the error is a policy error
+// (errors.Is policy.ErrInvalid).
 func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 	set := r.files()
 	base := set.Resolve(topic, "")
@@ -188,7 +203,7 @@ func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 	} else if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
 		base = r.apply(base, "_default (api)", e.spec)
 	}
-	if _, err := base.Apply("api", spec); err != nil {
+	if _, err := base.ApplyWithin(r.limits, "api", spec); err != nil {
 		return err
 	}
 	return spec.CheckTargets(r.reserved)

@@ -23,7 +23,7 @@ var recordColumns = []string{
 	"dlq_topic", "dlq_partition", "dlq_offset", "dlq_timestamp", "format",
 	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
 	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
-	"archive_state", "fingerprint",
+	"archive_state", "fingerprint", "payload_omitted",
 }
 
 var insertColumns = strings.Join(recordColumns, ", ")
@@ -61,18 +61,25 @@ func DecodeBytes(s, encoding string) ([]byte, error) {
 	return nil, fmt.Errorf("unknown encoding %q", encoding)
 }
 
-// storedHeader is a header as kept in the headers column; it is also the API shape.
+// storedHeader is a header as kept in the headers column, which header
+// filters match by containment. A key that is not valid UTF-8 without NUL
+// bytes (Kafka allows any bytes) is kept in base64, with key_encoding saying
+// so, so that the record is redelivered with exactly its own headers.
 type storedHeader struct {
-	Key      string `json:"key"`
-	Value    string `json:"value"`
-	Encoding string `json:"encoding"`
+	Key         string `json:"key"`
+	KeyEncoding string `json:"key_encoding,omitempty"`
+	Value       string `json:"value"`
+	Encoding    string `json:"encoding"`
 }
 
 func encodeHeaders(hs []dlq.Header) ([]byte, error) {
 	out := make([]storedHeader, len(hs))
 	for i, h := range hs {
 		v, enc := EncodeBytes(h.Value)
-		out[i] = storedHeader{Key: clean(h.Key), Value: v, Encoding: enc}
+		out[i] = storedHeader{Key: h.Key, Value: v, Encoding: enc}
+		if clean(h.Key) != h.Key {
+			out[i].Key, out[i].KeyEncoding = EncodeBytes([]byte(h.Key))
+		}
 	}
 	return json.Marshal(out)
 }
@@ -88,64 +95,47 @@ func decodeHeaders(b []byte) ([]dlq.Header, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode header %q: %w", h.Key, err)
 		}
-		out[i] = dlq.Header{Key: h.Key, Value: v}
+		key := h.Key
+		if h.KeyEncoding != "" {
+			k, err := DecodeBytes(h.Key, h.KeyEncoding)
+			if err != nil {
+				return nil, fmt.Errorf("decode header key %q: %w", h.Key, err)
+			}
+			key = string(k)
+		}
+		out[i] = dlq.Header{Key: key, Value: v}
 	}
 	return out, nil
 }
 
-// nulEscape is how JSON spells a NUL character, which jsonb rejects.
-var nulEscape = []byte(`\u0000`)
-
-// payloadOf returns the value as jsonb input when it is JSON that Postgres
-// accepts, else nil (the value is still stored byte for byte).
-func payloadOf(value []byte) []byte {
-	if len(value) == 0 || !json.Valid(value) || bytes.Contains(value, nulEscape) {
-		return nil
-	}
-	return value
-}
-
-// looksLikeJSON is payloadOf without the full check: an object or array
-// without a NUL escape is passed to jsonb as it is, and Postgres validates it
-// while it parses. Ingest's batches use it (a full json.Valid is the largest
-// per-record cost of ingest); a batch that holds a bad one fails its COPY and
-// is written again with the full check (see InsertEncoded).
-func looksLikeJSON(value []byte) []byte {
-	v := bytes.TrimSpace(value)
-	if len(v) < 2 || bytes.Contains(value, nulEscape) {
-		return nil
-	}
-	switch v[0] {
-	case '{':
-		return nilUnless(v[len(v)-1] == '}', value)
-	case '[':
-		return nilUnless(v[len(v)-1] == ']', value)
-	}
-	return payloadOf(value) // anything else: a scalar, or text that fails at once
-}
-
-func nilUnless(ok bool, b []byte) []byte {
-	if ok {
-		return b
-	}
-	return nil
-}
-
 // jsonMode says how JSON from the outside (a record's value, an error's
-// details) is stored.
+// details) is stored: the steps by which a row Postgres refuses is degraded.
 type jsonMode int
 
 const (
 	// asJSON stores it as jsonb, searchable.
 	asJSON jsonMode = iota
-	// asText is the fallback for JSON that Go accepts but jsonb rejects
-	// (numbers beyond numeric's range, lone surrogate escapes): no payload, and
-	// error details kept as a string under "raw_details". Nothing is dropped.
+	// asTextDetails keeps error details as a string under "raw_details"
+	// instead of JSON: the fallback for details that Go accepts but jsonb
+	// rejects (numbers beyond numeric's range, lone surrogate escapes).
+	asTextDetails
+	// asText is asTextDetails without a payload, for a value jsonb rejects.
+	// Nothing is dropped: the value is kept byte for byte.
 	asText
+	// asMinimal is asText with every indexed or counted value bounded
+	// (queue, type, error type, group, fingerprint) and Redrive's own JSON
+	// (retry, meta) replaced by {} unless jsonb can surely take it: the
+	// last form tried before a row is deemed unstorable. Key, value and
+	// headers are still kept byte for byte.
+	asMinimal
 	// asJSONUnchecked is asJSON with the value's payload only shaped like
-	// JSON (looksLikeJSON), for Postgres to validate: ingest's fast path.
+	// JSON (see payloadOf), for Postgres to validate: ingest's fast path.
 	asJSONUnchecked
 )
+
+// maxIdentifierBytes bounds identifiers in a row's minimal form: below a
+// B-tree entry's limit (~2.7 kB) whatever the other columns of the index.
+const maxIdentifierBytes = 255
 
 // encodeErrors marshals an error history, keeping the newest dlq.MaxErrorHistory.
 func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
@@ -158,7 +148,10 @@ func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 		for j := range e.Backtrace {
 			e.Backtrace[j] = clean(e.Backtrace[j])
 		}
-		if len(e.Details) > 0 && (mode == asText || !json.Valid(e.Details) || bytes.Contains(e.Details, nulEscape)) {
+		if mode == asMinimal {
+			e.Type = cut(e.Type, maxIdentifierBytes)
+		}
+		if len(e.Details) > 0 && (mode == asTextDetails || mode == asText || mode == asMinimal || !jsonbSafe(e.Details)) {
 			raw, err := json.Marshal(map[string]string{"raw_details": clean(string(e.Details))})
 			if err != nil {
 				return nil, err
@@ -168,6 +161,17 @@ func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 		cleaned[i] = e
 	}
 	return appendErrorsJSON(make([]byte, 0, 256*len(cleaned)), cleaned), nil
+}
+
+// cut cuts s to at most n bytes, at a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // clean makes s storable in Postgres text: valid UTF-8, no NUL bytes.
@@ -201,7 +205,9 @@ func jsonOr(b []byte, fallback string) []byte {
 }
 
 // rowValues encodes r as the values of one row, in recordColumns order.
-func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
+// reason is why a degraded row (asText, asMinimal) has no payload: it is
+// kept when the value would have had one.
+func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 	headers, err := encodeHeaders(r.Headers)
 	if err != nil {
 		return nil, fmt.Errorf("encode headers: %w", err)
@@ -214,22 +220,43 @@ func rowValues(r *dlq.Record, mode jsonMode) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid id %q: %w", r.ID, err)
 	}
-	errorType := clean(r.LastError().Type)
-	var payload []byte
+	queue, typ, errorType, group, fp := clean(r.Queue), clean(r.Type), clean(r.LastError().Type), clean(r.Source.Group), r.Fingerprint
+	retry, meta := jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}")
+	payload, omitted := payloadOf(r.Value, mode != asJSONUnchecked)
 	switch mode {
-	case asJSON:
-		payload = payloadOf(r.Value)
-	case asJSONUnchecked:
-		payload = looksLikeJSON(r.Value)
+	case asText, asMinimal:
+		if payload != nil {
+			omitted = reason
+		}
+		payload = nil
+	}
+	if mode == asMinimal {
+		queue, typ, errorType = cut(queue, maxIdentifierBytes), cut(typ, maxIdentifierBytes), cut(errorType, maxIdentifierBytes)
+		group, fp = cut(group, maxIdentifierBytes), cut(clean(fp), maxIdentifierBytes)
+		if !jsonbSafe(retry) {
+			retry = []byte("{}")
+		}
+		if !jsonbSafe(meta) {
+			meta = []byte("{}")
+		}
 	}
 	return []any{
-		pgtype.UUID{Bytes: id, Valid: true}, clean(r.Queue), clean(r.Type), string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
-		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), clean(r.Source.Group),
+		pgtype.UUID{Bytes: id, Valid: true}, queue, typ, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), group,
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
-		r.Key, r.Value, headers, payload, errorType, errs, jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}"),
+		r.Key, r.Value, headers, payload, errorType, errs, retry, meta,
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
-		archiveStateOf(r.State), r.Fingerprint,
+		archiveStateOf(r.State), fp, nullIfEmptyString(omitted),
 	}, nil
+}
+
+// nullIfEmptyString is s, or NULL when it is empty. (Not a *string: taking
+// the address of a parameter moves it to the heap on every call.)
+func nullIfEmptyString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // timestampOrNegInf stores an unknown timestamp as -infinity, as the column

@@ -21,7 +21,7 @@ var recordOIDs = []uint32{
 	pgtype.TextOID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
 	pgtype.ByteaOID, pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID,
 	pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID,
-	pgtype.TextOID, pgtype.TextOID,
+	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID,
 }
 
 var copyRecordsSQL = "COPY redrive_record (" + insertColumns + ") FROM STDIN (FORMAT binary)"
@@ -65,7 +65,7 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	bufp := copyBuffers.Get().(*[]byte)
 	buf := append((*bufp)[:0], copyHeader...)
 	for i := range records {
-		vals, err := rowValues(&records[i], asJSONUnchecked)
+		vals, err := rowValues(&records[i], asJSONUnchecked, "")
 		if err != nil {
 			copyBuffers.Put(bufp)
 			return out, fmt.Errorf("encode record %s: %w", records[i].ID, err)
@@ -93,7 +93,7 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 
 // InsertEncoded stores a batch made by an Encoder, as InsertRecords does:
 // idempotent on the records' DLQ identity, with the same fallbacks for a
-// re-consumed batch and for values Postgres rejects.
+// re-consumed batch and for rows Postgres refuses.
 func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertResult, error) {
 	if len(e.Records) == 0 {
 		return InsertResult{}, nil
@@ -107,10 +107,8 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 	}
 	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(*e.data), copyRecordsSQL)
 	conn.Release()
-	if isDataException(err) {
-		// A value shaped like JSON that is not (the batch was encoded
-		// without the full check): write the batch again the checked way.
-		return s.InsertRecords(ctx, e.Records)
-	}
+	// A value shaped like JSON that is not (the batch was encoded without
+	// the full check) fails the COPY as a row fault: the slow way writes the
+	// batch again checked.
 	return s.afterCopy(ctx, e.Records, tag.RowsAffected(), err)
 }

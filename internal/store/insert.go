@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,8 +12,8 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// insertIgnoringDuplicates is the slow path of InsertRecords: one statement per
-// row, skipping rows whose DLQ record (coordinates and timestamp) is already stored.
+// insertIgnoringDuplicates stores one row unless its DLQ record (coordinates
+// and timestamp) is already stored.
 var insertIgnoringDuplicates = fmt.Sprintf(
 	"INSERT INTO redrive_record (%s) VALUES (%s) ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING",
 	insertColumns, placeholders(len(recordColumns)))
@@ -23,10 +24,18 @@ type InsertResult struct {
 	N int
 	// duplicate marks, by index, the records that were already stored.
 	duplicate map[int]bool
+	// degraded holds, by index, why a record Postgres refused as it was
+	// was stored in a degraded form.
+	degraded map[int]string
 }
 
 // New reports whether records[i] was stored by this call (not before).
 func (r InsertResult) New(i int) bool { return !r.duplicate[i] }
+
+// Degraded says why records[i] was stored in a degraded form (without its
+// payload, or in its minimal form) because Postgres refused it as it was;
+// "" when it was stored as it was (or not by this call).
+func (r InsertResult) Degraded(i int) string { return r.degraded[i] }
 
 func (r *InsertResult) add(i int, stored bool) {
 	if stored {
@@ -51,107 +60,205 @@ func placeholders(n int) string {
 // idempotent on the records' DLQ identity (coordinates and timestamp): records
 // already stored are skipped.
 //
-// The fast path is a single COPY, which is all-or-nothing. Duplicates happen
-// only when a batch is consumed again (after a crash or rebalance between the
-// insert and the offset commit); then COPY fails on the unique constraint and
-// the batch is written again with ON CONFLICT DO NOTHING. A value Postgres
-// rejects (JSON that jsonb cannot hold) must not block ingest either: then the
-// rows are written one by one, and a row that is rejected again is stored with
-// its JSON kept as text (see asText).
+// The fast path is a single COPY, which is all-or-nothing. When it fails,
+// what failed decides (see afterCopy): Postgres unreachable or unwell is an
+// error, and the caller tries again later; a duplicate or a row Postgres
+// refuses for what it holds is dealt with here, so that one record never
+// blocks a batch.
 func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (InsertResult, error) {
 	if len(records) == 0 {
 		return InsertResult{}, nil
 	}
 	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
 	// already ingesting the rows sent before, so encoding overlaps the COPY.
-	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, &recordSource{records: records, i: -1})
+	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, newRecordSource(records, nil, asJSON))
 	return s.afterCopy(ctx, records, n, err)
 }
 
-// afterCopy finishes a COPY of records: done when it succeeded, else the
-// records are written again the slow way that suits the error.
+// afterCopy finishes a COPY of records: done when it succeeded. A COPY that
+// failed on a duplicate (a batch consumed again after a crash or rebalance
+// between the insert and the offset commit) or on a row Postgres refuses
+// (rowFault) is written again the slow way (insertIsolating); any other
+// failure is about Postgres, not the rows, and is returned as it is, so that
+// no good row is ever degraded by a blip.
 func (s *Store) afterCopy(ctx context.Context, records []dlq.Record, n int64, err error) (InsertResult, error) {
 	if err == nil {
 		return InsertResult{N: int(n)}, nil
 	}
-	if isUniqueViolation(err) {
-		res, err := s.insertSkippingDuplicates(ctx, records)
-		if err == nil || !isDataException(err) {
-			return res, err
-		}
-	} else if !isDataException(err) {
+	if !isUniqueViolation(err) && !rowFault(err) {
 		return InsertResult{}, fmt.Errorf("copy records: %w", err)
 	}
-	return s.insertOneByOne(ctx, records)
+	return s.insertIsolating(ctx, records, isUniqueViolation(err))
 }
 
-// insertOneByOne stores records one statement each, skipping duplicates, and
-// falls back to asText for a row Postgres rejects.
-func (s *Store) insertOneByOne(ctx context.Context, records []dlq.Record) (InsertResult, error) {
+// insertIsolating stores records in one transaction, finding the rows
+// Postgres refuses by bisection: a part that fails for its rows is split in
+// two and each half written again (COPY, or with duplicates around,
+// INSERT … ON CONFLICT DO NOTHING in a pipeline), down to the single row,
+// which is degraded step by step (insertDegrading). One bad row in a batch of
+// n costs about 2·log2(n) statements, each in a savepoint. Any failure that is
+// not about the rows ends the transaction, so nothing is half-written.
+func (s *Store) insertIsolating(ctx context.Context, records []dlq.Record, dups bool) (InsertResult, error) {
 	var res InsertResult
-	for i := range records {
-		n, err := s.insertRow(ctx, &records[i], asJSON)
-		if isDataException(err) {
-			n, err = s.insertRow(ctx, &records[i], asText)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = InsertResult{}
+		idx := make([]int, len(records))
+		for i := range idx {
+			idx[i] = i
 		}
-		if err != nil {
-			return InsertResult{}, fmt.Errorf("insert record %s: %w", records[i].ID, err)
-		}
-		res.add(i, n > 0)
+		return isolate(ctx, tx, records, idx, dups, &res)
+	})
+	if err != nil {
+		return InsertResult{}, fmt.Errorf("insert records: %w", err)
 	}
 	return res, nil
 }
 
-func (s *Store) insertRow(ctx context.Context, r *dlq.Record, mode jsonMode) (int, error) {
-	vals, err := rowValues(r, mode)
-	if err != nil {
-		return 0, err
+// isolate stores records[idx...] (see insertIsolating). dups says the part
+// may hold rows already stored, which COPY cannot skip.
+func isolate(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, dups bool, res *InsertResult) error {
+	if len(idx) == 1 {
+		return insertDegrading(ctx, tx, records, idx[0], res)
 	}
-	tag, err := s.pool.Exec(ctx, insertIgnoringDuplicates, vals...)
-	return int(tag.RowsAffected()), err
+	var stored []bool // by position in idx
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		var err error
+		stored, err = writePart(ctx, sp, records, idx, dups)
+		return err
+	})
+	switch {
+	case err == nil:
+		for k, i := range idx {
+			res.add(i, stored[k])
+		}
+		return nil
+	case isUniqueViolation(err) && !dups:
+		return isolate(ctx, tx, records, idx, true, res)
+	case !rowFault(err):
+		return err
+	}
+	mid := len(idx) / 2
+	if err := isolate(ctx, tx, records, idx[:mid], dups, res); err != nil {
+		return err
+	}
+	return isolate(ctx, tx, records, idx[mid:], dups, res)
 }
 
-// recordSource feeds records to COPY, encoding each as it is sent.
+// writePart writes records[idx...] in one statement (COPY) or, when some may
+// be stored already, one pipeline of INSERT … ON CONFLICT DO NOTHING, and
+// says which it stored.
+func writePart(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, dups bool) ([]bool, error) {
+	stored := make([]bool, len(idx))
+	if !dups {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, newRecordSource(records, idx, asJSON))
+		for k := range stored {
+			stored[k] = true
+		}
+		return stored, err
+	}
+	batch := &pgx.Batch{}
+	for k, i := range idx {
+		vals, err := rowValues(&records[i], asJSON, "")
+		if err != nil {
+			return nil, fmt.Errorf("encode record %s: %w", records[i].ID, err)
+		}
+		batch.Queue(insertIgnoringDuplicates, vals...).Exec(func(tag pgconn.CommandTag) error {
+			stored[k] = tag.RowsAffected() > 0
+			return nil
+		})
+	}
+	return stored, tx.SendBatch(ctx, batch).Close()
+}
+
+// insertDegrading stores one record, skipping it when it is stored already.
+// When Postgres refuses the row for what it holds, it is stored again with
+// its error details as text, then without its payload (the reason kept),
+// then in its minimal form (asMinimal). A record that not even its minimal
+// form gets in is not the record's fault: that error is returned, and the
+// caller tries again later.
+func insertDegrading(ctx context.Context, tx pgx.Tx, records []dlq.Record, i int, res *InsertResult) error {
+	r := &records[i]
+	modes := []jsonMode{asJSON, asTextDetails, asText, asMinimal}
+	if !hasDetails(r.Errors) {
+		modes = slices.DeleteFunc(modes, func(m jsonMode) bool { return m == asTextDetails })
+	}
+	var reason string
+	var err error
+	for _, mode := range modes {
+		var stored bool
+		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			vals, err := rowValues(r, mode, reason)
+			if err != nil {
+				return fmt.Errorf("encode record %s: %w", r.ID, err)
+			}
+			tag, err := sp.Exec(ctx, insertIgnoringDuplicates, vals...)
+			stored = tag.RowsAffected() > 0
+			return err
+		})
+		if err == nil {
+			res.add(i, stored)
+			if stored && mode != asJSON {
+				if res.degraded == nil {
+					res.degraded = map[int]string{}
+				}
+				res.degraded[i] = reason
+			}
+			return nil
+		}
+		if !rowFault(err) {
+			return err
+		}
+		if mode == asText {
+			reason = reasonMinimal(err)
+		} else {
+			reason = reasonRefused(err)
+		}
+	}
+	return fmt.Errorf("store record %s even in its minimal form: %w", r.ID, err)
+}
+
+func hasDetails(errs []dlq.ErrorEntry) bool {
+	for _, e := range errs {
+		if len(e.Details) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSource feeds records to COPY, encoding each as it is sent: all of
+// them, or those at idx.
 type recordSource struct {
 	records []dlq.Record
+	idx     []int // nil: every record
+	mode    jsonMode
 	i       int
 	err     error
 }
 
+func newRecordSource(records []dlq.Record, idx []int, mode jsonMode) *recordSource {
+	return &recordSource{records: records, idx: idx, mode: mode, i: -1}
+}
+
 func (rs *recordSource) Next() bool {
 	rs.i++
-	return rs.err == nil && rs.i < len(rs.records)
+	n := len(rs.records)
+	if rs.idx != nil {
+		n = len(rs.idx)
+	}
+	return rs.err == nil && rs.i < n
 }
 
 func (rs *recordSource) Values() ([]any, error) {
-	vals, err := rowValues(&rs.records[rs.i], asJSON)
+	r := &rs.records[rs.i]
+	if rs.idx != nil {
+		r = &rs.records[rs.idx[rs.i]]
+	}
+	vals, err := rowValues(r, rs.mode, "")
 	if err != nil {
-		rs.err = fmt.Errorf("encode record %s: %w", rs.records[rs.i].ID, err)
+		rs.err = fmt.Errorf("encode record %s: %w", r.ID, err)
 	}
 	return vals, rs.err
 }
 
 func (rs *recordSource) Err() error { return rs.err }
-
-func (s *Store) insertSkippingDuplicates(ctx context.Context, records []dlq.Record) (InsertResult, error) {
-	var res InsertResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = InsertResult{}
-		batch := &pgx.Batch{}
-		for i := range records {
-			vals, err := rowValues(&records[i], asJSON)
-			if err != nil {
-				return fmt.Errorf("encode record %s: %w", records[i].ID, err)
-			}
-			batch.Queue(insertIgnoringDuplicates, vals...).Exec(func(tag pgconn.CommandTag) error {
-				res.add(i, tag.RowsAffected() > 0)
-				return nil
-			})
-		}
-		return tx.SendBatch(ctx, batch).Close()
-	})
-	if err != nil {
-		return InsertResult{}, fmt.Errorf("insert records skipping duplicates: %w", err)
-	}
-	return res, nil
-}

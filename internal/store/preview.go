@@ -80,10 +80,12 @@ var previewExpr = map[string]string{
 	// The first headers, keys and values cut (base64: whole 4-character
 	// groups, so the prefix decodes), with the sizes of the whole ones.
 	"headers": fmt.Sprintf(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
-		'key', left(h->>'key', %[2]d),
+		'key', left(h->>'key', %[2]d), 'key_encoding', h->'key_encoding',
 		'value', CASE WHEN h->>'encoding' = 'base64' THEN left(h->>'value', %[4]d) ELSE left(h->>'value', %[3]d) END,
 		'encoding', h->>'encoding',
-		'key_size', octet_length(h->>'key'),
+		'key_size', CASE WHEN h->>'key_encoding' = 'base64'
+			THEN octet_length(h->>'key') / 4 * 3 - (CASE WHEN right(h->>'key', 2) = '==' THEN 2 WHEN right(h->>'key', 1) = '=' THEN 1 ELSE 0 END)
+			ELSE octet_length(h->>'key') END,
 		'value_size', CASE WHEN h->>'encoding' = 'base64'
 			THEN octet_length(h->>'value') / 4 * 3 - (CASE WHEN right(h->>'value', 2) = '==' THEN 2 WHEN right(h->>'value', 1) = '=' THEN 1 ELSE 0 END)
 			ELSE octet_length(h->>'value') END) ORDER BY n), '[]'::jsonb)

@@ -146,7 +146,10 @@ func (f *Filter) where(args []any) (string, []any) {
 		add("created_at < $%d", f.Until)
 	}
 	if f.Key != nil {
-		add("key = $%d", f.Key)
+		// The index holds the key's hash (a key may be longer than an index
+		// entry): the hash finds the rows, the key itself confirms them.
+		args = append(args, f.Key)
+		conds = append(conds, fmt.Sprintf("sha256(key) = sha256($%[1]d::bytea) AND key = $%[1]d::bytea", len(args)))
 	}
 	if f.Q != "" {
 		add("position($%d::bytea in value) > 0", []byte(f.Q))
@@ -353,6 +356,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		archiveState           *string
 		archiveReason          *string
 		failure, archiveFail   []byte
+		payloadOmitted         *string
 	)
 	err := row.Scan(
 		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
@@ -360,13 +364,16 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &dlqTS, &format,
 		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
 		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
-		&archiveState, &r.Fingerprint,
+		&archiveState, &r.Fingerprint, &payloadOmitted,
 		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
 	)
 	if err != nil {
 		return r, err
 	}
 	r.State, r.Format = dlq.State(state), dlq.Format(format)
+	if payloadOmitted != nil {
+		r.PayloadOmitted = *payloadOmitted
+	}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}

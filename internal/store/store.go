@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,11 +33,25 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// isDataException reports whether Postgres rejected a value (SQLSTATE class
-// 22), such as JSON that jsonb cannot hold.
-func isDataException(err error) bool {
+// rowFault reports whether Postgres refused a statement for what a row
+// holds, as opposed to being unreachable or unwell: SQLSTATE class 22 (data
+// exception: a value jsonb or text cannot take), 23 (integrity constraint
+// violation) and 54 (program limit exceeded: an index entry too large, JSON
+// nested too deep for the server's stack). Every other error (connection
+// failures, 53 insufficient resources, 57 operator intervention, 58 system
+// errors, 25 a read-only transaction, 40 rollbacks, XX internal errors, and
+// anything else) is about the server or the statement, never a reason to
+// change what is written.
+func rowFault(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
 }
 
 // isUniqueViolation reports whether err is a unique-constraint violation.

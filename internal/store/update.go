@@ -19,12 +19,13 @@ import (
 // next_retry_at, discarded_at, completed_at, updated_at. A record that becomes
 // discarded is (again) due to be archived, with its longer history.
 //
-// If Postgres rejects the new error details (JSON that jsonb cannot hold), the
-// transaction is run again, change included, with details kept as text.
+// If Postgres refuses the new error history for what it holds (details that
+// jsonb cannot take), the transaction is run again, change included, with
+// details kept as text.
 func (s *Store) UpdateLocked(ctx context.Context, ids []string,
 	change func(records map[string]*dlq.Record) ([]*dlq.Record, error)) (int, error) {
 	n, err := s.updateLocked(ctx, ids, change, asJSON)
-	if isDataException(err) {
+	if rowFault(err) {
 		n, err = s.updateLocked(ctx, ids, change, asText)
 	}
 	return n, err

@@ -1,0 +1,65 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// The key filter finds records by keys of any length, byte for byte, and is
+// served by the key's hash index: the index holds the SHA-256 of the key,
+// never the key itself, so that no key is too long for it.
+func TestKeyFilterFindsLongKeysThroughTheHashIndex(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	long := randomText(3000) // random: Postgres cannot compress it into an index entry
+	var batch []dlq.Record
+	for i := range 3000 {
+		r := newRecord(int64(i), "orders")
+		r.Key = fmt.Appendf(nil, "%s%d", long, i%1000)
+		batch = append(batch, r)
+	}
+	if res, err := s.InsertRecords(ctx, batch); err != nil || res.N != len(batch) {
+		t.Fatalf("InsertRecords = %+v, %v", res, err)
+	}
+	key := fmt.Appendf(nil, "%s%d", long, 7)
+	page, err := s.List(ctx, &store.ListParams{Filter: store.Filter{Key: key}, Limit: 10})
+	if err != nil || len(page.Records) != 3 || page.Total != 3 {
+		t.Fatalf("List by key = %v; want 3 records", err)
+	}
+	for _, r := range page.Records {
+		if !bytes.Equal(r.Key, key) {
+			t.Fatalf("record %s has another key", r.ID)
+		}
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+		t.Fatal(err)
+	}
+	cond, args := store.Where(&store.Filter{Key: key})
+	rows, err := pool.Query(ctx, "EXPLAIN SELECT id FROM redrive_record WHERE "+cond+" ORDER BY id DESC LIMIT 50", args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(plan, "\n"); !strings.Contains(text, "redrive_record_key_hash") {
+		t.Errorf("the key filter does not use the key's hash index:\n%s", text)
+	}
+}
