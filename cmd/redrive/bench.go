@@ -30,6 +30,10 @@ var benchSuites = map[string]benchSuite{
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		return nil, bench.API(ctx, cfg)
 	}},
+	"abuse": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
+		_, err := bench.Abuse(ctx, cfg)
+		return nil, err
+	}},
 	"memory": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		_, err := bench.Memory(ctx, cfg)
 		return nil, err
@@ -102,6 +106,11 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
 	cmd.Flags().IntVar(&cfg.MemoryRecords, "memory-records", 1_000_000, "records the memory suite ingests and bulk-retries")
+	cmd.Flags().IntVar(&cfg.Abuse.Streams, "abuse-streams", 20_000, "idle event streams the abuse suite opens at once")
+	cmd.Flags().IntVar(&cfg.Abuse.DistinctTypes, "abuse-types", 50_000, "records of distinct types the abuse suite stores")
+	cmd.Flags().IntVar(&cfg.Abuse.DistinctTopics, "abuse-topics", 20_000, "records of distinct source topics the abuse suite stores")
+	cmd.Flags().IntVar(&cfg.Abuse.BigValues, "abuse-big-values", 200, "1 MB records the abuse suite lists with 4 readers")
+	cmd.Flags().StringSliceVar(&cfg.Abuse.Phases, "abuse-phases", nil, "attacks the abuse suite runs: poison, big-values, streams, cardinality (default: all)")
 	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api", "memory"}, "suites to run, in order")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of each suite; the summary gives each ratio's median and range (api runs once)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")

@@ -32,6 +32,8 @@ type Config struct {
 	// MemoryRecords is how many records the memory suite ingests and
 	// retries. Default: 1,000,000.
 	MemoryRecords int
+	// Abuse sizes the abuse suite's attacks.
+	Abuse AbuseConfig
 	// Out receives the report. Default: os.Stdout.
 	Out io.Writer
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -57,7 +56,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 	if err := produceFailures(ctx, []string{addr}, n, cfg.ValueSize); err != nil {
 		return nil, fmt.Errorf("produce: %w", err)
 	}
-	serve, api, err := startServe(ctx, addr, url)
+	serve, api, err := startServe(ctx, addr, url, memoryPolicy)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +104,8 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 }
 
 // startServe runs `redrive serve` on the broker and database, with auth off
-// and the memory policy, and returns it with its API's base URL once ready.
-func startServe(ctx context.Context, broker, dbURL string) (*process, string, error) {
+// and the given policy file, and returns it with its API's base URL once ready.
+func startServe(ctx context.Context, broker, dbURL, policy string, env ...string) (*process, string, error) {
 	exe, err := self()
 	if err != nil {
 		return nil, "", err
@@ -115,7 +114,7 @@ func startServe(ctx context.Context, broker, dbURL string) (*process, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bench.yaml"), []byte(memoryPolicy), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bench.yaml"), []byte(policy), 0o600); err != nil {
 		return nil, "", err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -129,12 +128,13 @@ func startServe(ctx context.Context, broker, dbURL string) (*process, string, er
 		"REDRIVE_KAFKA_BROKERS="+broker, "REDRIVE_DLQ_TOPICS="+benchTopic, "REDRIVE_GROUP=redrive-bench",
 		"REDRIVE_DATABASE_URL="+dbURL, "REDRIVE_HTTP_ADDR="+httpAddr, "REDRIVE_POLICIES_DIR="+dir,
 		"REDRIVE_AUTH_DISABLED=true", "REDRIVE_LOG_LEVEL=warn")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Env = append(cmd.Env, env...)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start redrive serve: %w", err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), logs: logs}
 	go func() { _ = cmd.Wait(); close(p.done); _ = os.RemoveAll(dir) }()
 	api := "http://" + httpAddr
 	deadline := time.Now().Add(time.Minute)

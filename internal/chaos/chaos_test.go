@@ -40,6 +40,9 @@ type mode struct {
 	// A claim orphaned by a kill is rescued only after its lease (30 s).
 	quiesce time.Duration
 	limit   time.Duration // the whole run
+	// poisonRounds is how many rounds of poison records (one of each kind,
+	// poison_test.go) are spread over produceFor.
+	poisonRounds int
 }
 
 var (
@@ -50,13 +53,13 @@ var (
 	// is unthrottled (a task lasting milliseconds is rarely hit).
 	shortMode = mode{name: "short", kills: 3, pgStops: 1, pgStopFor: 3 * time.Second, perQueue: 150,
 		produceFor: 8 * time.Second, window: 10 * time.Second, bulkAt: 2 * time.Second, bulkRate: 0,
-		quiesce: 75 * time.Second, limit: 4 * time.Minute}
+		quiesce: 75 * time.Second, limit: 4 * time.Minute, poisonRounds: 2}
 	// Full: 24 kills and two 20 s stops over three minutes while 6,000
 	// records flow in; the bulk retry is throttled (30 records/s) so that
 	// kills hit it while it works.
 	fullMode = mode{name: "full", kills: 24, pgStops: 2, pgStopFor: 20 * time.Second, perQueue: 1500,
 		produceFor: 160 * time.Second, window: 180 * time.Second, bulkAt: 40 * time.Second, bulkRate: 30,
-		quiesce: 150 * time.Second, limit: 25 * time.Minute}
+		quiesce: 150 * time.Second, limit: 25 * time.Minute, poisonRounds: 10}
 )
 
 // disruption is something the suite did to serve or Postgres.
@@ -180,7 +183,7 @@ func TestChaos(t *testing.T) {
 		// this cleanup runs before that one.
 		t.Cleanup(func() { copyFile(filepath.Join(pg.SocketDir(), "postgres.log"), filepath.Join(dir, "postgres.log")) })
 	}
-	br := startBroker(ctx, t, bin, dir, append([]string{dlqTopic, archiveTopic}, queues...))
+	br := startBroker(ctx, t, bin, dir, append([]string{dlqTopic, archiveTopic, qPoison}, queues...))
 	policies := t.TempDir()
 	if err := os.WriteFile(filepath.Join(policies, "chaos.yaml"), []byte(policiesYAML), 0o644); err != nil {
 		t.Fatal(err)
@@ -224,7 +227,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: postgres, broker %s and serve on %s up in %v", br.addr, httpAddr, t0.Sub(begin).Round(time.Millisecond))
 
 	// The consumer application and the observer of every source and archive record.
-	obsCl, err := kafkaClient(br.addr, kgo.ConsumeTopics(append([]string{archiveTopic}, queues...)...),
+	obsCl, err := kafkaClient(br.addr, kgo.ConsumeTopics(append([]string{archiveTopic, dlqTopic, eventsTopic}, queues...)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +272,20 @@ func TestChaos(t *testing.T) {
 		}
 		prodTook = time.Since(t0) // read after the send below
 		prodDone <- err
+	}()
+
+	poisonCl, err := kafkaClient(br.addr, kgo.ProducerBatchMaxBytes(2<<20), kgo.RecordDeliveryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poisonCl.Close()
+	poison := &poisoner{cl: poisonCl}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := poison.run(wctx, m.poisonRounds, m.produceFor); err != nil && wctx.Err() == nil {
+			t.Errorf("poison records: %v", err)
+		}
 	}()
 
 	bulk := &bulkRetry{api: a, want: m.perQueue, rate: m.bulkRate, logf: t.Logf}
@@ -329,6 +346,51 @@ func TestChaos(t *testing.T) {
 
 	res := quiesce(ctx, t, quiesceInput{api: a, dbURL: dbURL, obs: obs, prod: prod, bulk: bulk, bulkDone: bulkDone,
 		deadline: lastDisruption.Add(m.quiesce)})
+
+	// The topic-recreation phase (recreate_test.go): new topic ids for the
+	// DLQ, orders and archive topics under the running serve, then a second
+	// batch through them, with a kill in the middle.
+	recreatedAt := time.Now()
+	if err := recreateTopics(ctx, br.addr, obsCl, prodCl, poisonCl); err != nil {
+		t.Fatalf("chaos: recreate topics: %v", err)
+	}
+	obsCl.AddConsumeTopics(recreated...)
+	srv.note("recreated topics %v", recreated)
+	t.Logf("chaos: recreated %v at +%.1fs", recreated, recreatedAt.Sub(t0).Seconds())
+	second := make(chan error, 1)
+	go func() {
+		second <- prod.produceRange(wctx, []string{qOrders, qPayments, qInvoices}, m.perQueue, m.perQueue+m.perQueue/5, m.window/4)
+	}()
+	if err := sleep(ctx, m.window/8); err != nil {
+		t.Fatal(err)
+	}
+	gen, started := srv.current()
+	act := mon.activity(gen, started)
+	at, gen, err := srv.kill()
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	disruptions = append(disruptions, disruption{kind: "kill", at: at, end: at, gen: gen, activity: act})
+	t.Logf("chaos: kill after the recreation at +%.1fs: serve #%d during %s", at.Sub(t0).Seconds(), gen, strings.Join(act, ", "))
+	if err := waitErr(ctx, second); err != nil {
+		t.Fatalf("workload after the recreation: %v", err)
+	}
+	res = quiesce(ctx, t, quiesceInput{api: a, dbURL: dbURL, obs: obs, prod: prod, bulk: bulk, bulkFinished: true,
+		deadline: time.Now().Add(m.quiesce)})
+	// Records whose copy went down with the old archive topic are copied
+	// again: wait for the archiver to get to them.
+	var stale []string
+	var archivedPoison int
+	for wait := time.Now().Add(60 * time.Second); ; {
+		_, copies, _ := obs.snapshot()
+		if stale, archivedPoison, err = archivedBefore(ctx, dbURL, copies, recreatedAt); err != nil {
+			t.Errorf("archive copies after the recreation: %v", err)
+		}
+		if len(stale) == 0 || time.Now().After(wait) {
+			break
+		}
+		_ = sleep(ctx, 500*time.Millisecond)
+	}
 	// A duplicate produced just before quiescence reaches the observer a
 	// fetch later.
 	_ = sleep(ctx, time.Second)
@@ -342,7 +404,22 @@ func TestChaos(t *testing.T) {
 		t.Logf("chaos: serve #%d exited on its own at +%.1fs with code %d", e.gen, e.at.Sub(t0).Seconds(), e.code)
 	}
 	deliveries, copies, appErrs := obs.snapshot()
-	rep := verify(prod.keys(), res.records, deliveries, copies, disruptions)
+	var poisonStored []apiRecord
+	workload := res.records[:0:0]
+	for _, r := range res.records {
+		if strings.HasPrefix(r.Key, poisonPrefix) {
+			poisonStored = append(poisonStored, r)
+		} else {
+			workload = append(workload, r)
+		}
+	}
+	rep := verify(prod.keys(), workload, deliveries, copies, disruptions)
+	poisonLost, err := poisonMissing(ctx, dbURL, poison.keys())
+	if err != nil {
+		t.Errorf("look up the poison records: %v", err)
+	}
+	watch := obs.poisonSnapshot()
+	paused := pausedOutsideStops(mon.pausedAt(), disruptions)
 	tasks := bulk.snapshot()
 	failedTasks := 0
 	for _, tk := range tasks {
@@ -364,6 +441,9 @@ func TestChaos(t *testing.T) {
 		rep.duplicates, rep.explained, rep.unexplained, len(rep.lost), len(rep.missing), rep.inPostgres, rep.pruned,
 		len(tasks), failedTasks, res.waited.Seconds(), runtime.Seconds())
 
+	t.Logf("chaos poison: sent=%d stored=%d lost=%d produced_into_own_dlq=%d forged_events=%d ingest_paused_samples=%d (outside postgres stops: %d)",
+		len(poison.keys()), len(poisonStored), len(poisonLost), len(watch.looped), watch.forged, len(mon.pausedAt()), len(paused))
+
 	for _, line := range rep.explanations {
 		t.Logf("chaos: duplicate %s", line)
 	}
@@ -378,6 +458,17 @@ func TestChaos(t *testing.T) {
 	check("redeliveries no policy asked for", rep.unexpected)
 	check("records stored twice without any duplicate delivery", rep.splitRows)
 	check("stored records the workload never produced", rep.foreign)
+	check("LOST poison records (not in Postgres)", poisonLost)
+	check("poison records whose archive copy went with the deleted archive topic and was not made again", stale)
+	t.Logf("chaos recreation: %d poison records archived, %d without a copy on the new archive topic", archivedPoison, len(stale))
+	check("poison records serve produced into its own DLQ topic", watch.looped)
+	check("ingest paused with no Postgres stop to explain it, at", paused)
+	if watch.forged > 0 {
+		t.Errorf("forged events on %s: %d (serve produced a record into its own events topic)", eventsTopic, watch.forged)
+	}
+	if len(poison.keys()) == 0 {
+		t.Errorf("no poison record was produced")
+	}
 	var errs []string
 	for _, e := range appErrs {
 		errs = append(errs, e.Error())

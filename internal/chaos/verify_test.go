@@ -18,7 +18,9 @@ type quiesceInput struct {
 	prod     *producer
 	bulk     *bulkRetry
 	bulkDone <-chan error
-	deadline time.Time
+	// bulkFinished: the bulk retry's end was seen by an earlier quiesce.
+	bulkFinished bool
+	deadline     time.Time
 }
 
 type quiesceResult struct {
@@ -36,7 +38,7 @@ func quiesce(ctx context.Context, t *testing.T, in quiesceInput) quiesceResult {
 	t.Helper()
 	start := time.Now()
 	var bulkErr error
-	bulkFinished := false
+	bulkFinished := in.bulkFinished
 	lastLog := start
 	for {
 		if !bulkFinished {

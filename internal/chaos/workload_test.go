@@ -153,6 +153,13 @@ func (p *producer) publish(ctx context.Context, queue string, n int) error {
 
 // produceAll dead-letters n records of each queue, spread evenly over d.
 func (p *producer) produceAll(ctx context.Context, qs []string, n int, d time.Duration) error {
+	return p.produceRange(ctx, qs, 0, n, d)
+}
+
+// produceRange dead-letters records from to to-1 of each queue, spread
+// evenly over d.
+func (p *producer) produceRange(ctx context.Context, qs []string, from, to int, d time.Duration) error {
+	n := to - from
 	var wg sync.WaitGroup
 	errs := make(chan error, len(qs))
 	for _, q := range qs {
@@ -171,7 +178,7 @@ func (p *producer) produceAll(ctx context.Context, qs []string, n int, d time.Du
 					case <-time.After(wait):
 					}
 				}
-				if err := p.publish(ctx, q, i); err != nil {
+				if err := p.publish(ctx, q, from+i); err != nil {
 					errs <- err
 					return
 				}
@@ -217,6 +224,7 @@ type observer struct {
 	deliveries []delivery
 	copies     []archived
 	appErrs    []error
+	poison     poisonWatch
 }
 
 // runObserver consumes until ctx ends. The client produces the app's repeat
@@ -248,6 +256,10 @@ func runObserver(ctx context.Context, cl *kgo.Client, o *observer) error {
 			}
 		})
 		fs.EachRecord(func(r *kgo.Record) {
+			if r.Topic == dlqTopic || r.Topic == eventsTopic {
+				o.watchOwnTopic(r)
+				return
+			}
 			if r.Topic == archiveTopic {
 				o.mu.Lock()
 				o.copies = append(o.copies, archived{key: string(r.Key), id: header(r, envelope.HeaderID),
@@ -278,6 +290,13 @@ func header(r *kgo.Record, k string) string {
 		}
 	}
 	return ""
+}
+
+// poisonSnapshot copies what the observer saw of poison records.
+func (o *observer) poisonSnapshot() poisonWatch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return poisonWatch{looped: append([]string(nil), o.poison.looped...), forged: o.poison.forged}
 }
 
 // snapshot copies what the observer has seen so far.
@@ -573,6 +592,9 @@ var activityMetrics = map[string]string{
 	"redrive_archived_total":        "archive",
 }
 
+// pausedMetric is 1 while ingest waits for Postgres.
+const pausedMetric = "redrive_ingest_paused"
+
 // sample is one scrape of serve's counters.
 type sample struct {
 	gen    int
@@ -587,7 +609,15 @@ type monitor struct {
 	serve *serveProc
 
 	mu      sync.Mutex
-	samples []sample // of the current generation only
+	samples []sample    // of the current generation only
+	paused  []time.Time // scrapes that found ingest paused
+}
+
+// pausedAt lists the scrapes that found ingest paused.
+func (m *monitor) pausedAt() []time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Time(nil), m.paused...)
 }
 
 func (m *monitor) run(ctx context.Context) {
@@ -600,6 +630,9 @@ func (m *monitor) run(ctx context.Context) {
 				m.samples = m.samples[:0]
 			}
 			m.samples = append(m.samples, sample{gen: gen, at: time.Now(), values: values})
+			if values[pausedMetric] > 0 {
+				m.paused = append(m.paused, time.Now())
+			}
 			if len(m.samples) > 40 {
 				m.samples = append(m.samples[:0], m.samples[len(m.samples)-20:]...)
 			}
@@ -632,7 +665,7 @@ func (m *monitor) scrape(ctx context.Context) (map[string]float64, error) {
 			continue
 		}
 		name, _, _ = strings.Cut(name, "{")
-		if _, want := activityMetrics[name]; !want {
+		if _, want := activityMetrics[name]; !want && name != pausedMetric {
 			continue
 		}
 		if i := strings.LastIndexByte(line, ' '); i >= 0 {
