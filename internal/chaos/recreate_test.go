@@ -70,9 +70,10 @@ func recreateTopics(ctx context.Context, broker string, clients ...*kgo.Client) 
 	return nil
 }
 
-// archivedBefore lists the stored poison records whose archive copy is
-// marked done but was not seen on the archive topic since at (the copy was
-// on the deleted topic and never made again).
+// archivedBefore lists the stored poison records that are discarded (their
+// archive copy is due) but whose copy was not seen on the archive topic
+// since at: the copy was on the deleted topic and is not made again (yet).
+// It also says how many such records there are.
 func archivedBefore(ctx context.Context, dbURL string, copies []archived, at time.Time) ([]string, int, error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -80,7 +81,7 @@ func archivedBefore(ctx context.Context, dbURL string, copies []archived, at tim
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT key FROM redrive_record
-		WHERE substring(key from 1 for 7) = $1::bytea AND archive_state = 'done'`, []byte(poisonPrefix))
+		WHERE substring(key from 1 for 7) = $1::bytea AND state = 'discarded'`, []byte(poisonPrefix))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive"
@@ -225,6 +227,9 @@ type observer struct {
 	copies     []archived
 	appErrs    []error
 	poison     poisonWatch
+	// recreating is set once the suite deletes and re-creates topics: the
+	// fetches of the old topic ids fail until the client takes the new ones.
+	recreating atomic.Bool
 }
 
 // runObserver consumes until ctx ends. The client produces the app's repeat
@@ -249,7 +254,8 @@ func runObserver(ctx context.Context, cl *kgo.Client, o *observer) error {
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		fs.EachError(func(topic string, p int32, err error) {
-			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			gone := errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) && !(gone && o.recreating.Load()) {
 				o.mu.Lock()
 				o.appErrs = append(o.appErrs, fmt.Errorf("fetch %s/%d: %w", topic, p, err))
 				o.mu.Unlock()
