@@ -109,7 +109,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Abuse.Streams, "abuse-streams", 20_000, "idle event streams the abuse suite opens at once")
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTypes, "abuse-types", 50_000, "records of distinct types the abuse suite stores")
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTopics, "abuse-topics", 20_000, "records of distinct source topics the abuse suite stores")
-	cmd.Flags().IntVar(&cfg.Abuse.BigValues, "abuse-big-values", 200, "1 MB records the abuse suite lists with 4 readers")
+	cmd.Flags().IntVar(&cfg.Abuse.BigValues, "abuse-big-values", 200, "900 KB records the abuse suite lists with 4 readers")
 	cmd.Flags().StringSliceVar(&cfg.Abuse.Phases, "abuse-phases", nil, "attacks the abuse suite runs: poison, big-values, streams, cardinality (default: all)")
 	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "redeliver", "prune", "api", "memory"}, "suites to run, in order")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of each suite; the summary gives each ratio's median and range (api runs once)")

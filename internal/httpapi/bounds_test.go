@@ -39,6 +39,8 @@ func TestFilterBoundsAre400NamingTheField(t *testing.T) {
 			"filter": map[string]any{"path": deep, "value": 1}, "delay": "PT1M", "max_replays": 1}}, "filter.path"},
 		{req{method: "PUT", path: "/ojs/v1/dead-letter/replay-rules/deep", body: map[string]any{
 			"filter": map[string]any{"path": deep, "value": 1}, "delay": "PT1M", "max_replays": 1}}, "filter.path"},
+		{req{method: "POST", path: "/ojs/v1/dead-letter/replay-rules", body: map[string]any{"name": "crawl",
+			"filter": map[string]any{"queue": "orders"}, "delay": "PT1M", "max_replays": 1, "rate_limit": 1e-9}}, "rate_limit"},
 		{req{method: "PUT", path: "/ojs/v1/queues/orders/config", body: map[string]any{"replay_rules": []any{map[string]any{"name": "deep",
 			"filter": map[string]any{"path": deep, "value": 1}, "delay": "PT1M", "max_replays": 1}}}}, "replay_rules[0].filter.path"},
 	}

@@ -196,6 +196,7 @@ func TestBulkValidation(t *testing.T) {
 		{`{"confirm":"yes"}`, 400, "confirm"},
 		{`{"rate_limit":-1}`, 400, "rate_limit"},
 		{`{"rate_limit":1e9}`, 400, "rate_limit"},
+		{`{"rate_limit":1e-9}`, 400, "rate_limit"},
 		{`{}{}`, 400, "body"},
 		{`[]`, 400, "body"},
 		{``, 400, "body"},

@@ -204,6 +204,11 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		if err != nil {
 			return policyError(err, "override.")
 		}
+		// An operator's retry policy is held to the bounds policy files are
+		// (REDRIVE_RETRY_MAX_ATTEMPTS, REDRIVE_RETRY_MIN_INTERVAL).
+		if err := s.queues.Limits().Check(spec); err != nil {
+			return policyError(err, "override.")
+		}
 		merged := base.Merge(spec)
 		if err := merged.Validate(); err != nil {
 			return policyError(err, "override.")
@@ -298,8 +303,8 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	rate := 0.0
 	if b.RateLimit != nil {
 		rate = *b.RateLimit
-		if !(rate >= 0 && rate <= maxRateLimit) {
-			return invalidParam("rate_limit", "must be a number of records per second from 0 (unlimited) to 100000")
+		if !(rate == 0 || rate >= policy.MinRateLimit && rate <= maxRateLimit) {
+			return invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or a number of records per second from %v to 100000", policy.MinRateLimit))
 		}
 	}
 	ctx := c.Request().Context()

@@ -154,6 +154,9 @@ func TestRetryResetsAttemptKeepsHistoryAndRecordsTheOverride(t *testing.T) {
 		{`{"override":{"retry":{"max_attempts":-1}}}`, 422, "validation_error", "override.retry.max_attempts"},
 		{`{"override":{"retry":{"initial_interval":"5 seconds"}}}`, 422, "validation_error", "override.retry.initial_interval"},
 		{`{"override":{"retry":{"initial_interval":"PT2H"}}}`, 422, "validation_error", ""},
+		// An operator's policy is held to the limits policy files are.
+		{`{"override":{"retry":{"max_attempts":2000000000}}}`, 422, "validation_error", "override.retry.max_attempts"},
+		{`{"override":{"retry":{"initial_interval":"PT0.001S"}}}`, 422, "validation_error", "override.retry.initial_interval"},
 		{`{"override":{"queue":17}}`, 400, "invalid_request", "override.queue"},
 		{`{"override":`, 400, "invalid_request", "body"},
 	}

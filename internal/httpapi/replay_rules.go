@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -224,8 +225,8 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 		return nil, invalidParam("max_replays", "required: an integer >= 1")
 	case *b.MaxReplays < 1:
 		return nil, invalidParam("max_replays", fmt.Sprintf("must be >= 1, got %d (set enabled: false to turn a rule off)", *b.MaxReplays))
-	case b.RateLimit != nil && *b.RateLimit < 0:
-		return nil, invalidParam("rate_limit", fmt.Sprintf("must be >= 0 (replays per second, 0 = unlimited), got %v", *b.RateLimit))
+	case b.RateLimit != nil && !(*b.RateLimit == 0 || *b.RateLimit >= policy.MinRateLimit && !math.IsInf(*b.RateLimit, 1)):
+		return nil, invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or at least %v replays per second, got %v", policy.MinRateLimit, *b.RateLimit))
 	}
 	filter, err := json.Marshal(b.Filter)
 	if err != nil {

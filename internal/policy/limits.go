@@ -82,6 +82,16 @@ func (l Limits) Clamp(r Retry) (Retry, []string) {
 	return r, notes
 }
 
+// Check checks the fields a partial retry policy sets against the limits,
+// as a policy file's are: an Errors naming each field ("retry.max_attempts"),
+// nil when within them. For a retry policy that comes from elsewhere, such as
+// the override.retry of a retry through the API.
+func (l Limits) Check(s *RetrySpec) error {
+	el := &errorList{limits: &l}
+	el.checkLimits(s, "retry")
+	return el.err()
+}
+
 // checkLimits checks the fields a partial retry policy sets against the
 // limits, when the list has any (policy files, API configs; not the bare
 // decoding of a spec).
