@@ -174,6 +174,11 @@ function retryPolicy(r) {
 function redeliveryText(r) {
   if (r.redelivery_failure) {
     const f = r.redelivery_failure;
+    if (!f.next_attempt_at) {
+      // not_routable: refused, not failed; nothing is tried again until an
+      // operator retries it with a topic to deliver it to.
+      return el("span", { class: "blocked" }, `not redelivered (${f.reason}): ${f.message}; not tried again`);
+    }
     return el("span", { class: "blocked" }, `failing (${f.reason}, ${f.failures}×): ${f.message}; next attempt `, ago(f.next_attempt_at));
   }
   return r.redelivered_at ? ["last redelivered ", ago(r.redelivered_at)] : "not redelivered yet";
