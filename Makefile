@@ -42,8 +42,10 @@ lint: ## Run golangci-lint (falls back to go vet + staticcheck when it is not in
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: bench
-bench: ## Measure ingest, redelivery, API, pruning and console page loads (raw baselines in the same run)
+bench: ## Measure ingest, redelivery, API, pruning, abuse and console page loads (raw baselines in the same run)
 	$(GO) run ./cmd/redrive bench --records $(BENCH_N)
+	@# What hostile records and clients cost serve (docs/operations.md).
+	$(GO) run ./cmd/redrive bench --suite abuse --rounds 1
 	@# The console's pages in headless Chromium over the api suite's 1M records.
 	$(GO) test -run '^$$' -bench PageLoad -benchtime 1x -timeout 30m ./internal/console
 
