@@ -51,9 +51,18 @@ export async function queuePage(signal, name) {
     el("h2", {}, "Stats"),
     table(["Retryable", "Available", "Completed", "Discarded", "Dead letters", "Discarded by policy", "Total"], [el("tr", {},
       ["retryable", "available", "completed", "discarded", "dead_letter", "discard", "total"].map((k) => el("td", { class: "num" }, String(q.stats[k]))))]),
+    ...policySections(q, path, "the defaults"),
+    replayRules(q.name, rules.items || []),
+  );
+}
+
+// policySections show a queue's effective policy, its retry schedule and
+// its API config editor, up to the replay rules' heading.
+function policySections(q, path, undeclared) {
+  return [
     el("h2", {}, "Effective policy"),
     facts([
-      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : "nowhere: the defaults"],
+      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : `nowhere: ${undeclared}`],
       ["Merged", (q.layers || []).join(" ← ") || "—"],
     ]),
     policyTable(q.config),
@@ -62,8 +71,7 @@ export async function queuePage(signal, name) {
     el("h2", {}, "API config"),
     configEditor(q, path),
     el("h2", {}, "Replay rules"),
-    replayRules(q.name, rules.items || []),
-  );
+  ];
 }
 
 // defaultLayer shows _default: the layer every topic inherits, with its
@@ -82,17 +90,7 @@ async function defaultLayer(signal, q, path, rules) {
         ? `none: no Kafka topic named ${DEFAULT} has records here`
         : link(`/ui/records?queue=${DEFAULT}`, `${plural(n, "record")} of a Kafka topic named ${DEFAULT}`))],
     ]),
-    el("h2", {}, "Effective policy"),
-    facts([
-      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : "nowhere: the built-in defaults"],
-      ["Merged", (q.layers || []).join(" ← ") || "—"],
-    ]),
-    policyTable(q.config),
-    el("h3", {}, "Retry schedule"),
-    scheduleView(q.schedule),
-    el("h2", {}, "API config"),
-    configEditor(q, path),
-    el("h2", {}, "Replay rules"),
+    ...policySections(q, path, "the built-in defaults"),
     el("p", { class: "muted" }, `These select the records of a Kafka topic named ${DEFAULT}.`),
     replayRules(q.name, rules.items || []),
   );
