@@ -146,10 +146,11 @@ func (f *Filter) where(args []any) (string, []any) {
 		add("created_at < $%d", f.Until)
 	}
 	if f.Key != nil {
-		// The index holds the key's hash (a key may be longer than an index
-		// entry): the hash finds the rows, the key itself confirms them.
+		// The index holds the key's first 1,024 bytes (a key may be longer
+		// than an index entry): the prefix finds the rows, the key itself
+		// confirms them.
 		args = append(args, f.Key)
-		conds = append(conds, fmt.Sprintf("sha256(key) = sha256($%[1]d::bytea) AND key = $%[1]d::bytea", len(args)))
+		conds = append(conds, fmt.Sprintf("substring(key from 1 for 1024) = substring($%[1]d::bytea from 1 for 1024) AND key = $%[1]d::bytea", len(args)))
 	}
 	if f.Q != "" {
 		add("position($%d::bytea in value) > 0", []byte(f.Q))
