@@ -216,8 +216,9 @@ func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*d
 // records of every DLQ topic archived to it — and the archiver is woken to
 // make them. The pruner calls it before each pass and skips the pass when it
 // fails, so that no record is deleted while its copy may be lost: when the
-// brokers cannot be asked, or an archive topic does not exist (deleted, not
-// created again yet).
+// brokers cannot be asked, or an archive topic that existed does not any
+// more (deleted, not created again yet). One that never existed (not created
+// yet) holds no copies to lose.
 func (a *Archiver) CheckTopics(ctx context.Context) error {
 	if len(a.cfg.DLQTopics) == 0 {
 		return nil
@@ -241,7 +242,16 @@ func (a *Archiver) CheckTopics(ctx context.Context) error {
 		id, err := ids[name].ID, ids[name].Err
 		switch {
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
-			errs = append(errs, fmt.Errorf("archive topic %q does not exist", name))
+			// Missing and never seen (not created yet, as at a first
+			// start): no copy was made to it, so none can be lost.
+			// Missing after it was seen: deleted, with its copies.
+			known, lerr := a.store.ArchiveTopicKnown(ctx, name)
+			switch {
+			case lerr != nil:
+				errs = append(errs, lerr)
+			case known:
+				errs = append(errs, fmt.Errorf("archive topic %q does not exist (it did: deleted, and its copies with it)", name))
+			}
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("check archive topic %q: %w", name, err))

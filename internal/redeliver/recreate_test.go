@@ -154,3 +154,30 @@ func kadmDelete(ctx context.Context, cl *kgo.Client, topic string) (kadm.DeleteT
 	}
 	return r, err
 }
+
+// TestPrunerPrunesWhileAnArchiveTopicNeverSeenIsMissing: an archive topic
+// that does not exist yet and never did (a first start, before serve has
+// created it) holds no copies to lose: the pruner goes on.
+func TestPrunerPrunesWhileAnArchiveTopicNeverSeenIsMissing(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	adm := kafkatest.Client(t, b.brokers)
+	if _, err := kadmDelete(ctx, adm, dlqTopic+".archive"); err != nil {
+		t.Fatal(err)
+	}
+	b.discardedWith(t, "orders", []byte(`{"n":1}`))
+	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.DLQTopics = []string{dlqTopic} })
+	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n    pruning_policy: delete\n")
+	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
+		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CheckTopics(ctx); err != nil {
+		t.Fatalf("CheckTopics with an archive topic never seen = %v, want nil", err)
+	}
+	b.clock.Advance(2 * time.Hour)
+	if _, err := p.RunOnce(ctx); err != nil {
+		t.Fatalf("prune = %v, want no error", err)
+	}
+}

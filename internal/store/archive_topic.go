@@ -22,6 +22,17 @@ func (s *Store) DLQTopics(ctx context.Context) ([]string, error) {
 		SELECT topic FROM t WHERE topic IS NOT NULL`)
 }
 
+// ArchiveTopicKnown reports whether an id of the archive topic was ever
+// recorded (ArchiveTopicSeen): copies may have been made to it.
+func (s *Store) ArchiveTopicKnown(ctx context.Context, topic string) (bool, error) {
+	var known bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM redrive_archive_topic WHERE topic = $1)`, topic).Scan(&known)
+	if err != nil {
+		return false, fmt.Errorf("look up archive topic %s: %w", topic, err)
+	}
+	return known, nil
+}
+
 // ArchiveTopicSeen records that the archive topic has the id now (as the
 // brokers' metadata says) and returns how many archive copies it made due
 // again.
