@@ -293,6 +293,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.runMaintenance(gctx, g)
 	g.Go(func() error { a.compactCounts(gctx, 5*time.Second); return nil })
 	g.Go(func() error { maintenance.BackfillFingerprints(gctx, a.store, a.log); return nil })
+	g.Go(func() error { maintenance.FillFailedAt(gctx, a.store, a.log); return nil })
 	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
 	g.Go(func() error {
 		a.log.Info("http api listening", "component", "app", "addr", a.Addr())

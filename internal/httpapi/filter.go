@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
@@ -29,11 +33,19 @@ type FilterJSON struct {
 	// there (a JSON scalar, or text compared as a string).
 	Path  string          `json:"path,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
-	// Header lists header matches: "key" (present) or "key:value".
+	// Header lists header matches: "key" (present), "key:value" or
+	// "key=value" (see parseHeaderMatch).
 	Header []string `json:"header,omitempty"`
 	// Incident is an incident id (fingerprint): records whose latest error has it.
 	Incident string `json:"incident,omitempty"`
+	// IDs are record ids: the records an operator picked (bulk operations
+	// only; at most maxFilterIDs).
+	IDs []string `json:"ids,omitempty"`
 }
+
+// maxFilterIDs bounds a filter's ids: a selection on a page (the list shows
+// at most 1,000 records at once), not a way to name a whole DLQ.
+const maxFilterIDs = 1000
 
 // filterParams are the query parameters that make up a filter.
 var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header", "incident"}
@@ -95,6 +107,19 @@ func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
 	if len(f.Header) > 20 {
 		return out, invalidParam(prefix+"header", "at most 20 header matches")
 	}
+	if f.IDs != nil && len(f.IDs) == 0 {
+		return out, invalidParam(prefix+"ids", "must list at least one record id (leave it out to select by the other fields)")
+	}
+	if len(f.IDs) > maxFilterIDs {
+		return out, invalidParam(prefix+"ids", fmt.Sprintf("at most %d record ids, got %d", maxFilterIDs, len(f.IDs)))
+	}
+	for i, id := range f.IDs {
+		u, err := uuid.Parse(id)
+		if err != nil || len(id) != 36 {
+			return out, invalidParam(prefix+"ids", fmt.Sprintf("[%d]: must be a record id (a UUID), got %s", i, jsonString(clip(id, 64))))
+		}
+		out.IDs = append(out.IDs, u.String())
+	}
 	if f.Incident != "" && !validIncidentID(f.Incident) {
 		return out, invalidParam(prefix+"incident", "must be an incident id: 16 lowercase hex characters")
 	}
@@ -150,13 +175,44 @@ func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
 		out.Paths = []store.PathMatch{{Path: segs, Value: text}}
 	}
 	for _, h := range f.Header {
-		k, v, ok := strings.Cut(h, ":")
-		if k == "" {
-			return out, invalidParam(prefix+"header", "must be key or key:value, got "+jsonString(h))
+		m := parseHeaderMatch(h)
+		if m.Key == "" {
+			return out, invalidParam(prefix+"header", "must be key, key:value or key=value, got "+jsonString(clip(h, 64)))
 		}
-		out.Headers = append(out.Headers, store.HeaderMatch{Key: k, Value: v, ValueSet: ok})
+		out.Headers = append(out.Headers, m)
 	}
 	return out, nil
+}
+
+// parseHeaderMatch reads a header match: "key" (present), "key:value" or
+// "key=value" (that value). The key ends at the first ":" or "=", and the
+// value is the rest, as it is (it may hold either). A key holding ":", "="
+// or "\" writes them "\:", "\=" and "\\"; any other backslash is itself.
+func parseHeaderMatch(h string) store.HeaderMatch {
+	var key strings.Builder
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case c == '\\' && i+1 < len(h) && strings.IndexByte(`:=\`, h[i+1]) >= 0:
+			key.WriteByte(h[i+1])
+			i++
+		case c == ':' || c == '=':
+			return store.HeaderMatch{Key: key.String(), Value: h[i+1:], ValueSet: true}
+		default:
+			key.WriteByte(c)
+		}
+	}
+	return store.HeaderMatch{Key: key.String()}
+}
+
+// clip cuts s to at most n bytes, at a character boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -32,6 +33,9 @@ type paginationJSON struct {
 	Limit          int    `json:"limit"`
 	HasMore        bool   `json:"has_more"`
 	NextCursor     string `json:"next_cursor,omitempty"`
+	// PrevCursor continues backward: the page before this one (record
+	// lists only; absent on the first page).
+	PrevCursor string `json:"prev_cursor,omitempty"`
 }
 
 type listJSON struct {
@@ -40,7 +44,7 @@ type listJSON struct {
 }
 
 // listParams are the query parameters GET /dead-letter accepts.
-var listParams = map[string]bool{"limit": true, "cursor": true, "offset": true}
+var listParams = map[string]bool{"limit": true, "cursor": true, "offset": true, "sort": true}
 
 func init() {
 	for _, p := range filterParams {
@@ -49,7 +53,7 @@ func init() {
 }
 
 func (s *Server) listRecords(c echo.Context) error {
-	p, seen, err := parseListParams(c)
+	p, cur, err := parseListParams(c)
 	if err != nil {
 		return err
 	}
@@ -57,23 +61,47 @@ func (s *Server) listRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !page.HasMore && seen >= 0 {
+	recs := page.Records
+	// seen is how many matching records come before the page (-1: unknown).
+	seen := cur.seen
+	if p.Backward && seen >= 0 {
+		seen = max(seen-int64(len(recs)), 0)
+		if !page.HasMore {
+			seen = 0 // the first page
+		}
+	}
+	if !p.Backward && !page.HasMore && seen >= 0 {
 		// The last page: every match has been seen, so the total is exact
 		// (an estimate or a capped count would claim what was not found).
-		page.Total, page.TotalCapped, page.TotalEstimated = seen+int64(len(page.Records)), false, false
+		page.Total, page.TotalCapped, page.TotalEstimated = seen+int64(len(recs)), false, false
 	}
-	out := listJSON{Items: make([]recordJSON, len(page.Records)),
+	// Going forward there is a next page when a row was left over, and a
+	// previous one when this is not the first; going back, the reverse.
+	hasNext, hasPrev := page.HasMore, cur.given
+	if p.Backward {
+		hasNext, hasPrev = true, page.HasMore
+	}
+	out := listJSON{Items: make([]recordJSON, len(recs)),
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
-			Limit: p.Limit, HasMore: page.HasMore}}
-	for i := range page.Records {
-		out.Items[i] = toPreviewJSON(&page.Records[i], !s.cfg.ArchiveDisabled)
+			Limit: p.Limit, HasMore: hasNext}}
+	for i := range recs {
+		out.Items[i] = toPreviewJSON(&recs[i], !s.cfg.ArchiveDisabled)
 	}
-	if page.HasMore {
-		next := page.Records[len(page.Records)-1].Record.ID
-		if seen >= 0 {
-			next += "." + strconv.FormatInt(seen+int64(len(page.Records)), 10)
+	if len(recs) > 0 {
+		after := func(n int64) int64 {
+			if seen < 0 {
+				return -1
+			}
+			return seen + n
 		}
-		out.Pagination.NextCursor = encodeCursor(next)
+		if hasNext {
+			out.Pagination.NextCursor = listCursor{sort: p.Sort, pos: store.PositionOf(p.Sort, &recs[len(recs)-1]),
+				seen: after(int64(len(recs)))}.encode()
+		}
+		if hasPrev {
+			out.Pagination.PrevCursor = listCursor{sort: p.Sort, backward: true, pos: store.PositionOf(p.Sort, &recs[0]),
+				seen: after(0)}.encode()
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -82,70 +110,202 @@ func (s *Server) listRecords(c echo.Context) error {
 // before them; the cursor costs the same on every page.
 const maxOffset = 10_000
 
-// parseListParams reads a listing's parameters, and how many matching
-// records come before its page (-1 when unknown: a cursor of an older form).
-func parseListParams(c echo.Context) (*store.ListParams, int64, error) {
+// listCursor is a place in a record listing, as next_cursor and
+// prev_cursor carry it: the sort it belongs to, the direction, the
+// position of the row the page starts after (or, backward, ends before),
+// and how many matching records come before the page that follows it
+// (-1: unknown). given says a cursor (or an offset) was passed at all.
+type listCursor struct {
+	given    bool
+	sort     store.Sort
+	backward bool
+	pos      store.Position
+	seen     int64
+}
+
+// A cursor of the default order going forward is "<id>.<seen>" (or "<id>",
+// from older servers), base64url; any other is
+// "2|<sort>|<f or b>|<key>|<id>|<seen>", <key> being empty for a null key
+// (and for the default order), an integer or an RFC 3339 time.
+func (lc listCursor) encode() string {
+	if isDefaultSort(lc.sort) && !lc.backward {
+		return encodeCursor(lc.pos.ID + seenSuffix(".", lc.seen))
+	}
+	dir := "f"
+	if lc.backward {
+		dir = "b"
+	}
+	key := ""
+	switch {
+	case lc.pos.Null:
+	case lc.sort.Field == store.SortAttempt:
+		key = strconv.Itoa(lc.pos.Attempt)
+	case lc.sort.Field == store.SortNextRetry || lc.sort.Field == store.SortFailed:
+		key = lc.pos.At.UTC().Format(time.RFC3339Nano)
+	}
+	return encodeCursor("2|" + sortText(lc.sort) + "|" + dir + "|" + key + "|" + lc.pos.ID + "|" + seenSuffix("", lc.seen))
+}
+
+func seenSuffix(sep string, seen int64) string {
+	if seen < 0 {
+		return ""
+	}
+	return sep + strconv.FormatInt(seen, 10)
+}
+
+func isDefaultSort(s store.Sort) bool {
+	return (s.Field == "" || s.Field == store.SortCreated) && !s.Asc
+}
+
+// sortText is a sort as the sort parameter says it: a field, descending
+// with a leading "-".
+func sortText(s store.Sort) string {
+	f := s.Field
+	if f == "" {
+		f = store.SortCreated
+	}
+	if s.Asc {
+		return string(f)
+	}
+	return "-" + string(f)
+}
+
+// parseSort reads the sort parameter.
+func parseSort(v string) (store.Sort, error) {
+	if v == "" {
+		return store.Sort{Field: store.SortCreated}, nil
+	}
+	name, desc := strings.CutPrefix(v, "-")
+	for _, f := range store.SortFields {
+		if name == string(f) {
+			return store.Sort{Field: f, Asc: !desc}, nil
+		}
+	}
+	return store.Sort{}, invalidParam("sort", "must be one of created_at, attempt, next_retry_at, failed_at, "+
+		"each ascending or with a leading - for descending (-created_at, newest first, is the default)")
+}
+
+// decodeListCursor reads a records cursor for sort.
+func decodeListCursor(c string, sort store.Sort) (listCursor, error) {
+	bad := invalidParam("cursor", "malformed cursor; pass next_cursor or prev_cursor from a previous page")
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return listCursor{}, bad
+	}
+	lc := listCursor{given: true, sort: sort, seen: -1}
+	text := string(b)
+	rest, v2 := strings.CutPrefix(text, "2|")
+	if !v2 {
+		// "<id>.<seen>" or a bare id: the default order, forward.
+		if !isDefaultSort(sort) {
+			return listCursor{}, invalidParam("cursor", "continues sort=-created_at, not sort="+sortText(sort)+
+				"; start from the first page of this sort")
+		}
+		idPart, seenPart, hasSeen := strings.Cut(text, ".")
+		id, err := uuid.Parse(idPart)
+		if err != nil {
+			return listCursor{}, bad
+		}
+		lc.pos.ID = id.String()
+		if hasSeen {
+			if lc.seen, err = strconv.ParseInt(seenPart, 10, 64); err != nil || lc.seen < 1 {
+				return listCursor{}, bad
+			}
+		}
+		return lc, nil
+	}
+	parts := strings.Split(rest, "|")
+	if len(parts) != 5 || (parts[1] != "f" && parts[1] != "b") {
+		return listCursor{}, bad
+	}
+	if parts[0] != sortText(sort) {
+		return listCursor{}, invalidParam("cursor", "continues sort="+parts[0]+", not sort="+sortText(sort)+
+			"; start from the first page of this sort")
+	}
+	lc.backward = parts[1] == "b"
+	id, err := uuid.Parse(parts[3])
+	if err != nil {
+		return listCursor{}, bad
+	}
+	lc.pos.ID = id.String()
+	switch key := parts[2]; {
+	case sort.Field == store.SortCreated:
+		if key != "" {
+			return listCursor{}, bad
+		}
+	case key == "" && (sort.Field == store.SortNextRetry || sort.Field == store.SortFailed):
+		lc.pos.Null = true
+	case sort.Field == store.SortAttempt:
+		if lc.pos.Attempt, err = strconv.Atoi(key); err != nil {
+			return listCursor{}, bad
+		}
+	default:
+		if lc.pos.At, err = time.Parse(time.RFC3339Nano, key); err != nil {
+			return listCursor{}, bad
+		}
+	}
+	if parts[4] != "" {
+		if lc.seen, err = strconv.ParseInt(parts[4], 10, 64); err != nil || lc.seen < 0 {
+			return listCursor{}, bad
+		}
+	}
+	return lc, nil
+}
+
+// parseListParams reads a listing's parameters, and the cursor it was
+// given (seen: how many matching records come before its page).
+func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
 	q := c.QueryParams()
+	none := listCursor{}
 	if err := checkParams(q, listParams); err != nil {
-		return nil, 0, err
+		return nil, none, err
+	}
+	if len(q["sort"]) > 1 {
+		return nil, none, invalidParam("sort", "given more than once")
 	}
 	fj, err := filterFromQuery(q)
 	if err != nil {
-		return nil, 0, err
+		return nil, none, err
 	}
 	f, err := fj.toStore("")
 	if err != nil {
-		return nil, 0, err
+		return nil, none, err
 	}
 	p := &store.ListParams{Filter: f}
-	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
-		return nil, 0, err
+	if p.Sort, err = parseSort(q.Get("sort")); err != nil {
+		return nil, none, err
 	}
+	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
+		return nil, none, err
+	}
+	cur := listCursor{sort: p.Sort}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > maxOffset {
-			return nil, 0, invalidParam("offset", "must be an integer from 0 to 10000; page further with cursor (pagination.next_cursor)")
+			return nil, none, invalidParam("offset", "must be an integer from 0 to 10000; page further with cursor (pagination.next_cursor)")
 		}
-		p.Offset = n
+		if n > 0 && (p.Sort.Field == store.SortNextRetry || p.Sort.Field == store.SortFailed) {
+			return nil, none, invalidParam("offset", "cannot be combined with sort="+sortText(p.Sort)+"; page with cursor (pagination.next_cursor)")
+		}
+		p.Offset, cur.given = n, n > 0
 	}
-	seen := int64(p.Offset)
+	cur.seen = int64(p.Offset)
 	if v := q.Get("cursor"); v != "" {
 		if p.Offset > 0 {
-			return nil, 0, invalidParam("cursor", "cannot be combined with offset")
+			return nil, none, invalidParam("cursor", "cannot be combined with offset")
 		}
-		if p.BeforeID, seen, err = decodeListCursor(v); err != nil {
-			return nil, 0, invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
+		if cur, err = decodeListCursor(v, p.Sort); err != nil {
+			return nil, none, err
 		}
+		p.After, p.Backward = &cur.pos, cur.backward
 	}
-	return p, seen, nil
+	return p, cur, nil
 }
 
-// decodeListCursor reads a records cursor: the last record's id and how
-// many records its page and the pages before held ("<id>.<seen>"); a bare
-// id (an older cursor) gives seen -1.
-func decodeListCursor(c string) (string, int64, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return "", 0, err
-	}
-	idPart, seenPart, hasSeen := strings.Cut(string(b), ".")
-	id, err := uuid.Parse(idPart)
-	if err != nil {
-		return "", 0, err
-	}
-	if !hasSeen {
-		return id.String(), -1, nil
-	}
-	seen, err := strconv.ParseInt(seenPart, 10, 64)
-	if err != nil || seen < 1 {
-		return "", 0, errors.New("malformed cursor position")
-	}
-	return id.String(), seen, nil
-}
-
-// Cursors are opaque to clients: the last record's id, base64url-encoded.
+// Cursors are opaque to clients: base64url.
 func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
 
+// decodeCursor reads a cursor that is a bare id (the task list's).
 func decodeCursor(c string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {

@@ -233,8 +233,10 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 		return nil, invalidParam("filter", err.Error())
 	}
 	// The bulk-retry filter, exactly as POST /dead-letter/retry reads it.
-	if _, err := DecodeFilter(filter); err != nil {
+	if f, err := DecodeFilter(filter); err != nil {
 		return nil, underFilter(err)
+	} else if len(f.IDs) > 0 {
+		return nil, invalidParam("filter.ids", "a replay rule selects records by what they are, not by id; retry picked records with POST /ojs/v1/dead-letter/retry")
 	}
 	delay, err := policy.ParseDuration(*b.Delay)
 	if err != nil || delay < 0 {

@@ -23,16 +23,16 @@ var recordColumns = []string{
 	"dlq_topic", "dlq_partition", "dlq_offset", "dlq_timestamp", "format",
 	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
 	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
-	"archive_state", "fingerprint", "payload_omitted",
+	"archive_state", "fingerprint", "payload_omitted", "failed_at",
 }
 
 var insertColumns = strings.Join(recordColumns, ", ")
 
-// readColumns are the columns a Record is read from: payload and error_type are
-// derived from value and errors, kept only for search; the redelivery and
-// archive columns are set after insert.
+// readColumns are the columns a Record is read from: payload, error_type and
+// failed_at are derived from value and errors, kept only for search and
+// sorting; the redelivery and archive columns are set after insert.
 var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
-	return c == "payload" || c == "error_type"
+	return c == "payload" || c == "error_type" || c == "failed_at"
 }), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure"), ", ")
 
 // Encoding names how a byte string is shown as text.
@@ -246,8 +246,18 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, errorType, errs, retry, meta,
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
-		archiveStateOf(r.State), fp, nullIfEmptyString(omitted),
+		archiveStateOf(r.State), fp, nullIfEmptyString(omitted), FailedAt(r),
 	}, nil
+}
+
+// FailedAt is when a record's latest failure happened, as the failed_at
+// column keeps it for sorting: its latest error's occurred_at, or when that
+// is unknown its created_at.
+func FailedAt(r *dlq.Record) time.Time {
+	if at := r.LastError().OccurredAt; !at.IsZero() {
+		return at
+	}
+	return r.CreatedAt
 }
 
 // nullIfEmptyString is s, or NULL when it is empty. (Not a *string: taking

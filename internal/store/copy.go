@@ -21,7 +21,7 @@ var recordOIDs = []uint32{
 	pgtype.TextOID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
 	pgtype.ByteaOID, pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID,
 	pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID,
-	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID,
+	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TimestamptzOID,
 }
 
 var copyRecordsSQL = "COPY redrive_record (" + insertColumns + ") FROM STDIN (FORMAT binary)"

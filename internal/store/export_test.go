@@ -11,3 +11,23 @@ const QueueActivitySQL = queueActivitySQL
 
 // Where renders a filter's SQL condition, for EXPLAINs of the queries using it.
 func Where(f *Filter) (string, []any) { return f.where(nil) }
+
+// ListScans renders the statements a listing runs (one per segment it
+// reads), for their EXPLAINs.
+func ListScans(p *ListParams) []struct {
+	SQL  string
+	Args []any
+} {
+	var out []struct {
+		SQL  string
+		Args []any
+	}
+	for _, i := range p.scans() {
+		q, args := p.scanQuery(i, previewColumns, p.Limit+1)
+		out = append(out, struct {
+			SQL  string
+			Args []any
+		}{q, args})
+	}
+	return out
+}

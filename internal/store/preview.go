@@ -65,6 +65,9 @@ type RecordPreview struct {
 	RetryCut, MetaCut, RedeliveryCut bool
 	// FirstErrorAt is when the oldest error kept happened (nil without errors).
 	FirstErrorAt *time.Time
+	// FailedAt is the record's failed_at (SortFailed's key); nil until the
+	// background fill reaches a record stored before it existed.
+	FailedAt *time.Time
 }
 
 // HeaderSize is the size of a whole header, in bytes.
@@ -121,6 +124,7 @@ var previewExtra = []string{
 	fmt.Sprintf("octet_length(meta::text) > %d", PreviewJSONBytes),
 	fmt.Sprintf("coalesce(octet_length(redelivery::text) > %d, false)", PreviewRedeliveryBytes),
 	"(errors->0->>'occurred_at')::timestamptz",
+	"failed_at",
 }
 
 // previewColumns are readColumns with the cutting expressions, then previewExtra.
@@ -160,7 +164,7 @@ func scanPreview(row pgx.CollectableRow) (RecordPreview, error) {
 	var headers []byte
 	var errorCut, retryCut, metaCut, redeliveryCut *bool
 	rec, err := scanRecord(extraRow{row, []any{&p.KeySize, &p.ValueSize, &p.HeaderCount, &p.ErrorCount,
-		&errorCut, &retryCut, &metaCut, &redeliveryCut, &p.FirstErrorAt}, &headers})
+		&errorCut, &retryCut, &metaCut, &redeliveryCut, &p.FirstErrorAt, &p.FailedAt}, &headers})
 	if err != nil {
 		return p, err
 	}
@@ -183,7 +187,8 @@ type PreviewPage struct {
 	Total   int64
 	// TotalCapped and TotalEstimated are as in Page.
 	TotalCapped, TotalEstimated bool
-	HasMore                     bool
+	// HasMore is as in Page.
+	HasMore bool
 }
 
 // ListPreviews is List with every record's producer-sized parts cut in

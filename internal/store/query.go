@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ type Filter struct {
 	// NotQueues excludes records of these queues (bulk retries leave out
 	// Redrive's own topics: such records need a target topic of their own).
 	NotQueues []string
+	// IDs, when set, restricts to these records (an operator's selection).
+	IDs []string
 	// NotInternal excludes records whose queue is named as Kafka's internal
 	// topics are ("__…"): retries leave them out as they leave out
 	// Redrive's own topics (dlq.ReservedTopics).
@@ -69,7 +72,7 @@ type HeaderMatch struct {
 // table, so that its total can be read from there.
 func (f *Filter) dimsOnly() bool {
 	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Paths) == 0 &&
-		len(f.Headers) == 0 && f.MaxID == ""
+		len(f.Headers) == 0 && f.MaxID == "" && len(f.IDs) == 0
 }
 
 // containment builds the jsonb documents whose containment (@>) in the payload
@@ -175,20 +178,33 @@ func (f *Filter) where(args []any) (string, []any) {
 	if f.MaxID != "" {
 		add("id <= $%d", f.MaxID)
 	}
+	if len(f.IDs) > 0 {
+		add("id = ANY($%d::uuid[])", f.IDs)
+	}
 	if len(conds) == 0 {
 		return "TRUE", args
 	}
 	return strings.Join(conds, " AND "), args
 }
 
-// ListParams selects a page of records, newest first.
+// ListParams selects a page of records, newest first unless Sort says
+// otherwise.
 type ListParams struct {
 	Filter
 	// Limit is the page size (must be > 0).
 	Limit int
-	// BeforeID is the keyset cursor: only records with a smaller id (older) are listed.
+	// Sort orders the listing (zero: newest first).
+	Sort Sort
+	// After is the keyset cursor: the page starts after this position (or,
+	// Backward, ends before it).
+	After *Position
+	// Backward reads the page before After instead of the one after it.
+	Backward bool
+	// BeforeID is the keyset cursor of the default sort: only records with
+	// a smaller id (older) are listed. After supersedes it.
 	BeforeID string
-	// Offset skips that many records; used only without BeforeID.
+	// Offset skips that many records; used only without a cursor, and only
+	// by sorts read in one index scan (not next_retry_at or failed_at).
 	Offset int
 }
 
@@ -201,7 +217,9 @@ type Page struct {
 	// TotalEstimated says Total is the planner's estimate: counting exceeded
 	// its time budget.
 	TotalEstimated bool
-	HasMore        bool
+	// HasMore says another page follows in the direction read (an earlier
+	// one, for a Backward listing).
+	HasMore bool
 }
 
 // countCap bounds exact counting for filters the count table cannot answer:
@@ -228,7 +246,8 @@ type listTotal struct {
 }
 
 // listRows reads the page p selects (and one row more, which tells whether
-// another page follows) as columns, with scan; and the filter's total.
+// another page follows in the direction read) as columns, with scan, in
+// listing order; and the filter's total.
 func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns string, scan pgx.RowToFunc[T]) ([]T, listTotal, error) {
 	var total listTotal
 	var err error
@@ -236,19 +255,19 @@ func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns strin
 	if err != nil {
 		return nil, total, err
 	}
-	cond, args := p.where(nil)
-	if p.BeforeID != "" {
-		args = append(args, p.BeforeID)
-		cond += fmt.Sprintf(" AND id < $%d", len(args))
+	rows, err := sortedRows(ctx, s, p, p.Limit+1, columns, scan)
+	if err != nil {
+		return nil, total, err
 	}
-	args = append(args, p.Limit+1)
-	query := fmt.Sprintf("SELECT %s FROM redrive_record WHERE %s ORDER BY id DESC LIMIT $%d", columns, cond, len(args))
-	if p.BeforeID == "" && p.Offset > 0 {
-		args = append(args, p.Offset)
-		query += fmt.Sprintf(" OFFSET $%d", len(args))
+	if p.Backward {
+		// Read nearest first; the page shows them in listing order, and the
+		// extra row (if any) is the one before them.
+		slices.Reverse(rows)
+		if len(rows) > p.Limit {
+			rows = append(rows[1:], rows[0])
+		}
 	}
-	rows, err := collect(ctx, s.pool, "list records", scan, query, args...)
-	return rows, total, err
+	return rows, total, nil
 }
 
 // countBudget bounds the time spent counting for a filter the count table

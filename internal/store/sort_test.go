@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Every order the list offers is read from an index, forward and backward,
+// from the start and from a cursor in either segment, with and without the
+// filters an operator sorts within: no plan sorts the records (which at a
+// million records would read them all for one page).
+func TestEverySortIsReadFromAnIndex(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	id := uuid.Must(uuid.NewV7()).String()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	filters := map[string]store.Filter{"none": {}, "queue": {Queue: "orders"}, "state": {State: dlq.StateDiscarded},
+		"error type": {ErrorType: "db.timeout"}, "queue and state": {Queue: "orders", State: dlq.StateRetryable}}
+	positions := map[string]*store.Position{"start": nil, "keyed": {ID: id, Attempt: 3, At: at}, "null": {ID: id, Null: true}}
+	for _, field := range store.SortFields {
+		for _, asc := range []bool{true, false} {
+			for fname, f := range filters {
+				for pname, pos := range positions {
+					for _, back := range []bool{false, true} {
+						if pos == nil && back {
+							continue
+						}
+						p := &store.ListParams{Filter: f, Limit: 50, Sort: store.Sort{Field: field, Asc: asc}, After: pos, Backward: back}
+						for _, q := range store.ListScans(p) {
+							plan := explainWithoutSorts(t, ctx, pool, q.SQL, q.Args)
+							if strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+								t.Errorf("sort %s asc=%t, filter %s, from %s, backward %t: the plan reads the table or sorts:\n%s",
+									field, asc, fname, pname, back, plan)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// explainWithoutSorts is Postgres's plan for query when sorting and
+// sequential scans cost as much as they can: if any plan reads the rows in
+// order from an index, that is the one.
+func explainWithoutSorts(t *testing.T, ctx context.Context, pool interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, query string, args []any) string {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, set := range []string{"enable_sort", "enable_incremental_sort", "enable_seqscan", "enable_bitmapscan"} {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL %s = off", set)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", query, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
