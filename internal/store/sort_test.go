@@ -78,3 +78,67 @@ func explainWithoutSorts(t *testing.T, ctx context.Context, pool interface {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// failed_at is the latest failure's time: set on insert (created_at when the
+// error's time is unknown), moved when a repeat failure joins, and filled
+// for records stored before it existed.
+func TestFailedAtFollowsTheLatestFailure(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	known, unknown := newRecord(1, "orders"), newRecord(2, "orders")
+	known.Errors[0].OccurredAt = known.CreatedAt.Add(-time.Hour)
+	unknown.Errors[0].OccurredAt = time.Time{}
+	encoded, err := store.NewEncoder().Encode([]dlq.Record{unknown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertRecords(ctx, []dlq.Record{known}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertEncoded(ctx, encoded); err != nil {
+		t.Fatal(err)
+	}
+	failedAt := func(id string) *time.Time {
+		var at *time.Time
+		if err := pool.QueryRow(ctx, "SELECT failed_at FROM redrive_record WHERE id = $1", id).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if got := failedAt(known.ID); got == nil || !got.Equal(known.Errors[0].OccurredAt) {
+		t.Errorf("inserted: failed_at %v, want the error's %v", got, known.Errors[0].OccurredAt)
+	}
+	if got := failedAt(unknown.ID); got == nil || !got.Equal(unknown.CreatedAt) {
+		t.Errorf("inserted with an unknown error time (COPY of an encoded batch): failed_at %v, want created_at %v", got, unknown.CreatedAt)
+	}
+	again := known.CreatedAt.Add(time.Minute)
+	if _, err := s.UpdateLocked(ctx, []string{known.ID}, func(m map[string]*dlq.Record) ([]*dlq.Record, error) {
+		r := m[known.ID]
+		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: 2, Type: "db.down", Code: dlq.CodeRetry, OccurredAt: again})
+		r.Attempt = 2
+		return []*dlq.Record{r}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := failedAt(known.ID); got == nil || !got.Equal(again) {
+		t.Errorf("after a repeat failure: failed_at %v, want %v", got, again)
+	}
+	// As stored before the column existed: the fill gives them what ingest would.
+	if _, err := pool.Exec(ctx, "UPDATE redrive_record SET failed_at = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.FillFailedAt(ctx, 1); err != nil || n != 1 {
+		t.Fatalf("FillFailedAt(1) = %d, %v", n, err)
+	}
+	if n, err := s.FillFailedAt(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("FillFailedAt(10) = %d, %v; want the one left", n, err)
+	}
+	if got := failedAt(known.ID); got == nil || !got.Equal(again) {
+		t.Errorf("filled: failed_at %v, want %v", got, again)
+	}
+	if got := failedAt(unknown.ID); got == nil || !got.Equal(unknown.CreatedAt) {
+		t.Errorf("filled, error time unknown: failed_at %v, want created_at %v", got, unknown.CreatedAt)
+	}
+}
