@@ -184,20 +184,46 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 }
 
 // A rate-limited task asks to wait exactly what its rate requires: 1,200
-// records at 100/s go in batches of 100, the first at once and each of the
-// other eleven a second later. The clock is the test's; Sleep advances it.
+// records at 100/s go in batches of 100, the first at once and each paid
+// for with a second's wait, so the task takes 12 s on the test's clock,
+// 100 records/s; 20 records at 4/s take 5 s, 4/s (they took 4 s, 5/s,
+// when the first second's records went free). The clock is the test's;
+// Sleep advances it.
 func TestRateLimitPacesBatches(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		records int
+		rate    float64
+		sleeps  int
+	}{{1200, 100, 12}, {20, 4, 5}, {3, 0.5, 3}} {
+		t.Run(fmt.Sprintf("%d at %v per second", c.records, c.rate), func(t *testing.T) {
+			t.Parallel()
+			elapsed, slept := runPaced(t, c.records, c.rate)
+			want := time.Duration(float64(c.records) / c.rate * float64(time.Second))
+			if len(slept) != c.sleeps || elapsed < want-want/100 || elapsed > want+want/100 {
+				t.Fatalf("waited %v in %d sleeps (%v), want %v in %d", elapsed, len(slept), slept, want, c.sleeps)
+			}
+			if got := float64(c.records) / elapsed.Seconds(); got < c.rate*0.9 || got > c.rate*1.1 {
+				t.Fatalf("%d records in %v: %.2f records/s, asked %v", c.records, elapsed, got, c.rate)
+			}
+		})
+	}
+}
+
+// runPaced runs a retry task of n records at rate on a clock that only
+// Sleep advances, and says how long it took on that clock and each wait.
+func runPaced(t *testing.T, n int, perSecond float64) (time.Duration, []time.Duration) {
 	st := store.New(pgtest.New(t))
 	ctx := context.Background()
-	seed(t, st, "orders", 1200)
+	seed(t, st, "orders", n)
 	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
-		BatchSize: 500, RateLimit: 100, Total: 1200, CreatedBy: "test"})
+		BatchSize: 500, RateLimit: perSecond, Total: int64(n), CreatedBy: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := start
 	var slept []time.Duration
 	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
@@ -224,6 +250,9 @@ func TestRateLimitPacesBatches(t *testing.T) {
 	for {
 		got, err := st.GetTask(ctx, created.ID)
 		if err == nil && got.State == store.TaskCompleted {
+			if got.Processed != int64(n) {
+				t.Fatalf("task completed with %d of %d records", got.Processed, n)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -233,11 +262,5 @@ func TestRateLimitPacesBatches(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var total time.Duration
-	for _, d := range slept {
-		total += d
-	}
-	if len(slept) != 11 || total < 10900*time.Millisecond || total > 11100*time.Millisecond {
-		t.Fatalf("waited %v in %d sleeps (%v), want eleven of a second", total, len(slept), slept)
-	}
+	return clock.Sub(start), slept
 }
