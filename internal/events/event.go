@@ -9,8 +9,11 @@
 package events
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 )
 
 // Type is an event type.
@@ -86,8 +89,10 @@ type Event struct {
 
 // RecordData is the data of dead_letter.added, .retried, .replayed and .deleted.
 type RecordData struct {
-	ID         string `json:"id"`
-	Queue      string `json:"queue"`
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	// The record key's start (RecordKey); no key fields for a null key.
+	*RecordKeyData
 	Type       string `json:"type,omitempty"`
 	State      string `json:"state,omitempty"`
 	Exhaustion string `json:"exhaustion,omitempty"`
@@ -96,6 +101,54 @@ type RecordData struct {
 	// Rule and ReplayCount are set on dead_letter.replayed.
 	Rule        string `json:"rule,omitempty"`
 	ReplayCount int    `json:"replay_count,omitempty"`
+}
+
+// KeyBytes bounds the record key an event carries: its first KeyBytes
+// bytes, so that an event stays small whatever keys producers choose.
+const KeyBytes = 128
+
+// RecordKeyData is a record key in an event, shaped as in the API's record
+// previews: its start as text, in an encoding, with the whole size.
+type RecordKeyData struct {
+	// Key is the key's first KeyBytes bytes (or fewer, cut at a character
+	// boundary) as UTF-8 text, or the base64 of its first 96 bytes when it
+	// is not UTF-8 without NUL bytes.
+	Key         string `json:"key"`
+	KeyEncoding string `json:"key_encoding"`
+	// KeySize is the whole key's size in bytes; KeyTruncated says Key is a
+	// part of it.
+	KeySize      int  `json:"key_size"`
+	KeyTruncated bool `json:"key_truncated,omitempty"`
+}
+
+// RecordKey is the key of a record event: prefix is the key's start (at
+// least KeyBytes of it, or all of it), size the whole key's size in bytes,
+// negative for a null key (nil: the event has no key fields).
+func RecordKey(prefix []byte, size int) *RecordKeyData {
+	if size < 0 {
+		return nil
+	}
+	b := prefix[:min(len(prefix), KeyBytes)]
+	text := b
+	if len(b) < size {
+		// A cut may end inside a character: drop its first bytes.
+		for i := 0; i < utf8.UTFMax-1 && len(text) > 0 && !utf8.Valid(text); i++ {
+			text = text[:len(text)-1]
+		}
+	}
+	if utf8.Valid(text) && bytes.IndexByte(text, 0) < 0 {
+		return &RecordKeyData{Key: string(text), KeyEncoding: "utf8", KeySize: size, KeyTruncated: len(text) < size}
+	}
+	b = b[:min(len(b), KeyBytes/4*3)] // whole 3-byte groups: the prefix decodes
+	return &RecordKeyData{Key: base64.StdEncoding.EncodeToString(b), KeyEncoding: "base64", KeySize: size, KeyTruncated: len(b) < size}
+}
+
+// KeyOf is RecordKey of a whole key (nil: a null key).
+func KeyOf(key []byte) *RecordKeyData {
+	if key == nil {
+		return nil
+	}
+	return RecordKey(key, len(key))
 }
 
 // PrunedData is the data of dead_letter.pruned.

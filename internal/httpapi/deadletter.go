@@ -89,7 +89,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	}
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
-		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
+		RecordKeyData: events.KeyOf(r.Key), Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
 	return writeRecord(c, http.StatusOK, r, toRecordJSON(r, !s.cfg.ArchiveDisabled))
 }
 
@@ -262,7 +262,7 @@ func (s *Server) deleteRecord(c echo.Context) error {
 		return err
 	}
 	s.cfg.Events.Publish(c.Request().Context(), events.Record(events.DeadLetterDeleted,
-		events.RecordData{ID: row.ID, Queue: row.Queue, Type: row.Type}))
+		events.RecordData{ID: row.ID, Queue: row.Queue, RecordKeyData: events.RecordKey(row.KeyPrefix, row.KeySize), Type: row.Type}))
 	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id})
 }
 
@@ -407,7 +407,7 @@ func BatchEvents(kind string, rows []store.BatchRow) []events.Event {
 	}
 	out := make([]events.Event, len(rows))
 	for i, r := range rows {
-		out[i] = events.Record(t, events.RecordData{ID: r.ID, Queue: r.Queue, Type: r.Type})
+		out[i] = events.Record(t, events.RecordData{ID: r.ID, Queue: r.Queue, RecordKeyData: events.RecordKey(r.KeyPrefix, r.KeySize), Type: r.Type})
 	}
 	return out
 }

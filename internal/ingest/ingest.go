@@ -354,7 +354,7 @@ func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
 		}
 		m.DeadLetter.Added(r.Queue, r.Type, 1)
 		added = append(added, events.Record(events.DeadLetterAdded, events.RecordData{
-			ID: r.ID, Queue: r.Queue, Type: r.Type, State: string(r.State), Exhaustion: string(r.Exhaustion),
+			ID: r.ID, Queue: r.Queue, RecordKeyData: events.KeyOf(r.Key), Type: r.Type, State: string(r.State), Exhaustion: string(r.Exhaustion),
 			ErrorType: r.LastError().Type, Attempt: r.Attempt}))
 	}
 	if dup > 0 {

@@ -386,8 +386,8 @@ func (r *Replayer) report(ctx context.Context, done []ReplayedRecord) {
 	for i, d := range done {
 		r.cfg.Metrics.ReplayedTotal.WithLabelValues(d.Queue, d.Rule).Inc()
 		evs[i] = events.Record(events.DeadLetterReplayed, events.RecordData{
-			ID: d.ID, Queue: d.Queue, Type: d.Type, State: "available", ErrorType: d.ErrorType,
-			Rule: d.Rule, ReplayCount: d.ReplayCount,
+			ID: d.ID, Queue: d.Queue, RecordKeyData: events.RecordKey(d.KeyPrefix, d.KeySize), Type: d.Type, State: "available",
+			ErrorType: d.ErrorType, Rule: d.Rule, ReplayCount: d.ReplayCount,
 		})
 	}
 	r.cfg.Events.Publish(ctx, evs...)

@@ -42,6 +42,9 @@ type Replayed struct {
 	Type        string
 	ErrorType   string
 	ReplayCount int
+	// KeyPrefix and KeySize are as in BatchRow.
+	KeyPrefix []byte
+	KeySize   int
 }
 
 // Replay sends matching dead letters back for redelivery in one statement:
@@ -98,15 +101,16 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 				                        THEN r.meta->'redrive.replays' ELSE '{}'::jsonb END
 				                   || jsonb_build_object($1::text, %s + 1))
 		FROM picked WHERE r.id = picked.id
-		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int`,
-		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"))
+		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int,
+			substring(r.key from 1 for %d), coalesce(octet_length(r.key), -1)`,
+		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"), BatchKeyBytes)
 	rows, err := m.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replayed, error) {
 		var r Replayed
-		err := row.Scan(&r.ID, &r.Queue, &r.Type, &r.ErrorType, &r.ReplayCount)
+		err := row.Scan(&r.ID, &r.Queue, &r.Type, &r.ErrorType, &r.ReplayCount, &r.KeyPrefix, &r.KeySize)
 		return r, err
 	})
 	if err != nil {

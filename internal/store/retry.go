@@ -93,7 +93,7 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // DeleteRecord deletes one record, or returns ErrNotFound. A record the
 // scheduler is producing right now is waited for.
 func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
-	rows, err := s.pool.Query(ctx, "DELETE FROM redrive_record WHERE id = $1 RETURNING id, queue, type", id)
+	rows, err := s.pool.Query(ctx, "DELETE FROM redrive_record WHERE id = $1 RETURNING "+batchRowColumns, id)
 	if err != nil {
 		return BatchRow{}, fmt.Errorf("delete record %s: %w", id, err)
 	}
@@ -110,7 +110,19 @@ func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
 // BatchRow is a record a bulk change touched.
 type BatchRow struct {
 	ID, Queue, Type string
+	// KeyPrefix is the start of the record key (its first BatchKeyBytes
+	// bytes; nil for a null key), KeySize the whole key's size (-1: null):
+	// lifecycle events carry the key's start.
+	KeyPrefix []byte
+	KeySize   int
 }
+
+// BatchKeyBytes is how much of a record key a BatchRow holds: what a
+// lifecycle event shows of it (events.KeyBytes).
+const BatchKeyBytes = 128
+
+// batchRowColumns are a BatchRow's columns, in order.
+var batchRowColumns = fmt.Sprintf("id, queue, type, substring(key from 1 for %d), coalesce(octet_length(key), -1)", BatchKeyBytes)
 
 // BatchParams is one batch of a bulk operation.
 type BatchParams struct {
@@ -140,14 +152,14 @@ type BatchResult struct {
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
 	f.States = intersectStates(f.States, RetryableStates)
-	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING id, queue, type")
+	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING "+batchRowColumns)
 }
 
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
 	f := p.Filter
-	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING id, queue, type")
+	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING "+batchRowColumns)
 }
 
 func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter, stmt string) (BatchResult, error) {
