@@ -19,9 +19,10 @@ const auditKey = "redrive.audit"
 // auditInfo is what a handler knows about its call: the target, the filter,
 // how many records.
 type auditInfo struct {
-	Target string
-	Filter json.RawMessage
-	Count  *int64
+	Target        string
+	Filter        json.RawMessage
+	Count         *int64
+	Before, After json.RawMessage
 }
 
 // noteAudit lets a handler add details to the audit entry of its call.
@@ -32,7 +33,40 @@ func noteAudit(c echo.Context, target string, filter any, count *int64) {
 			info.Filter = b
 		}
 	}
+	if prev, ok := c.Get(auditKey).(*auditInfo); ok {
+		info.Before, info.After = prev.Before, prev.After
+	}
 	c.Set(auditKey, info)
+}
+
+// noteChange records in the audit entry of a call what it changed: the
+// configuration (a topic's API config, a replay rule) before and after it,
+// nil where there was none. Handlers call it once the change is made.
+func noteChange(c echo.Context, before, after any) {
+	info, ok := c.Get(auditKey).(*auditInfo)
+	if !ok {
+		info = &auditInfo{}
+		c.Set(auditKey, info)
+	}
+	info.Before, info.After = rawJSON(before), rawJSON(after)
+}
+
+// rawJSON is v as JSON; nil for nil (a nil json.RawMessage included).
+func rawJSON(v any) json.RawMessage {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		if len(x) == 0 || string(x) == "null" {
+			return nil
+		}
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
 }
 
 func count64[T ~int | ~int64](n T) *int64 { v := int64(n); return &v }
@@ -59,7 +93,7 @@ func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
 		e := &store.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.EscapedPath(),
 			Status: status, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 		if info, ok := c.Get(auditKey).(*auditInfo); ok {
-			e.Target, e.Filter, e.Count = info.Target, info.Filter, info.Count
+			e.Target, e.Filter, e.Count, e.Before, e.After = info.Target, info.Filter, info.Count, info.Before, info.After
 		}
 		if e.Target == "" {
 			e.Target = firstParam(c)
@@ -106,6 +140,10 @@ type auditJSON struct {
 	Count     *int64          `json:"count"`
 	Status    int             `json:"status"`
 	RequestID string          `json:"request_id"`
+	// Before and After are what a configuration change changed (null where
+	// there was none, and for other calls).
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
 }
 
 var auditParams = map[string]bool{"key_name": true, "action": true, "target": true, "since": true, "until": true,
@@ -142,9 +180,12 @@ func (s *Server) listAudit(c echo.Context) error {
 	items := make([]auditJSON, len(es))
 	for i, e := range es {
 		items[i] = auditJSON{ID: e.ID, At: jsonTime(e.At), KeyName: e.KeyName, Action: e.Action, Method: e.Method,
-			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID}
-		if len(items[i].Filter) == 0 {
-			items[i].Filter = json.RawMessage("null")
+			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID,
+			Before: e.Before, After: e.After}
+		for _, f := range []*json.RawMessage{&items[i].Filter, &items[i].Before, &items[i].After} {
+			if len(*f) == 0 {
+				*f = json.RawMessage("null")
+			}
 		}
 	}
 	pg := paginationJSON{Total: total, Limit: p.Limit, HasMore: more}

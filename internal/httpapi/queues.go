@@ -458,6 +458,7 @@ func (s *Server) createQueue(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
+	noteChange(c, nil, cfg)
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
@@ -522,8 +523,24 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.store.PutQueueConfig(ctx, name, cfg, false); err != nil {
+	before, err := s.apiLayer(ctx, name)
+	if err != nil {
 		return err
+	}
+	if string(cfg) == "{}" && (before == nil || !before.Explicit) && name != queue.DefaultName {
+		// An empty API layer of a topic no POST created is no API layer:
+		// drop it, so that the topic says where its policy really comes
+		// from (its files or the defaults), as after DELETE.
+		if err := s.store.DeleteQueue(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		noteChange(c, configOf(before), nil)
+	} else {
+		after, err := s.store.PutQueueConfig(ctx, name, cfg, false)
+		if err != nil {
+			return err
+		}
+		noteChange(c, configOf(before), after.Config)
 	}
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
@@ -557,11 +574,16 @@ func (s *Server) deleteQueue(c echo.Context) error {
 			Message: "queue " + name + " has records waiting for redelivery; retry, settle or purge them first",
 			Details: map[string]any{"depth": d, "strategy": "reject"}}
 	}
+	before, err := s.apiLayer(ctx, name)
+	if err != nil {
+		return err
+	}
 	if err := s.store.DeleteQueue(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("queue " + name + " has no API config to delete")
 	} else if err != nil {
 		return err
 	}
+	noteChange(c, configOf(before), nil)
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
@@ -588,17 +610,24 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		}
 		raw, _ := json.Marshal(map[string]policy.TopicState{"state": state})
 		ctx := c.Request().Context()
+		before, err := s.apiLayer(ctx, name)
+		if err != nil {
+			return err
+		}
 		qc, err := s.store.PutQueueConfig(ctx, name, raw, true)
 		if err != nil {
 			return err
 		}
+		after := qc.Config
 		if resumedToNothing(qc, state) {
 			// A topic that only a pause had put under API control goes back
 			// to its files and defaults: its source is no longer "api".
 			if err := s.store.DeleteQueue(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
+			after = nil
 		}
+		noteChange(c, configOf(before), after)
 		if err := s.queues.Refresh(ctx); err != nil {
 			return err
 		}
@@ -617,6 +646,24 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		}
 		return c.JSON(http.StatusOK, q)
 	}
+}
+
+// apiLayer reads a topic's API config from the store (nil: none), for the
+// audit log's before and after: the resolver's copy may be seconds old.
+func (s *Server) apiLayer(ctx context.Context, name string) (*store.QueueConfig, error) {
+	qc, err := s.store.QueueConfig(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return qc, err
+}
+
+// configOf is an API layer's config, nil for none.
+func configOf(qc *store.QueueConfig) json.RawMessage {
+	if qc == nil {
+		return nil
+	}
+	return qc.Config
 }
 
 // resumedToNothing reports whether a resume left an implicit topic's API

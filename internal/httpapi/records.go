@@ -275,6 +275,12 @@ func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
 	if p.Sort, err = parseSort(q.Get("sort")); err != nil {
 		return nil, none, err
 	}
+	if p.Sort.Field != store.SortCreated && f.Queue == "" {
+		// Each of these orders is a range of an index that starts with the
+		// queue; across every queue it would be a sort of every record.
+		return nil, none, invalidParam("sort", "sort="+sortText(p.Sort)+" lists one queue's records: add a queue filter "+
+			"(across every queue, only created_at and -created_at)")
+	}
 	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
 		return nil, none, err
 	}

@@ -114,6 +114,7 @@ func (s *Server) createReplayRule(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
+	noteChange(c, nil, storedRuleJSON(r))
 	s.triggerReplay()
 	return c.JSON(http.StatusCreated, storedRuleJSON(r))
 }
@@ -128,6 +129,12 @@ func (s *Server) putReplayRule(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	var before any
+	if prev, err := s.store.GetReplayRule(ctx, name); err == nil {
+		before = storedRuleJSON(prev)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
 	r.UpdatedAt = time.Now().UTC()
 	status := http.StatusOK
 	err = s.store.UpdateReplayRule(ctx, r)
@@ -142,6 +149,7 @@ func (s *Server) putReplayRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	noteChange(c, before, storedRuleJSON(saved))
 	s.triggerReplay()
 	return c.JSON(status, storedRuleJSON(saved))
 }
@@ -151,11 +159,19 @@ func (s *Server) deleteReplayRule(c echo.Context) error {
 	if err := s.refusePolicyRule(c, name); err != nil {
 		return err
 	}
-	if err := s.store.DeleteReplayRule(c.Request().Context(), name); errors.Is(err, store.ErrNotFound) {
+	ctx := c.Request().Context()
+	prev, err := s.store.GetReplayRule(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
 		return notFound(fmt.Sprintf("replay rule %q not found", name))
 	} else if err != nil {
 		return err
 	}
+	if err := s.store.DeleteReplayRule(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound(fmt.Sprintf("replay rule %q not found", name))
+	} else if err != nil {
+		return err
+	}
+	noteChange(c, storedRuleJSON(prev), nil)
 	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "name": name})
 }
 

@@ -187,19 +187,28 @@ func TestBadSortsAreRefused(t *testing.T) {
 	for _, s := range []string{"age", "-", "--attempt", "ATTEMPT", "key"} {
 		wantError(t, "sort="+s, b.get(t, "/ojs/v1/dead-letter?sort="+url.QueryEscape(s), nil), http.StatusBadRequest, "invalid_request", "sort")
 	}
-	wantError(t, "sort twice", b.get(t, "/ojs/v1/dead-letter?sort=attempt&sort=-attempt", nil), http.StatusBadRequest, "invalid_request", "sort")
+	wantError(t, "sort twice", b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=attempt&sort=-attempt", nil), http.StatusBadRequest, "invalid_request", "sort")
+	for _, s := range []string{"attempt", "-attempt", "next_retry_at", "-failed_at"} {
+		wantError(t, "sort="+s+" without a queue", b.get(t, "/ojs/v1/dead-letter?error_type=db.timeout&sort="+s, nil), http.StatusBadRequest, "invalid_request", "sort")
+	}
 	var p pagedList
-	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?sort=attempt&limit=1", &p), http.StatusOK)
-	wantError(t, "an attempt cursor for sort=-attempt", b.get(t, "/ojs/v1/dead-letter?sort=-attempt&cursor="+p.Pagination.NextCursor, nil),
+	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?sort=created_at&error_type=db.timeout&limit=2", &p), http.StatusOK)
+	if len(p.Items) != 2 || !p.Pagination.HasMore {
+		t.Errorf("sort=created_at across queues: %d items, has_more %t", len(p.Items), p.Pagination.HasMore)
+	}
+	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=attempt&limit=1", &p), http.StatusOK)
+	wantError(t, "an attempt cursor for sort=-attempt", b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=-attempt&cursor="+p.Pagination.NextCursor, nil),
 		http.StatusBadRequest, "invalid_request", "cursor")
-	wantError(t, "an attempt cursor for the default sort", b.get(t, "/ojs/v1/dead-letter?cursor="+p.Pagination.NextCursor, nil),
+	wantError(t, "an attempt cursor for the default sort", b.get(t, "/ojs/v1/dead-letter?queue=orders&cursor="+p.Pagination.NextCursor, nil),
 		http.StatusBadRequest, "invalid_request", "cursor")
 	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?limit=1", &p), http.StatusOK)
-	wantError(t, "a default cursor for sort=attempt", b.get(t, "/ojs/v1/dead-letter?sort=attempt&cursor="+p.Pagination.NextCursor, nil),
+	wantError(t, "a default cursor for sort=attempt", b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=attempt&cursor="+p.Pagination.NextCursor, nil),
 		http.StatusBadRequest, "invalid_request", "cursor")
-	wantError(t, "offset with sort=failed_at", b.get(t, "/ojs/v1/dead-letter?sort=failed_at&offset=1", nil),
+	wantError(t, "a cursor that is not one", b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=attempt&cursor=Mnx4", nil),
+		http.StatusBadRequest, "invalid_request", "cursor")
+	wantError(t, "offset with sort=failed_at", b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=failed_at&offset=1", nil),
 		http.StatusBadRequest, "invalid_request", "offset")
-	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?sort=-attempt&offset=1", &p), http.StatusOK)
+	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?queue=orders&sort=-attempt&offset=1", &p), http.StatusOK)
 	if len(p.Items) != 2 {
 		t.Errorf("sort=-attempt&offset=1: %d items, want 2", len(p.Items))
 	}

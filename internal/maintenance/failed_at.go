@@ -8,18 +8,18 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// fillBatch is how many records one step of FillFailedAt changes.
+// fillBatch is how many records one step of FillFailedAt looks at.
 const fillBatch = 1000
 
 // FillFailedAt gives the records stored before failed_at existed (the key
-// of the list's "last failed" sort) their failed_at, a batch at a time. It
-// returns when none is left or ctx ends; a failed batch is tried again
-// after a pause.
+// of the list's "last failed" sort) their failed_at, walking every record
+// once in id order, a batch at a time. It returns when it is through or ctx
+// ends; a failed batch is tried again after a pause.
 func FillFailedAt(ctx context.Context, st *store.Store, log *slog.Logger) {
 	log = orLogger(log).With("component", "failed_at")
-	done := 0
+	after, done := "", 0
 	for ctx.Err() == nil {
-		n, err := st.FillFailedAt(ctx, fillBatch)
+		last, n, err := st.FillFailedAt(ctx, after, fillBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("fill failed_at of older records", "err", err)
@@ -31,11 +31,12 @@ func FillFailedAt(ctx context.Context, st *store.Store, log *slog.Logger) {
 			continue
 		}
 		done += n
-		if n < fillBatch {
+		if last == "" {
 			if done > 0 {
 				log.Info("filled failed_at of records stored before it existed", "records", done)
 			}
 			return
 		}
+		after = last
 	}
 }

@@ -23,24 +23,34 @@ type AuditEntry struct {
 	Count     *int64          // records affected (or that would be), when known
 	Status    int
 	RequestID string
+	// Before and After are what a configuration change changed (a topic's
+	// API config, a replay rule) before and after the call; nil where there
+	// was none (created, deleted) and for other calls.
+	Before, After json.RawMessage
 }
 
 // AddAudit appends an entry to the audit log.
 func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
-	var filter any
-	if len(e.Filter) > 0 {
-		// jsonb cannot hold NUL; a refused call's filter is still logged.
-		filter = bytes.ReplaceAll(e.Filter, nulEscape, []byte(`\ufffd`))
-	}
+	// jsonb cannot hold NUL; a refused call's filter is still logged.
+	filter, before, after := auditJSON(e.Filter), auditJSON(e.Before), auditJSON(e.After)
 	// Refused calls are logged too, whatever bytes they carried: text
 	// columns get valid UTF-8 without NUL.
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		clean(e.KeyName), e.Action, e.Method, clean(e.Path), clean(e.Target), filter, e.Count, e.Status, clean(e.RequestID))
+	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id, before, after)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		clean(e.KeyName), e.Action, e.Method, clean(e.Path), clean(e.Target), filter, e.Count, e.Status, clean(e.RequestID), before, after)
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	return nil
+}
+
+// auditJSON is JSON for a jsonb column of the audit log: NULL when empty,
+// NUL escapes replaced.
+func auditJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.ReplaceAll(b, nulEscape, []byte(`\ufffd`))
 }
 
 // AuditParams selects audit entries, newest first.
@@ -87,14 +97,14 @@ func (s *Store) Audit(ctx context.Context, p *AuditParams) ([]AuditEntry, int64,
 		add("id < $%d", p.BeforeID)
 	}
 	args = append(args, p.Limit+1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
 		FROM redrive_audit WHERE %s ORDER BY id DESC LIMIT $%d`, conds, len(args)), args...)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
 	}
 	es, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEntry, error) {
 		var e AuditEntry
-		err := row.Scan(&e.ID, &e.At, &e.KeyName, &e.Action, &e.Method, &e.Path, &e.Target, &e.Filter, &e.Count, &e.Status, &e.RequestID)
+		err := row.Scan(&e.ID, &e.At, &e.KeyName, &e.Action, &e.Method, &e.Path, &e.Target, &e.Filter, &e.Count, &e.Status, &e.RequestID, &e.Before, &e.After)
 		return e, err
 	})
 	if err != nil {

@@ -228,16 +228,29 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, []any) {
 	return query, args
 }
 
-// FillFailedAt gives up to limit records stored before failed_at existed
-// their failed_at (as FailedAt computes it, from the latest error), and
-// says how many it changed: serve calls it in the background until none is
-// left. Records stored since have it from the start.
-func (s *Store) FillFailedAt(ctx context.Context, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE redrive_record r
-		SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
-		WHERE r.id IN (SELECT id FROM redrive_record WHERE failed_at IS NULL LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
+// FillFailedAt gives the records stored before failed_at existed their
+// failed_at (as FailedAt computes it, from the latest error), up to limit
+// of them with an id after afterID (in id order, so that each call reads
+// about limit rows), and says the last id it looked at ("" when none is
+// left) and how many it changed: serve calls it in the background until
+// it has walked every record. Records stored since have it from the start.
+func (s *Store) FillFailedAt(ctx context.Context, afterID string, limit int) (string, int, error) {
+	var last *string
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH batch AS (
+			SELECT id, failed_at IS NULL AS missing FROM redrive_record
+			WHERE ($1 = '' OR id > $1::uuid) ORDER BY id LIMIT $2),
+		filled AS (
+			UPDATE redrive_record r
+			SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
+			FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
+			RETURNING 1)
+		SELECT (SELECT max(id::text) FROM batch), (SELECT count(*) FROM filled)`, afterID, limit).Scan(&last, &n)
 	if err != nil {
-		return 0, fmt.Errorf("fill failed_at: %w", err)
+		return "", 0, fmt.Errorf("fill failed_at: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	if last == nil {
+		return "", n, nil
+	}
+	return *last, n, nil
 }

@@ -16,21 +16,28 @@ import (
 )
 
 // Every order the list offers is read from an index, forward and backward,
-// from the start and from a cursor in either segment, with and without the
-// filters an operator sorts within: no plan sorts the records (which at a
-// million records would read them all for one page).
+// from the start and from a cursor in either segment, with the filters it
+// is offered with (any in the default order, a queue in the others): no
+// plan sorts the records, which at a million records would read them all
+// for one page.
 func TestEverySortIsReadFromAnIndex(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7()).String()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	filters := map[string]store.Filter{"none": {}, "queue": {Queue: "orders"}, "state": {State: dlq.StateDiscarded},
-		"error type": {ErrorType: "db.timeout"}, "queue and state": {Queue: "orders", State: dlq.StateRetryable}}
+	// Any filter in the default order; a queue (and what narrows within it)
+	// in the others, which need one.
+	filters := map[string]store.Filter{"none": {}, "state": {State: dlq.StateDiscarded}, "error type": {ErrorType: "db.timeout"},
+		"queue": {Queue: "orders"}, "queue and state": {Queue: "orders", State: dlq.StateRetryable},
+		"queue and error type": {Queue: "orders", ErrorType: "db.timeout"}}
 	positions := map[string]*store.Position{"start": nil, "keyed": {ID: id, Attempt: 3, At: at}, "null": {ID: id, Null: true}}
 	for _, field := range store.SortFields {
 		for _, asc := range []bool{true, false} {
 			for fname, f := range filters {
+				if field != store.SortCreated && f.Queue == "" {
+					continue
+				}
 				for pname, pos := range positions {
 					for _, back := range []bool{false, true} {
 						if pos == nil && back {
@@ -129,11 +136,15 @@ func TestFailedAtFollowsTheLatestFailure(t *testing.T) {
 	if _, err := pool.Exec(ctx, "UPDATE redrive_record SET failed_at = NULL"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.FillFailedAt(ctx, 1); err != nil || n != 1 {
-		t.Fatalf("FillFailedAt(1) = %d, %v", n, err)
+	last, n, err := s.FillFailedAt(ctx, "", 1)
+	if err != nil || n != 1 || last == "" {
+		t.Fatalf("FillFailedAt(1) = %q, %d, %v", last, n, err)
 	}
-	if n, err := s.FillFailedAt(ctx, 10); err != nil || n != 1 {
-		t.Fatalf("FillFailedAt(10) = %d, %v; want the one left", n, err)
+	if last, n, err = s.FillFailedAt(ctx, last, 10); err != nil || n != 1 || last == "" {
+		t.Fatalf("FillFailedAt(10) = %q, %d, %v; want the one left", last, n, err)
+	}
+	if last, n, err = s.FillFailedAt(ctx, last, 10); err != nil || n != 0 || last != "" {
+		t.Fatalf("FillFailedAt past the end = %q, %d, %v; want nothing", last, n, err)
 	}
 	if got := failedAt(known.ID); got == nil || !got.Equal(again) {
 		t.Errorf("filled: failed_at %v, want %v", got, again)
