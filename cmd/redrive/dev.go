@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -34,7 +35,7 @@ func devCmd() *cobra.Command {
 		Short: "Run everything in one process: in-process Kafka on 127.0.0.1:9092, a throwaway Postgres, the API on :8080",
 		Long: `dev is the embedded default for trying Redrive and for local development.
 It starts an in-process Kafka broker (kfake) on 127.0.0.1:9092 that real clients
-such as kcat can reach, uses DATABASE_URL (or REDRIVE_DATABASE_URL) if set or else
+such as kcat can reach (--kafka-port moves it), uses DATABASE_URL (or REDRIVE_DATABASE_URL) if set or else
 a throwaway Postgres from the local PostgreSQL binaries, applies migrations, and
 serves the API without authentication. Nothing it stores survives a restart
 unless DATABASE_URL is set.`,
@@ -42,7 +43,19 @@ unless DATABASE_URL is set.`,
 		RunE: runDev,
 	}
 	config.RegisterFlags(cmd.Flags())
+	cmd.Flags().Int("kafka-port", devKafkaPort, "port of the in-process Kafka (0: any free port)")
 	return cmd
+}
+
+// devBanner is what dev prints on stdout once it is ready: where the
+// console, the API and Kafka are. The README's tour shows it.
+func devBanner(httpAddr string, brokers []string) string {
+	base := "http://localhost" + portOf(httpAddr)
+	return fmt.Sprintf(`redrive dev is ready (auth is off; nothing is kept unless DATABASE_URL is set):
+  console  %s/ui/
+  API      %s/ojs/v1/dead-letter
+  Kafka    %s
+`, base, base, strings.Join(brokers, ","))
 }
 
 func runDev(cmd *cobra.Command, _ []string) error {
@@ -71,8 +84,12 @@ func runDev(cmd *cobra.Command, _ []string) error {
 			"component", "dev", "psql", "psql -h "+cluster.SocketDir()+" -U postgres")
 	}
 
+	port, err := cmd.Flags().GetInt("kafka-port")
+	if err != nil {
+		return err
+	}
 	broker, err := kfake.NewCluster(
-		kfake.Ports(devKafkaPort),
+		kfake.Ports(port),
 		kfake.DefaultNumPartitions(3),
 		kfake.AllowAutoTopicCreation(),
 		kfake.SeedTopics(3, cfg.DLQTopics...),
@@ -81,7 +98,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		kfake.SeedTopics(3, tourTopics...),
 	)
 	if err != nil {
-		return fmt.Errorf("start in-process kafka on 127.0.0.1:%d (is the port taken?): %w", devKafkaPort, err)
+		return fmt.Errorf("start in-process kafka on 127.0.0.1:%d (is the port taken?): %w", port, err)
 	}
 	defer broker.Close()
 	cfg.KafkaBrokers = broker.ListenAddrs()
@@ -93,7 +110,9 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("redrive dev is ready", "component", "dev", "api", "http://localhost"+portOf(a.Addr())+"/ojs/v1/dead-letter")
+	base := "http://localhost" + portOf(a.Addr())
+	log.Info("redrive dev is ready", "component", "dev", "console", base+"/ui/", "api", base+"/ojs/v1/dead-letter")
+	fmt.Fprint(cmd.OutOrStdout(), devBanner(a.Addr(), cfg.KafkaBrokers))
 	return a.Run(ctx)
 }
 
