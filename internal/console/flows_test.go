@@ -108,7 +108,7 @@ func TestOperatorFlows(t *testing.T) {
 	// Open the record.
 	b.run(t, "open order-17",
 		chromedp.Navigate(s.base+"/ui/records?queue=orders"), waitText("table.records", "order-17"),
-		click(`table.records a`),
+		click(`table.records td.key a`),
 		waitText("h1", "Record order-17"), waitText("#value-tree", `"sku"`), waitText("#errors", "connection refused"),
 		waitText(".schedule-table", "PT10M"))
 	b.screenshot(t, "record")
@@ -251,7 +251,7 @@ func queueFlows(t *testing.T, s *server, b *browser) {
 
 	// Delete a record: after a yes, it is gone and the list of its queue shows.
 	b.run(t, "delete pay-3",
-		chromedp.Navigate(s.base+"/ui/records?queue=payments"), click(`table.records a`), waitText("h1", "Record pay-3"),
+		chromedp.Navigate(s.base+"/ui/records?queue=payments"), click(`table.records td.key a`), waitText("h1", "Record pay-3"),
 		click("#delete"), waitURL("/ui/records?queue=payments"), until("pay-3 is gone", `!document.querySelector("table.records")?.textContent.includes("pay-3")`))
 	s.waitTotal(t, "queue=payments", 0)
 

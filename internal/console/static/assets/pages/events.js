@@ -28,12 +28,26 @@ export async function eventsPage(signal) {
   subscribe(q.toString(), (ev) => {
     waiting.hidden = true;
     const d = ev.data || {};
+    const subject = d.id && ev.type.startsWith("dead_letter.") ? recordName(d) : ev.subject || d.id;
     list.prepend(el("li", {},
       ago(typeof ev.time === "number" ? new Date(ev.time).toISOString() : ev.time), " ", el("strong", {}, ev.type), " ",
-      d.id && ev.type !== "dead_letter.deleted" ? link(`/ui/records/${d.id}`, ev.subject || d.id) : ev.subject ? el("span", {}, ev.subject) : null,
+      d.id && ev.type !== "dead_letter.deleted" && ev.type.startsWith("dead_letter.") ? link(`/ui/records/${d.id}`, subject, { title: `record ${d.id}` })
+        : subject ? el("span", { class: "subject", title: d.id ? `record ${d.id}` : null }, subject) : null,
+      d.key_encoding === "base64" ? [" ", el("span", { class: "tag" }, "base64")] : null,
       d.queue ? el("span", { class: "muted" }, ` in ${d.queue}`) : null,
       d.error_type ? el("span", { class: "muted" }, ` · ${d.error_type}`) : null,
       d.count ? el("span", { class: "muted" }, ` · ${d.count} records (${d.reason})`) : null));
     while (list.children.length > KEEP) list.lastChild.remove();
   }, signal, live.set);
 }
+
+// recordName is how an event names its record: by its key (the start the
+// event carries, with an ellipsis when cut), or by id for a null key.
+function recordName(d) {
+  if (d.key == null) return d.id;
+  const chars = Array.from(d.key);
+  const shown = chars.length > KEY_CHARS ? chars.slice(0, KEY_CHARS).join("") + "…" : d.key + (d.key_truncated ? "…" : "");
+  return `key ${shown}`;
+}
+
+const KEY_CHARS = 60;

@@ -12,7 +12,7 @@ import { el, fill, link, table, ago, facts, status, duration, plural } from "../
 import { api, canWrite, readOnlyReason } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { reload } from "../lib/nav.js";
-import { writeButton } from "../lib/write.js";
+import { writeButton, confirmThen } from "../lib/write.js";
 import { scheduleView } from "../lib/schedule.js";
 import { replayRules } from "./replay.js";
 
@@ -62,7 +62,7 @@ function policySections(q, path, undeclared) {
   return [
     el("h2", {}, "Effective policy"),
     facts([
-      ["Declared in", q.declared_in ? `${q.declared_in} (read-only here)` : q.source === "api" ? "the API (below)" : `nowhere: ${undeclared}`],
+      ["Declared in", el("span", { id: "declared-in" }, declaredIn(q, undeclared))],
       ["Merged", (q.layers || []).join(" ← ") || "—"],
     ]),
     policyTable(q.config),
@@ -72,6 +72,16 @@ function policySections(q, path, undeclared) {
     configEditor(q, path),
     el("h2", {}, "Replay rules"),
   ];
+}
+
+// declaredIn says where a queue's policy comes from, as the API says it
+// now: a policy file, the API layer (over the files and defaults), or no
+// layer of its own (the defaults it follows).
+function declaredIn(q, undeclared) {
+  const others = (q.layers || []).filter((l) => l !== "api");
+  if (q.declared_in) return `${q.declared_in} (read-only here)`;
+  if (q.source === "api") return `the API (below)${others.length ? `, over ${others.join(" ← ")}` : ""}`;
+  return `no policy file or API config of its own: ${undeclared}${others.length ? ` (${others.join(" ← ")})` : ""}`;
 }
 
 // defaultLayer shows _default: the layer every topic inherits, with its
@@ -117,6 +127,15 @@ function configEditor(q, path) {
   const text = el("textarea", { id: "config", rows: "10", spellcheck: "false", "aria-describedby": "config-help" },
     JSON.stringify(q.api_config || {}, null, 2));
   const errors = el("div", { id: "config-errors", role: "alert" });
+  // The API's message lists the field errors it also gives one by one:
+  // each is shown once, in the list.
+  const refused = (e) => {
+    const fields = e.details.fields || [];
+    fill(errors, fields.length
+      ? [el("p", { class: "error" }, fields.length === 1 ? "The API refused this config:" : `The API refused this config (${fields.length} problems):`),
+        el("ul", { class: "field-errors" }, fields.map((f) => el("li", {}, el("code", {}, f.field), `: ${f.message}`)))]
+      : el("p", { class: "error" }, e.message));
+  };
   const save = async () => {
     fill(errors);
     let body;
@@ -124,11 +143,16 @@ function configEditor(q, path) {
     try {
       await api(`${path}/config`, { method: "PUT", body });
       reload();
-    } catch (e) {
-      const fields = e.details.fields || [];
-      fill(errors, el("p", { class: "error" }, e.message),
-        fields.length ? el("ul", { class: "field-errors" }, fields.map((f) => el("li", {}, el("code", {}, f.field), `: ${f.message}`))) : null);
-    }
+    } catch (e) { refused(e); }
+  };
+  // Removing the API layer (DELETE) hands the topic back to its files and
+  // the defaults; an empty config saved does the same.
+  const remove = async () => {
+    fill(errors);
+    try {
+      await api(path, { method: "DELETE" });
+      reload();
+    } catch (e) { refused(e); }
   };
   if (!canWrite()) text.setAttribute("readonly", "");
   return el("div", { class: "field" },
@@ -137,6 +161,9 @@ function configEditor(q, path) {
       ? "The default layer: every topic inherits what it sets, e.g. {\"dead_letter\": {\"retention\": {\"max_age\": \"P90D\"}}}."
       : "Layered over the policy files' defaults for this topic, e.g. {\"retry\": {\"max_attempts\": 10, \"initial_interval\": \"PT30S\"}}."),
     errors,
-    el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save" })),
+    el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save" }),
+      q.source === "api" && q.name !== DEFAULT
+        ? writeButton("Remove API config", confirmThen(`Remove the API config of ${q.name}? It then follows its policy files and the defaults.`, remove),
+          { id: "config-remove", class: "secondary" }) : null),
     canWrite() ? null : el("p", { class: "muted" }, readOnlyReason()));
 }
