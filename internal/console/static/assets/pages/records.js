@@ -171,7 +171,8 @@ function field([f, label, choices, hint], params) {
 }
 
 // pickList offers what the API knows as the input's suggestions (a
-// datalist), asked for when the input gets focus and as the user types.
+// datalist), asked for when the input is focused or clicked and as the
+// user types.
 function pickList(input, id, signal, fetch) {
   const list = el("datalist", { id });
   input.setAttribute("list", id);
@@ -190,8 +191,7 @@ function pickList(input, id, signal, fetch) {
       } catch { /* no suggestions: the field still takes any text */ }
     }, 150);
   };
-  input.addEventListener("focus", ask);
-  input.addEventListener("input", ask);
+  for (const ev of ["focus", "pointerdown", "input"]) input.addEventListener(ev, ask);
 }
 
 // selection keeps the rows picked by their checkboxes, with the bar that
