@@ -1,6 +1,7 @@
 package fingerprint_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/fingerprint"
@@ -13,7 +14,7 @@ func TestNormalize(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		// Postgres (lib/pq, pgx)
 		{"pq unique", `pq: duplicate key value violates unique constraint "orders_pkey"`,
-			`pq: duplicate key value violates unique constraint <str>`},
+			`pq: duplicate key value violates unique constraint "orders_pkey"`},
 		{"pg dial", `dial tcp 10.0.0.5:5432: connect: connection refused`,
 			`dial tcp <ip>:<port>: connect: connection refused`},
 		{"pgx timeout keeps the SQLSTATE", `ERROR: canceling statement due to statement timeout (SQLSTATE 57014)`,
@@ -28,7 +29,7 @@ func TestNormalize(t *testing.T) {
 		{"kafka error code", `unable to produce: error code 6 after 3 attempts`, `unable to produce: error code 6 after <n> attempts`},
 		// HTTP clients
 		{"go http timeout", `Get "https://api.example.com/v1/orders/123": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
-			`Get <str>: context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
+			`Get "https://<host>/v<n>/orders/<n>": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
 		{"http status stays", `unexpected status 503 from http://10.1.2.3:8080/charge/8f14e45fceea167a5a36dedd4bea2543`,
 			`unexpected status 503 from http://<host>/charge/<hex>`},
 		{"retry after", `rate limited; retry after 1m30s`, `rate limited; retry after <duration>`},
@@ -135,5 +136,26 @@ func TestPanicStackFromThePanickingSite(t *testing.T) {
 	}
 	if fingerprint.Of("panic", "panic: boom", stack("7", "charge")) == fingerprint.Of("panic", "panic: boom", stack("7", "refund")) {
 		t.Error("panics at different sites share a fingerprint")
+	}
+}
+
+// Normalize takes any bytes without panicking, and a message of stray
+// quotes and parentheses costs linear time.
+func FuzzNormalize(f *testing.F) {
+	for _, in := range realWorld {
+		f.Add(in.messages[0])
+	}
+	f.Add(`'a'b"c"(d)=(e`)
+	f.Fuzz(func(t *testing.T, s string) {
+		fingerprint.Normalize(s)
+		fingerprint.TopFrames(strings.Split(s, "\n"))
+	})
+}
+
+func TestStrayQuotesCostLinearTime(t *testing.T) {
+	for _, s := range []string{strings.Repeat(`'a `, 20000), strings.Repeat(`x)=(`, 20000), strings.Repeat(`a-`, 30000)} {
+		if got := fingerprint.Normalize(s); len(got) == 0 {
+			t.Errorf("Normalize of %d bytes is empty", len(s))
+		}
 	}
 }
