@@ -159,3 +159,22 @@ func TestStrayQuotesCostLinearTime(t *testing.T) {
 		}
 	}
 }
+
+// Frames lose what differs between two runs of the same code: a Go call's
+// argument values, a Python frame's line number, a goroutine's number.
+func TestFramesWithoutArgumentValuesOrLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"main.charge(0xc000012345, {0x5d4a40, 0x1})":  "main.charge(...)",
+		"main.charge(...)":                            "main.charge(...)",
+		`File "/app/handlers.py", line 42, in charge`: `File "/app/handlers.py", line, in charge`,
+		"created by main.main in goroutine 1":         "created by main.main in goroutine",
+		"at com.acme.Orders.save(Orders.java:120)":    "at com.acme.Orders.save(Orders.java)",
+		"    at charge (/app/src/charge.js:42:13)":    "at charge (/app/src/charge.js)",
+		"app/models/order.rb:42:in 'Order#charge'":    "app/models/order.rb:in 'Order#charge'",
+		"\t/app/handler.go:42 +0x1d":                  "/app/handler.go",
+	} {
+		if got := fingerprint.TopFrames([]string{in}); len(got) != 1 || got[0] != want {
+			t.Errorf("TopFrames(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
