@@ -135,5 +135,10 @@ func TestBinaryAndLargeValuesDownloadAsTheStoredBytes(t *testing.T) {
 	downloaded(t, dir, big.ID+".value", large.Bytes())
 	eval[bool](t, b, `document.querySelector("#value-view").scrollIntoView(), true`)
 	b.screenshots(t, "record-large-value")
-	b.run(t, "the value shown on demand", click("#value-show"), waitText("#value-tree", `"A-000001"`))
+	// Shown on demand, it opens folded, a level laid out as it is opened.
+	b.run(t, "the value shown on demand", click("#value-show"), waitText("#value-folded", "3.0 MiB"),
+		click("#value-tree > details > summary"), waitText("#value-tree", `"rows"`),
+		click("#value-tree > details > ul > li:first-child > details > summary"), waitText("#value-tree", "items ]"),
+		click("#value-tree > details > ul > li:first-child > details > ul > li:nth-child(2) > details > summary"),
+		waitText("#value-tree", `"A-000001"`))
 }
