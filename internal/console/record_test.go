@@ -269,3 +269,75 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 	}
 	b.noSidewaysScroll(t, "record-small")
 }
+
+// The console's JSON reader (lib/json.js) takes exactly the texts
+// JSON.parse takes, and reads them as the same values, over mutations of
+// JSON texts; it keeps numbers and strings as written and every key of an
+// object; and it reads a value nested 100,000 deep, as it works without
+// recursion. Run in Chromium, on the module the console serves.
+func TestTheJSONReaderAgreesWithJSONParse(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	b := newBrowser(t)
+	b.run(t, "the console", chromedp.Navigate(s.base+"/ui/"), waitText("main", "The DLQ is empty"))
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(async () => {
+		const url = document.querySelector('link[rel="modulepreload"][href$="/lib/json.js"]').href;
+		const { parse, check, keyOf } = await import(url);
+		const problems = [];
+		// toJS builds what JSON.parse would from a parsed node, without
+		// recursion, breadth first: a repeated key's last value is set last.
+		const toJS = (root) => {
+			let out;
+			const work = [[root, (v) => { out = v; }]];
+			for (let w = 0; w < work.length; w++) {
+				const [n, set] = work[w];
+				if (n.type === "object") {
+					const o = {};
+					set(o);
+					for (const [key, c] of n.entries) work.push([c, (v) => { o[keyOf(key)] = v; }]);
+				} else if (n.type === "array") {
+					const a = [];
+					set(a);
+					n.items.forEach((c, i) => work.push([c, (v) => { a[i] = v; }]));
+				} else set(n.type === "string" ? JSON.parse(n.text) : n.type === "number" ? Number(n.text) : JSON.parse(n.type));
+			}
+			return JSON.stringify(out);
+		};
+		const seeds = ['{"a":[1,2,{"b":"c\\u00e9"}],"d":-0.5e3,"e":true,"f":null,"g":""}', '[1,-0,1e400,"\\ud83d\\ude00",[],{}]',
+			' {"x" : [ 1 , 2 ] } ', '"str\\n\\t\\/"', '123.456E-7', '[[[[["deep"]]]]]', '{"dup":1,"dup":2}'];
+		const alphabet = ' {}[]",:0123456789-+.eEtrufalsn\\u\t\n\r\x00x\u00e9';
+		let seed = 12345;
+		const rand = (n) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+		for (let it = 0; it < 30000 && problems.length < 10; it++) {
+			let s = seeds[rand(seeds.length)];
+			for (let m = 1 + rand(3); m > 0; m--) {
+				const p = rand(s.length + 1), ch = alphabet[rand(alphabet.length)];
+				s = [s.slice(0, p) + ch + s.slice(p), s.slice(0, p) + s.slice(p + 1), s.slice(0, p) + ch + s.slice(p + 1)][rand(3)];
+			}
+			let want = null;
+			try { want = JSON.stringify(JSON.parse(s)); } catch { /* not JSON */ }
+			const err = check(s);
+			if ((err === null) !== (want !== null)) { problems.push("validity of " + JSON.stringify(s) + ": " + (err ? err.message : "taken")); continue; }
+			if (want !== null && toJS(parse(s).root) !== want) problems.push("value of " + JSON.stringify(s));
+		}
+		// As written: numbers, strings, repeated keys; where each value lies.
+		const src = '{"id":9007199254740993,"d":10.10,"e":"\\u00e9","id":-0}';
+		const doc = parse(src);
+		const got = doc.root.entries.map(([k, v]) => k + "=" + v.text + "@" + v.start + "-" + v.end).join(" ");
+		if (got !== '"id"=9007199254740993@6-22 "d"=10.10@27-32 "e"="\\u00e9"@37-45 "id"=-0@51-53') problems.push("as written: " + got);
+		// 100,000 levels: checked, counted, and folded past maxDepth.
+		const deep = '{"a":['.repeat(50000) + '"bottom"' + ']}'.repeat(50000);
+		const d = parse(deep, { maxDepth: 64 });
+		if (d.depth !== 100000 || d.nodes !== 100001) problems.push("deep: depth " + d.depth + ", nodes " + d.nodes);
+		if (check(deep.slice(0, -1)) === null) problems.push("deep: an unclosed value is taken");
+		return problems;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("run the reader in the page: %v", err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
