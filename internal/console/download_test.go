@@ -36,10 +36,11 @@ func downloaded(t *testing.T, dir, name string, want []byte) {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	var got []byte
+	// Whole: the file may show before all of it is written.
 	eventually(t, 30*time.Second, "the download "+name+" is saved", func() bool {
 		var err error
 		got, err = os.ReadFile(path)
-		return err == nil
+		return err == nil && len(got) >= len(want)
 	})
 	if !bytes.Equal(got, want) {
 		entries, _ := os.ReadDir(dir)

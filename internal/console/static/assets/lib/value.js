@@ -99,18 +99,20 @@ export function valueView(value, kind, size = value.length) {
       `A large value (${shortSize(size)}, ${plural(doc.nodes, "JSON value")}): it opens folded, and each level is laid out as you open it. Raw shows it whole as stored.`) : null,
     doc.depth > TREE_DEPTH ? el("p", { class: "muted", id: "value-deep" },
       `This value nests ${doc.depth.toLocaleString("en")} levels deep: the tree shows ${TREE_DEPTH} levels and what lies deeper as its text. Raw shows it whole.`) : null,
-    el("div", { class: "jsontree", id: "value-tree" }, jsonTree(doc, { open: folded ? 0 : AUTO_OPEN_DEPTH })),
+    el("div", { class: "jsontree", id: "value-tree" }, jsonTree(doc, { open: folded ? 0 : AUTO_OPEN_DEPTH, lazy: folded })),
   ];
 }
 
 // jsonTree renders a parsed JSON text (lib/json.js parse, with maxDepth
-// TREE_DEPTH) with objects and arrays as <details>, open to opts.open levels
-// and laid out a level at a time as they open; numbers as written. Strings
+// TREE_DEPTH) with objects and arrays as <details>, open to opts.open
+// levels, numbers as written. A lazy tree lays out a level only as it is
+// opened (a large value); else the closed levels are laid out too, so the
+// browser's find in page finds what they hold. Strings
 // and keys are shown as written (strings: "source", for a producer's
 // bytes), with what they decode to on hover when they hold escapes, or
 // decoded (strings: "decoded", for JSON the API wrote, which escapes <, >
 // and &). It works from an explicit list, not by recursion.
-export function jsonTree(doc, { open = AUTO_OPEN_DEPTH, strings = "source" } = {}) {
+export function jsonTree(doc, { open = AUTO_OPEN_DEPTH, strings = "source", lazy = false } = {}) {
   const { src } = doc;
   const work = [];
   const token = (text, cls) => {
@@ -119,33 +121,34 @@ export function jsonTree(doc, { open = AUTO_OPEN_DEPTH, strings = "source" } = {
     if (strings === "decoded") return el("span", { class: cls }, JSON.stringify(decoded));
     return el("span", { class: cls, title: `${decoded}` }, text);
   };
-  const make = (node, depth) => {
+  // make lays out a node, after label (its key or index, or nothing): in
+  // an object's or array's summary, so what it holds is indented under it.
+  const make = (node, depth, label = null) => {
     switch (node.type) {
-      case "string": return token(node.text, "json-string");
-      case "number": return el("span", { class: "json-number" }, node.text);
-      case "true": case "false": return el("span", { class: "json-boolean" }, node.text);
-      case "null": return el("span", { class: "json-null" }, "null");
-      case "folded": return el("div", { class: "json-deep" },
+      case "string": return [label, token(node.text, "json-string")];
+      case "number": return [label, el("span", { class: "json-number" }, node.text)];
+      case "true": case "false": return [label, el("span", { class: "json-boolean" }, node.text)];
+      case "null": return [label, el("span", { class: "json-null" }, "null")];
+      case "folded": return [label, el("div", { class: "json-deep" },
         el("p", { class: "muted" }, `Nested deeper than ${TREE_DEPTH} levels: the rest is shown as text.`),
-        el("pre", {}, src.slice(node.start, node.end)));
+        el("pre", {}, src.slice(node.start, node.end)))];
     }
     const obj = node.type === "object";
     const n = obj ? node.entries.length : node.items.length;
-    if (n === 0) return el("span", {}, obj ? "{}" : "[]");
+    if (n === 0) return [label, el("span", {}, obj ? "{}" : "[]")];
     const [o, c] = obj ? ["{", "}"] : ["[", "]"];
-    const summary = el("summary", {}, `${o} ${plural(n, obj ? "key" : "item")} ${c}`);
+    const summary = el("summary", {}, label, el("span", { class: "json-count" }, `${o} ${plural(n, obj ? "key" : "item")} ${c}`));
     if (depth === 0 && open === 0) summary.append(el("span", { class: "muted" }, ` ${shortSize(node.end - node.start)}`));
     const details = el("details", {}, summary);
     let filled = false;
-    const fillIt = () => {
-      if (filled) return;
+    details.addEventListener("toggle", () => {
+      if (!details.open || filled) return;
       filled = true;
       work.push([details, node, depth]);
       drain();
-    };
-    details.addEventListener("toggle", () => { if (details.open) fillIt(); });
-    if (depth < open) {
-      details.open = true;
+    });
+    if (depth < open || !lazy) {
+      details.open = depth < open;
       filled = true;
       work.push([details, node, depth]);
     }
@@ -158,8 +161,8 @@ export function jsonTree(doc, { open = AUTO_OPEN_DEPTH, strings = "source" } = {
       const ul = el("ul", {});
       const kids = obj ? node.entries : node.items;
       for (let k = 0; k < kids.length; k++) {
-        const [label, child] = obj ? [token(kids[k][0], "json-key"), kids[k][1]] : [el("span", { class: "json-key" }, String(k)), kids[k]];
-        ul.append(el("li", {}, label, el("span", { class: "json-key" }, ": "), make(child, depth + 1)));
+        const label = el("span", { class: "json-label" }, obj ? token(kids[k][0], "json-key") : el("span", { class: "json-key" }, String(k)), ": ");
+        ul.append(el("li", {}, make(obj ? kids[k][1] : kids[k], depth + 1, label)));
       }
       details.append(ul);
     }
