@@ -199,6 +199,7 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 	// A small retryable one, with a binary header.
 	small := failure("orders", "small-1", []byte(`{"id":9007199254740993}`), false)
 	small.Headers = []dlq.Header{{Key: "trace", Value: []byte{0xde, 0xad, 0xbe, 0xef}}, {Key: "x-amount", Value: []byte("10.10")}}
+	small.Meta = json.RawMessage(`{"batch":9007199254740993,"rate":10.10,"note":"a<b"}`)
 	s.storeRecords(t, []dlq.Record{manyRec, bigRec, small})
 
 	b := newBrowser(t)
@@ -266,6 +267,11 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 	}
 	if got := b.text(t, "#headers"); !strings.Contains(got, "base64 3q2+7w==") || !strings.Contains(got, "10.10") {
 		t.Errorf("headers: %q", got)
+	}
+	// Meta, numbers as written (and a string as it reads, not as the API
+	// escaped it).
+	if got := b.text(t, "#meta"); !strings.Contains(got, "9007199254740993") || !strings.Contains(got, "10.10") || !strings.Contains(got, `"a<b"`) {
+		t.Errorf("meta: %q", got)
 	}
 	b.noSidewaysScroll(t, "record-small")
 }
