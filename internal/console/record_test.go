@@ -161,8 +161,8 @@ func (b *browser) noSidewaysScroll(t *testing.T, name string) {
 	t.Helper()
 	for _, w := range []int64{1400, 800} {
 		b.run(t, fmt.Sprintf("a %d px wide window", w), chromedp.EmulateViewport(w, 900))
-		if got := eval[int](t, b, `document.documentElement.scrollWidth`); got > int(w) {
-			t.Errorf("%s at %d px: the page is %d px wide", name, w, got)
+		if got := eval[[]int](t, b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`); got[0] > got[1] {
+			t.Errorf("%s at %d px: the page is %d px wide in a window of %d", name, w, got[0], got[1])
 		}
 		b.screenshot(t, fmt.Sprintf("%s-%d", name, w))
 	}
@@ -195,7 +195,9 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 		Backtrace: []string{"at com.example.Orders.save(Orders.java:42)"}})
 	// Over 64 KiB, with few values.
 	bigText := `{"note":"` + strings.Repeat("y", 70*1024) + `"}`
-	bigRec := failure("orders", "big-1", []byte(bigText), false)
+	// (and a key of 3,000 bytes, unbroken)
+	bigKey := "big-" + strings.Repeat("0123456789abcdef", 187)
+	bigRec := failure("orders", bigKey, []byte(bigText), false)
 	// A small retryable one, with a binary header.
 	small := failure("orders", "small-1", []byte(`{"id":9007199254740993}`), false)
 	small.Headers = []dlq.Header{{Key: "trace", Value: []byte{0xde, 0xad, 0xbe, 0xef}}, {Key: "x-amount", Value: []byte("10.10")}}
@@ -259,6 +261,11 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 		t.Error("the schedule of a waiting record is folded")
 	}
 	b.noSidewaysScroll(t, "record-large-json")
+	// The long key is cut until asked, so the errors and value stay in sight.
+	if got := b.text(t, "#facts-key code"); got != bigKey[:200]+"… Show all 2,996 characters" {
+		t.Errorf("the 2,996-character key shows as %q", got)
+	}
+	b.run(t, "the whole key", click("#facts-key button"), waitText("#facts-key code", bigKey))
 
 	// A small value opens unfolded; a binary header is marked.
 	b.run(t, "the small record", chromedp.Navigate(s.base+"/ui/records/"+small.ID), waitText("#value-tree", "9007199254740993"))

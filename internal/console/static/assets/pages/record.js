@@ -23,9 +23,9 @@ const retryable = (r) => r.state === "discarded" || r.state === "retryable";
 const LARGE_VALUE = 64 * 1024;
 
 // KEY_TITLE and KEY_SHOWN are how many characters of the key the title and
-// the key's line show.
+// the key's line show (the key's line shows the rest when asked).
 const KEY_TITLE = 80;
-const KEY_SHOWN = 4096;
+const KEY_SHOWN = 200;
 
 // cut shortens s to n characters (not UTF-16 halves), with an ellipsis.
 const cut = (s, n) => {
@@ -75,7 +75,7 @@ export async function record(signal, id) {
   const exhausted = r.state === "discarded";
   const errors = [...(r.errors || []).keys()].reverse();
   render(
-    el("h1", {}, "Record ", r.key != null ? [r.key_encoding === "base64" ? [base64Tag(), " "] : null, cut(r.key, KEY_TITLE)] : r.id),
+    el("h1", { id: "record-title" }, "Record ", r.key != null ? [r.key_encoding === "base64" ? [base64Tag(), " "] : null, cut(r.key, KEY_TITLE)] : r.id),
     recordFacts(r, exact),
     el("div", { class: "actions" },
       writeButton("Retry now", retryNow, { id: "retry-now", disabled: !!cannot, title: cannot }),
@@ -163,10 +163,14 @@ function errorEntry(e, details) {
 const MESSAGE_SHOWN = 600;
 
 // message shows an error message, a long one cut until asked.
-function message(text) {
-  const chars = Array.from(text.length > 4 * MESSAGE_SHOWN ? text.slice(0, 4 * MESSAGE_SHOWN) : text);
-  if (chars.length <= MESSAGE_SHOWN) return el("div", { class: "msg" }, text);
-  const shown = el("div", { class: "msg" }, chars.slice(0, MESSAGE_SHOWN).join(""), "… ",
+const message = (text) => clipped(text, MESSAGE_SHOWN, "div", "msg");
+
+// clipped is text in a tag of class cls, cut to n characters (not UTF-16
+// halves) with a button that shows the whole of it.
+function clipped(text, n, tag, cls) {
+  const chars = Array.from(text.length > 4 * n ? text.slice(0, 4 * n) : text);
+  if (chars.length <= n) return el(tag, { class: cls }, text);
+  const shown = el(tag, { class: cls }, chars.slice(0, n).join(""), "… ",
     el("button", { type: "button", class: "link", onclick: () => fill(shown, text) }, `Show all ${plural(Array.from(text).length, "character")}`));
   return shown;
 }
@@ -184,7 +188,7 @@ const base64Tag = () => el("span", { class: "tag enc", title: "Not UTF-8: shown 
 function keyFact(r) {
   if (r.key == null) return el("span", { id: "facts-key", class: "muted" }, "null");
   const binary = r.key_encoding === "base64";
-  return el("span", { id: "facts-key" }, binary ? [base64Tag(), " "] : null, el("code", { class: "key" }, cut(r.key, KEY_SHOWN)), " ",
+  return el("span", { id: "facts-key" }, binary ? [base64Tag(), " "] : null, clipped(r.key, KEY_SHOWN, "code", "key"), " ",
     el("span", { class: "muted" }, `(${binary ? "binary, shown as base64; " : ""}${sizeText(r.key_size)})`));
 }
 
