@@ -92,8 +92,8 @@ function changed(a, b) {
   let e = 0;
   while (e < a.length - s && e < b.length - s && a[a.length - 1 - e] === b[b.length - 1 - e]) e++;
   // (Built for each side: an element lives in one place.)
-  const start = () => (s > CONTEXT_CHARS ? [el("span", { class: "fold" }, `…${plural(s - CONTEXT_CHARS, "character")}… `), a.slice(s - CONTEXT_CHARS, s)] : [a.slice(0, s)]);
-  const end = () => (e > CONTEXT_CHARS ? [a.slice(a.length - e, a.length - e + CONTEXT_CHARS), el("span", { class: "fold" }, ` …${plural(e - CONTEXT_CHARS, "character")}…`)] : [a.slice(a.length - e)]);
+  const start = () => (s > CONTEXT_CHARS ? [el("span", { class: "fold" }, `…${plural(s - CONTEXT_CHARS, "unchanged character")}… `), a.slice(s - CONTEXT_CHARS, s)] : [a.slice(0, s)]);
+  const end = () => (e > CONTEXT_CHARS ? [a.slice(a.length - e, a.length - e + CONTEXT_CHARS), el("span", { class: "fold" }, ` …${plural(e - CONTEXT_CHARS, "unchanged character")}…`)] : [a.slice(a.length - e)]);
   const side = (op, x) => el("span", { class: op === "+" ? "add" : "del" }, `${op} `, start(),
     el("mark", {}, x.slice(s, x.length - e)), end(), "\n");
   return [side("-", a), side("+", b)];
