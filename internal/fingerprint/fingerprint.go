@@ -910,7 +910,7 @@ func isRandomToken(s string) bool {
 			piece := s[i:j]
 			alnum += len(piece)
 			longest = max(longest, len(piece))
-			if len(piece) > 1 && strings.IndexAny(piece, "aeiouAEIOU") < 0 {
+			if len(piece) > 1 && !strings.ContainsAny(piece, "aeiouAEIOU") {
 				vowelless++
 			}
 			for k := i; k < j; k++ {

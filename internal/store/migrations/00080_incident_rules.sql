@@ -21,6 +21,9 @@ ALTER TABLE redrive_queue_activity ADD COLUMN IF NOT EXISTS fingerprint text NOT
 CREATE INDEX IF NOT EXISTS redrive_queue_activity_fingerprint ON redrive_queue_activity (fingerprint, minute) WHERE fingerprint <> '';
 -- Compaction and the all-queues chart read by time. Minutes are kept two
 -- hours and then folded into hours, kept seven days (store.CompactActivity).
+-- While a replica of an older version still runs (a rolling upgrade), its
+-- compaction folds activity without the fingerprint and drops what is older
+-- than two hours: the charts' history starts when the last one stops.
 CREATE INDEX IF NOT EXISTS redrive_queue_activity_minute ON redrive_queue_activity (minute);
 
 -- +goose Down
