@@ -14,7 +14,8 @@ import (
 // backfillBatch is how many records one backfill step fingerprints.
 const backfillBatch = 1000
 
-// oldIncidentsPage is how many incidents of older rules one step lists.
+// oldIncidentsPage is how many incidents of older rules are drained
+// together.
 const oldIncidentsPage = 200
 
 // lockRetry is how long (in nanoseconds) a replica waits before trying
@@ -57,6 +58,8 @@ func BackfillFingerprints(ctx context.Context, st *store.Store, log *slog.Logger
 				if done.records > 0 {
 					log.Info("fingerprinted stored records under the current rules", "rules_version", fingerprint.Version,
 						"records", done.records, "incidents_of_older_rules", done.oldIncidents)
+				} else if done.oldIncidents > 0 {
+					log.Debug("incidents of older rules have no records left", "incidents", done.oldIncidents)
 				}
 				return
 			}
@@ -81,7 +84,7 @@ func backfill(ctx context.Context, st *store.Store) (backfillCounts, error) {
 		if err != nil {
 			return done, err
 		}
-		if _, err := refingerprint(ctx, st, recs, ""); err != nil {
+		if _, err := refingerprint(ctx, st, recs); err != nil {
 			return done, err
 		}
 		done.records += len(recs)
@@ -89,78 +92,83 @@ func backfill(ctx context.Context, st *store.Store) (backfillCounts, error) {
 			break
 		}
 	}
-	// Records of incidents recorded under older rules, incident by incident.
+	// Records of incidents recorded under older rules, a page of incidents
+	// at a time (the first rules made one incident per id, so there may be
+	// as many as records).
 	after := ""
 	for {
 		olds, err := st.IncidentsBefore(ctx, fingerprint.Version, after, oldIncidentsPage)
 		if err != nil {
 			return done, err
 		}
-		for _, o := range olds {
-			n, err := drainIncident(ctx, st, o)
-			if err != nil {
-				return done, err
-			}
-			if n > 0 {
-				done.records += n
-				done.oldIncidents++
-			}
-		}
-		if len(olds) < oldIncidentsPage {
+		if len(olds) == 0 {
 			return done, nil
 		}
+		n, err := drainIncidents(ctx, st, olds)
+		if err != nil {
+			return done, err
+		}
+		done.records += n
+		done.oldIncidents += len(olds)
 		after = olds[len(olds)-1].Fingerprint
 	}
 }
 
-// drainIncident fingerprints the records of an incident of older rules
-// under the current ones, a batch at a time. When they all went to one
-// incident, that one takes the old one's first and last seen and activity.
-// (After a restart in the middle of an incident, "all" are the records left
-// then.)
-func drainIncident(ctx context.Context, st *store.Store, old store.OldIncident) (int, error) {
-	into := map[string]bool{}
-	n, after := 0, ""
+// drainIncidents fingerprints the records of incidents of older rules under
+// the current ones, a batch at a time, and then notes those incidents done.
+// An old incident whose records all went to one incident hands it its first
+// and last seen and its activity. (After a restart in the middle of a page,
+// "all" are the records left then.)
+func drainIncidents(ctx context.Context, st *store.Store, olds []store.OldIncident) (int, error) {
+	fps := make([]string, len(olds))
+	into := make(map[string]map[string]bool, len(olds)) // old fingerprint → the new ones its records got
+	for i, o := range olds {
+		fps[i] = o.Fingerprint
+		into[o.Fingerprint] = map[string]bool{}
+	}
+	n, afterFP, afterID := 0, "", ""
 	for {
-		recs, err := st.RecordsOf(ctx, old.Fingerprint, after, backfillBatch)
+		recs, err := st.RecordsOf(ctx, fps, afterFP, afterID, backfillBatch)
 		if err != nil {
 			return n, err
 		}
-		fps, err := refingerprint(ctx, st, recs, old.Fingerprint)
+		got, err := refingerprint(ctx, st, recs)
 		if err != nil {
 			return n, err
 		}
-		for _, fp := range fps {
-			into[fp] = true
+		for i, r := range recs {
+			into[r.Fingerprint][got[i]] = true
 		}
 		n += len(recs)
 		if len(recs) < backfillBatch {
 			break
 		}
-		after = recs[len(recs)-1].ID
+		afterFP, afterID = recs[len(recs)-1].Fingerprint, recs[len(recs)-1].ID
 	}
-	if len(into) == 1 {
-		for fp := range into {
-			if err := st.MergeIncident(ctx, old, fp); err != nil {
-				return n, err
+	for _, o := range olds {
+		if len(into[o.Fingerprint]) == 1 {
+			for fp := range into[o.Fingerprint] {
+				if err := st.MergeIncident(ctx, o, fp); err != nil {
+					return n, err
+				}
 			}
 		}
 	}
-	return n, nil
+	return n, st.MarkRefingerprinted(ctx, fps)
 }
 
 // refingerprint gives records the fingerprints of their latest errors,
-// where they still have the fingerprint from, and records those incidents
-// first: a record never points at an incident that is not there. It
-// returns the fingerprints given.
-func refingerprint(ctx context.Context, st *store.Store, recs []store.Unfingerprinted, from string) ([]string, error) {
+// where they still have the fingerprint they were read with, and records
+// those incidents first: a record never points at an incident that is not
+// there. It returns the fingerprints given, in the records' order.
+func refingerprint(ctx context.Context, st *store.Store, recs []store.Unfingerprinted) ([]string, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	ids, fps := make([]string, len(recs)), make([]string, len(recs))
+	ids, fps, from := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 	seen := make([]store.IncidentSeen, len(recs))
 	for i, r := range recs {
-		ids[i], fps[i] = r.ID, fingerprint.Of(r.Last.Type, r.Last.Message, r.Last.Backtrace)
+		ids[i], fps[i], from[i] = r.ID, fingerprint.Of(r.Last.Type, r.Last.Message, r.Last.Backtrace), r.Fingerprint
 		seen[i] = store.IncidentSeen{Fingerprint: fps[i], ErrorType: r.Last.Type, Signature: fingerprint.Normalize(r.Last.Message),
 			Frames: fingerprint.TopFrames(r.Last.Backtrace), Queue: r.Queue, SeenAt: r.Last.OccurredAt,
 			SampleID: r.ID, SampleMessage: r.Last.Message}

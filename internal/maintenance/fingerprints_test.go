@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/store"
@@ -91,6 +93,11 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 		at := t0.Add(-time.Duration(3-i) * time.Hour)
 		old = append(old, b.oldRules(t, fp, at.Add(-24*time.Hour), at, timeout(id, at))...)
 	}
+	// More than a page of them (200 incidents are drained together).
+	for i := range 250 {
+		at := t0.Add(-time.Duration(90+i%30) * time.Minute)
+		old = append(old, b.oldRules(t, fmt.Sprintf("0000000000001%03d", i), at, at, timeout(uuid.NewString(), at))...)
+	}
 	keyErrors := b.oldRules(t, "00000000000000b0", t0.Add(-48*time.Hour), t0, keyErr("customer_id"), keyErr("amount"))
 	// Ingest stores a new failure of the timeout under the current rules.
 	fresh := timeout("7e57d004-2b97-4e7a-b45f-5387367791cd", t0)
@@ -100,7 +107,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 		Signature: fingerprint.Normalize(fresh.message), Queue: "payments", SeenAt: t0, SampleID: freshID, SampleMessage: fresh.message}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.SetFingerprints(ctx, []string{freshID}, []string{want}, ""); err != nil {
+	if err := b.store.SetFingerprints(ctx, []string{freshID}, []string{want}, []string{""}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,7 +127,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	// The timeout keeps the earliest first seen of the three it merged; the
 	// KeyErrors, split, have their records' own times.
 	wantList := []string{
-		"POST https://<host>/v<n>/charges/<uuid>: context deadline exceeded 4 2026-02-28 02:00:00..2026-03-01 05:00:00",
+		"POST https://<host>/v<n>/charges/<uuid>: context deadline exceeded 254 2026-02-28 02:00:00..2026-03-01 05:00:00",
 		"KeyError: 'amount' 1 2026-03-01 04:00:00..2026-03-01 04:00:00",
 		"KeyError: 'customer_id' 1 2026-03-01 04:00:00..2026-03-01 04:00:00",
 	}
@@ -146,17 +153,32 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	// split one's).
 	series, err := b.store.Activity(ctx, store.ActivityParams{Since: t0.Truncate(time.Hour), Until: t0.Truncate(time.Hour).Add(time.Hour),
 		Step: time.Hour, Fingerprint: want})
-	if err != nil || fmt.Sprint(series.Added) != "[3]" {
-		t.Errorf("the merged incident's activity: %+v, %v; want [3]", series, err)
+	if err != nil || fmt.Sprint(series.Added) != "[253]" {
+		t.Errorf("the merged incident's activity: %+v, %v; want [253]", series, err)
 	}
-	// Nothing is left to do: a second run changes nothing.
-	var counts [2]int
-	for i := range counts {
-		maintenance.BackfillFingerprints(ctx, b.store, nil)
-		counts[i] = b.count(t, "fingerprint = $1", want)
+	// Nothing is left to do: a second run changes nothing, and reads none
+	// of the old incidents' records.
+	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	if n := b.count(t, "fingerprint = $1", want); n != 254 {
+		t.Errorf("records of the timeout incident after another run: %d, want 254", n)
 	}
-	if counts != [2]int{4, 4} {
-		t.Errorf("records of the timeout incident after two more runs: %v, want 4 and 4", counts)
+	var left int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM redrive_incident WHERE rules_version < $1 AND refingerprinted_at IS NULL`,
+		fingerprint.Version).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d incidents of the first rules not noted done, %v", left, err)
+	}
+	// A replica of the first version, still running, stores one more
+	// failure under an old incident: the next run takes it up.
+	late := b.oldRules(t, "00000000000000a9", t0, t0.Add(time.Hour), timeout(uuid.NewString(), t0.Add(time.Hour)))
+	if _, err := b.pool.Exec(ctx, `UPDATE redrive_incident SET last_seen = now() + interval '1 hour' WHERE fingerprint = '00000000000000a1'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE redrive_record SET fingerprint = '00000000000000a1' WHERE id = $1`, late[0]); err != nil {
+		t.Fatal(err)
+	}
+	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	if r, err := b.store.Get(ctx, late[0]); err != nil || r.Fingerprint != want {
+		t.Errorf("a record stored by an older replica after the backfill: fingerprint %q, %v; want %s", r.Fingerprint, err, want)
 	}
 }
 

@@ -222,16 +222,17 @@ func scanIncident(row pgx.CollectableRow) (Incident, error) {
 }
 
 // Unfingerprinted is a record to fingerprint: stored before fingerprints
-// existed, or under older fingerprint rules; with its latest error.
+// existed, or under older fingerprint rules; with its fingerprint now ("" for
+// none) and its latest error.
 type Unfingerprinted struct {
-	ID, Queue string
-	Last      dlq.ErrorEntry
+	ID, Queue, Fingerprint string
+	Last                   dlq.ErrorEntry
 }
 
 func scanUnfingerprinted(row pgx.CollectableRow) (Unfingerprinted, error) {
 	var u Unfingerprinted
 	var last []byte
-	if err := row.Scan(&u.ID, &u.Queue, &last); err != nil {
+	if err := row.Scan(&u.ID, &u.Queue, &u.Fingerprint, &last); err != nil {
 		return u, err
 	}
 	if len(last) > 0 {
@@ -245,7 +246,7 @@ func scanUnfingerprinted(row pgx.CollectableRow) (Unfingerprinted, error) {
 // Unfingerprinted returns up to limit records without a fingerprint.
 func (s *Store) Unfingerprinted(ctx context.Context, limit int) ([]Unfingerprinted, error) {
 	return collect(ctx, s.pool, "records without a fingerprint", scanUnfingerprinted,
-		`SELECT id::text, queue, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
+		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
 }
 
 // OldIncident is an incident recorded under older fingerprint rules.
@@ -255,34 +256,41 @@ type OldIncident struct {
 }
 
 // IncidentsBefore returns up to limit incidents recorded under fingerprint
-// rules older than version, after the fingerprint after (by fingerprint).
+// rules older than version, by fingerprint after after, that may still have
+// records: not marked done by MarkRefingerprinted, or seen again since (a
+// replica of an older version, during a rolling upgrade). One pass over
+// the primary key across the pages, however many incidents there are.
 func (s *Store) IncidentsBefore(ctx context.Context, version int, after string, limit int) ([]OldIncident, error) {
 	return collect(ctx, s.pool, "incidents of older fingerprint rules", func(row pgx.CollectableRow) (OldIncident, error) {
 		var o OldIncident
 		err := row.Scan(&o.Fingerprint, &o.FirstSeen, &o.LastSeen)
 		return o, err
-	}, `SELECT fingerprint, first_seen, last_seen FROM redrive_incident WHERE rules_version < $1 AND fingerprint > $2
+	}, `SELECT fingerprint, first_seen, last_seen FROM redrive_incident
+		WHERE fingerprint > $2 AND rules_version < $1 AND (refingerprinted_at IS NULL OR last_seen > refingerprinted_at)
 		ORDER BY fingerprint LIMIT $3`, version, after, limit)
 }
 
-// RecordsOf returns up to limit records with fingerprint fp, after the id
-// after (by id; "" for the first): the (fingerprint, id) index.
-func (s *Store) RecordsOf(ctx context.Context, fp, after string, limit int) ([]Unfingerprinted, error) {
-	if after == "" {
-		after = "00000000-0000-0000-0000-000000000000"
+// RecordsOf returns up to limit records whose fingerprint is one of fps,
+// after the record (afterFP, afterID) in (fingerprint, id) order ("" and ""
+// for the first): the (fingerprint, id) index.
+func (s *Store) RecordsOf(ctx context.Context, fps []string, afterFP, afterID string, limit int) ([]Unfingerprinted, error) {
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
 	}
-	return collect(ctx, s.pool, "records of incident "+fp, scanUnfingerprinted,
-		`SELECT id::text, queue, errors->-1 FROM redrive_record WHERE fingerprint = $1 AND id > $2::uuid ORDER BY id LIMIT $3`,
-		fp, after, limit)
+	return collect(ctx, s.pool, "records of incidents", scanUnfingerprinted,
+		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record
+		WHERE fingerprint = ANY($1) AND (fingerprint, id) > ($2, $3::uuid) ORDER BY fingerprint, id LIMIT $4`,
+		fps, afterFP, afterID, limit)
 }
 
 // SetFingerprints sets records' fingerprints where they still have the
-// fingerprint from ("" for none yet): ingest may have set a newer one
+// fingerprint from[i] ("" for none yet): ingest may have set a newer one
 // meanwhile, from a repeat failure. The statistics table follows (its
 // triggers count by fingerprint).
-func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints []string, from string) error {
+func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints, from []string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE redrive_record r SET fingerprint = f.fp
-		FROM unnest($1::uuid[], $2::text[]) AS f(id, fp) WHERE r.id = f.id AND r.fingerprint = $3`, ids, fingerprints, from)
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE r.id = f.id AND r.fingerprint = f.old`,
+		ids, fingerprints, from)
 	if err != nil {
 		return fmt.Errorf("set fingerprints: %w", err)
 	}
@@ -300,6 +308,17 @@ func (s *Store) MergeIncident(ctx context.Context, old OldIncident, into string)
 		old.Fingerprint, old.FirstSeen, old.LastSeen, into)
 	if err != nil {
 		return fmt.Errorf("merge incident %s into %s: %w", old.Fingerprint, into, err)
+	}
+	return nil
+}
+
+// MarkRefingerprinted notes that incidents of older rules have no records
+// left, so that IncidentsBefore skips them until one is seen again.
+func (s *Store) MarkRefingerprinted(ctx context.Context, fps []string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE redrive_incident SET refingerprinted_at = greatest(now(), last_seen)
+		WHERE fingerprint = ANY($1)`, fps)
+	if err != nil {
+		return fmt.Errorf("mark %d incidents fingerprinted again: %w", len(fps), err)
 	}
 	return nil
 }

@@ -11,6 +11,9 @@
 -- upgrade, records version 1 by this default, so its incidents are taken up
 -- too.
 ALTER TABLE redrive_incident ADD COLUMN IF NOT EXISTS rules_version smallint NOT NULL DEFAULT 1;
+-- When the background job found an incident of older rules without records
+-- left; it looks again only if the incident is seen again after that.
+ALTER TABLE redrive_incident ADD COLUMN IF NOT EXISTS refingerprinted_at timestamptz;
 -- The incident's top backtrace frames as its fingerprint reads them (no
 -- line numbers), which tell apart incidents of one message.
 ALTER TABLE redrive_incident ADD COLUMN IF NOT EXISTS frames text[] NOT NULL DEFAULT '{}';
@@ -31,4 +34,5 @@ DROP INDEX IF EXISTS redrive_queue_activity_minute;
 DROP INDEX IF EXISTS redrive_queue_activity_fingerprint;
 ALTER TABLE redrive_queue_activity DROP COLUMN IF EXISTS fingerprint;
 ALTER TABLE redrive_incident DROP COLUMN IF EXISTS frames;
+ALTER TABLE redrive_incident DROP COLUMN IF EXISTS refingerprinted_at;
 ALTER TABLE redrive_incident DROP COLUMN IF EXISTS rules_version;
