@@ -487,6 +487,9 @@ func normalizeCore(b *strings.Builder, w string) {
 		}
 	}
 	switch {
+	case isIPv4(w):
+		b.WriteString("<ip>")
+		return
 	case isNumber(w):
 		b.WriteString("<n>")
 		return

@@ -46,6 +46,8 @@ func TestNormalize(t *testing.T) {
 		{"date and time", `job expired at 2026-11-24 20:18:21`, `job expired at <time> <time>`},
 		{"hex pointer", `nil pointer dereference at 0x7f3a9c01`, `nil pointer dereference at <hex>`},
 		{"ipv6", `dial tcp [2001:db8::1]:443: i/o timeout`, `dial tcp <ip>:<port>: i/o timeout`},
+		{"ipv4 alone", `no route to 10.0.3.17 (ttl 64)`, `no route to <ip> (ttl <n>)`},
+		{"numbers", `amount -0.01 below 1e3 at version 5.1.1`, `amount <n> below <n> at version <n>`},
 		{"whitespace", "  payment\tdeclined \n  twice ", "payment declined twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
