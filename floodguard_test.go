@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -581,6 +582,43 @@ func TestFloodGuardWindowSlides(t *testing.T) {
 	nextEvent(t, events, FloodTripped)
 	if n := b.dlqSize(t); n != 16 {
 		t.Fatalf("DLQ holds %d records, want the 16 before the trip", n)
+	}
+}
+
+// TestFloodGuardTripsOnAnOutageWithVaryingIDs: an outage's failures carry
+// each their own id — in a URL, after "=", in a SQL detail — and are still
+// one failure: the guard trips on the fifth, as on identical messages.
+func TestFloodGuardTripsOnAnOutageWithVaryingIDs(t *testing.T) {
+	t.Parallel()
+	for _, shape := range []string{
+		"POST https://api/v1/charges/%s: context deadline exceeded",
+		"load profile user_id=%s: context deadline exceeded",
+		"ERROR: duplicate key value violates unique constraint \"payments_pkey\"\n  Detail: Key (id)=(%s) already exists.",
+	} {
+		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
+			b := setupTopic(t, 1)
+			d, _, events := b.guarded(t, b.consumer(t), FloodGuardConfig{MinFailures: 5, Window: 10 * time.Second})
+			handle := d.Wrap(func(context.Context, *kgo.Record) error { return fmt.Errorf(shape, uuid.NewString()) })
+			ctx := context.Background()
+			for offset := range int64(4) {
+				if err := handle(ctx, held(offset)); err != nil {
+					t.Fatalf("offset %d: %v, want it dead-lettered while the guard decides", offset, err)
+				}
+			}
+			if err := handle(ctx, held(4)); !errors.Is(err, ErrFlooded) {
+				t.Fatalf("fifth failure of the outage: %v, want the guard to trip", err)
+			}
+			tripped := nextEvent(t, events, FloodTripped)
+			if want := fingerprint.Of(tripped.ErrorType, fmt.Sprintf(shape, uuid.NewString()), nil); tripped.Fingerprint != want || tripped.Failures != 5 {
+				t.Errorf("tripped %+v, want 5 failures of fingerprint %s", tripped, want)
+			}
+			for i, r := range b.readDLQ(t, 4) {
+				if flood := headerMap(r.Headers)[FloodHeader]; i > 0 && flood != tripped.Fingerprint {
+					t.Errorf("dead letter %d: %s = %q, want the outage's fingerprint", i, FloodHeader, flood)
+				}
+			}
+		})
 	}
 }
 

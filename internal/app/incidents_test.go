@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,62 @@ func TestIncidentsGroupFailuresAndRetryByIncident(t *testing.T) {
 	mustOK(t, a.app.Gauges().RunOnce(t.Context()))
 	a.wantMetric(t, `redrive_incidents{queue="orders"}`, 2)
 	a.wantMetric(t, `redrive_incidents{queue="billing"}`, 2)
+}
+
+// Panics with one message at two code sites are two incidents, told apart
+// by their frames (in the API); the same site's panics — other goroutines,
+// argument values and line numbers — are one.
+func TestIncidentsOfOneMessageShowTheirFrames(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t, dlqTopic, "orders", dlqTopic+".events", dlqTopic+".archive")
+	policies := t.TempDir()
+	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("_default:\n  retry: {max_attempts: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := &mclock{}
+	clk.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
+	stack := func(goroutine int, site string, line int, arg string) []string {
+		return []string{
+			fmt.Sprintf("goroutine %d [running]:", goroutine),
+			"main." + site + "(" + arg + ")",
+			fmt.Sprintf("\t/app/%s.go:%d +0x1d", site, line),
+			"main.handle({0x5d4a40, 0xc0001a2000})",
+			"\t/app/main.go:10 +0x2a",
+		}
+	}
+	var recs []*kgo.Record
+	for i, bt := range [][]string{
+		stack(7, "charge", 42, "0xc000012345, 0x1"), stack(19, "charge", 57, "0xc0000a6000, 0x3"),
+		stack(7, "refund", 42, "0xc000012345, 0x1"),
+	} {
+		src := &kgo.Record{Topic: "orders", Key: fmt.Appendf(nil, "k%d", i), Value: []byte(`{}`)}
+		recs = append(recs, envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "panic",
+			Message: "runtime error: invalid memory address or nil pointer dereference", Backtrace: bt, FailedAt: clk.now()}))
+	}
+	kafkatest.Produce(t, kafkatest.Client(t, brokers), recs...)
+	recordIDs(t, a, "state=discarded&limit=100", len(recs))
+
+	var list struct {
+		Items []struct {
+			Signature string   `json:"signature"`
+			Count     int      `json:"count"`
+			Frames    []string `json:"frames"`
+		}
+	}
+	status, body := a.do(t, http.MethodGet, "/ojs/v1/incidents", "")
+	if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /incidents: %d %s", status, body)
+	}
+	var got []string
+	for _, in := range list.Items {
+		got = append(got, fmt.Sprintf("%d %s %q", in.Count, in.Signature, in.Frames))
+	}
+	want := []string{
+		`2 runtime error: invalid memory address or nil pointer dereference ["main.charge(...)" "/app/charge.go" "main.handle(...)"]`,
+		`1 runtime error: invalid memory address or nil pointer dereference ["main.refund(...)" "/app/refund.go" "main.handle(...)"]`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("incidents:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -1,6 +1,7 @@
 package fingerprint_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/fingerprint"
@@ -13,7 +14,7 @@ func TestNormalize(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		// Postgres (lib/pq, pgx)
 		{"pq unique", `pq: duplicate key value violates unique constraint "orders_pkey"`,
-			`pq: duplicate key value violates unique constraint <str>`},
+			`pq: duplicate key value violates unique constraint "orders_pkey"`},
 		{"pg dial", `dial tcp 10.0.0.5:5432: connect: connection refused`,
 			`dial tcp <ip>:<port>: connect: connection refused`},
 		{"pgx timeout keeps the SQLSTATE", `ERROR: canceling statement due to statement timeout (SQLSTATE 57014)`,
@@ -28,7 +29,7 @@ func TestNormalize(t *testing.T) {
 		{"kafka error code", `unable to produce: error code 6 after 3 attempts`, `unable to produce: error code 6 after <n> attempts`},
 		// HTTP clients
 		{"go http timeout", `Get "https://api.example.com/v1/orders/123": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
-			`Get <str>: context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
+			`Get "https://<host>/v<n>/orders/<n>": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
 		{"http status stays", `unexpected status 503 from http://10.1.2.3:8080/charge/8f14e45fceea167a5a36dedd4bea2543`,
 			`unexpected status 503 from http://<host>/charge/<hex>`},
 		{"retry after", `rate limited; retry after 1m30s`, `rate limited; retry after <duration>`},
@@ -45,6 +46,8 @@ func TestNormalize(t *testing.T) {
 		{"date and time", `job expired at 2026-11-24 20:18:21`, `job expired at <time> <time>`},
 		{"hex pointer", `nil pointer dereference at 0x7f3a9c01`, `nil pointer dereference at <hex>`},
 		{"ipv6", `dial tcp [2001:db8::1]:443: i/o timeout`, `dial tcp <ip>:<port>: i/o timeout`},
+		{"ipv4 alone", `no route to 10.0.3.17 (ttl 64)`, `no route to <ip> (ttl <n>)`},
+		{"numbers", `amount -0.01 below 1e3 at version 5.1.1`, `amount <n> below <n> at version <n>`},
 		{"whitespace", "  payment\tdeclined \n  twice ", "payment declined twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,5 +138,45 @@ func TestPanicStackFromThePanickingSite(t *testing.T) {
 	}
 	if fingerprint.Of("panic", "panic: boom", stack("7", "charge")) == fingerprint.Of("panic", "panic: boom", stack("7", "refund")) {
 		t.Error("panics at different sites share a fingerprint")
+	}
+}
+
+// Normalize takes any bytes without panicking, and a message of stray
+// quotes and parentheses costs linear time.
+func FuzzNormalize(f *testing.F) {
+	for _, in := range realWorld {
+		f.Add(in.messages[0])
+	}
+	f.Add(`'a'b"c"(d)=(e`)
+	f.Fuzz(func(t *testing.T, s string) {
+		fingerprint.Normalize(s)
+		fingerprint.TopFrames(strings.Split(s, "\n"))
+	})
+}
+
+func TestStrayQuotesCostLinearTime(t *testing.T) {
+	for _, s := range []string{strings.Repeat(`'a `, 20000), strings.Repeat(`x)=(`, 20000), strings.Repeat(`a-`, 30000)} {
+		if got := fingerprint.Normalize(s); len(got) == 0 {
+			t.Errorf("Normalize of %d bytes is empty", len(s))
+		}
+	}
+}
+
+// Frames lose what differs between two runs of the same code: a Go call's
+// argument values, a Python frame's line number, a goroutine's number.
+func TestFramesWithoutArgumentValuesOrLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"main.charge(0xc000012345, {0x5d4a40, 0x1})":  "main.charge(...)",
+		"main.charge(...)":                            "main.charge(...)",
+		`File "/app/handlers.py", line 42, in charge`: `File "/app/handlers.py", line, in charge`,
+		"created by main.main in goroutine 1":         "created by main.main in goroutine",
+		"at com.acme.Orders.save(Orders.java:120)":    "at com.acme.Orders.save(Orders.java)",
+		"    at charge (/app/src/charge.js:42:13)":    "at charge (/app/src/charge.js)",
+		"app/models/order.rb:42:in 'Order#charge'":    "app/models/order.rb:in 'Order#charge'",
+		"\t/app/handler.go:42 +0x1d":                  "/app/handler.go",
+	} {
+		if got := fingerprint.TopFrames([]string{in}); len(got) != 1 || got[0] != want {
+			t.Errorf("TopFrames(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

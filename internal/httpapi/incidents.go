@@ -22,6 +22,9 @@ type incidentJSON struct {
 	FirstSeen jsonTime         `json:"first_seen"`
 	LastSeen  jsonTime         `json:"last_seen"`
 	Sample    incidentSample   `json:"sample"`
+	// Frames are the top backtrace frames the fingerprint reads (no line
+	// numbers): incidents of one message from different code differ there.
+	Frames []string `json:"frames"`
 }
 
 type incidentSample struct {
@@ -38,9 +41,13 @@ func toIncidentJSON(in *store.Incident) incidentJSON {
 	if queues == nil {
 		queues = []string{}
 	}
+	frames := in.Frames
+	if frames == nil {
+		frames = []string{}
+	}
 	return incidentJSON{ID: in.ID, ErrorType: in.ErrorType, Signature: in.Signature, Count: in.Count, Queues: queues,
 		States: states, FirstSeen: jsonTime(in.FirstSeen), LastSeen: jsonTime(in.LastSeen),
-		Sample: incidentSample{ID: in.SampleID, Message: in.SampleMessage}}
+		Sample: incidentSample{ID: in.SampleID, Message: in.SampleMessage}, Frames: frames}
 }
 
 var incidentParams = map[string]bool{"queue": true, "state": true, "since": true, "sort": true, "limit": true}

@@ -205,6 +205,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/queues/:name", handler: s.getQueue},
 		{method: http.MethodDelete, path: "/queues/:name", handler: s.deleteQueue, action: "queue.delete"},
 		{method: http.MethodGet, path: "/queues/:name/config", handler: s.getQueueConfig},
+		{method: http.MethodGet, path: "/queues/:name/activity", handler: s.queueActivity},
 		{method: http.MethodPut, path: "/queues/:name/config", handler: s.putQueueConfig, action: "queue.config"},
 		{method: http.MethodPost, path: "/queues/:name/pause", handler: s.setQueueState(policy.TopicPaused), action: "queue.pause"},
 		{method: http.MethodPost, path: "/queues/:name/resume", handler: s.setQueueState(policy.TopicActive), action: "queue.resume"},
@@ -212,6 +213,9 @@ func (s *Server) apiRoutes() []route {
 
 		{method: http.MethodGet, path: "/incidents", handler: s.listIncidents},
 		{method: http.MethodGet, path: "/incidents/:id", handler: s.getIncident},
+		{method: http.MethodGet, path: "/incidents/:id/activity", handler: s.incidentActivity},
+
+		{method: http.MethodGet, path: "/activity", handler: s.activity},
 
 		{method: http.MethodGet, path: "/audit", handler: s.listAudit},
 	}

@@ -12,12 +12,17 @@ import (
 // alike, and normalizing a message is ingest's costliest step after
 // encoding.
 type fingerprints struct {
-	byFailure   map[string]string // type, message and top frames → fingerprint
-	signatureOf map[string]string // fingerprint → normalized message
+	byFailure   map[string]string    // type, message and top frames → fingerprint
+	signatureOf map[string]signature // fingerprint → normalized message and frames
+}
+
+type signature struct {
+	message string
+	frames  []string
 }
 
 func newFingerprints() *fingerprints {
-	return &fingerprints{byFailure: map[string]string{}, signatureOf: map[string]string{}}
+	return &fingerprints{byFailure: map[string]string{}, signatureOf: map[string]signature{}}
 }
 
 // of returns the fingerprint of a failure.
@@ -31,14 +36,15 @@ func (f *fingerprints) of(e *dlq.ErrorEntry) string {
 	return fp
 }
 
-// signature returns the normalized message of a fingerprint's failure.
-func (f *fingerprints) signature(fp, message string) string {
+// signature returns the normalized message and the top frames of a
+// fingerprint's failure.
+func (f *fingerprints) signature(fp string, e *dlq.ErrorEntry) (string, []string) {
 	if s, ok := f.signatureOf[fp]; ok {
-		return s
+		return s.message, s.frames
 	}
-	s := fingerprint.Normalize(message)
+	s := signature{fingerprint.Normalize(e.Message), fingerprint.TopFrames(e.Backtrace)}
 	f.signatureOf[fp] = s
-	return s
+	return s.message, s.frames
 }
 
 // failureKey holds everything a fingerprint depends on: the type, the

@@ -209,9 +209,10 @@ type persisted struct {
 	changed []*dlq.Record        // existing records a repeat failure or ack changed
 	due     bool                 // something now waits for redelivery
 	opened  []store.IncidentSeen // incidents the batch opened
-	// added counts, per queue, the failures the batch stored: new records
-	// and repeat failures of redelivered ones (not acks, not duplicates).
-	added map[string]int64
+	// added counts, per queue and fingerprint, the failures the batch
+	// stored: new records and repeat failures of redelivered ones (not acks,
+	// not duplicates).
+	added map[store.ActivityKey]int64
 }
 
 // persist writes the batch, retrying with backoff until it succeeds or ctx
@@ -301,13 +302,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 	// of them; duplicates (stored before) still make sure it exists.
 	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))
 	var dups []store.IncidentSeen
-	res.added = map[string]int64{}
+	res.added = map[store.ActivityKey]int64{}
 	for i := range fresh {
 		r := &fresh[i]
 		res.due = res.due || r.State == dlq.StateRetryable
 		if stored.New(i) {
 			seen = append(seen, incidentOf(r, b.fps))
-			res.added[r.Queue]++
+			res.added[store.ActivityKey{Queue: r.Queue, Fingerprint: r.Fingerprint}]++
 		} else {
 			dups = append(dups, incidentOf(r, b.fps))
 		}
@@ -316,7 +317,7 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		res.due = res.due || r.State == dlq.StateRetryable
 		if r.State != dlq.StateCompleted {
 			seen = append(seen, incidentOf(r, b.fps))
-			res.added[r.Queue]++
+			res.added[store.ActivityKey{Queue: r.Queue, Fingerprint: r.Fingerprint}]++
 		}
 	}
 	seen = append(seen, dups...)
@@ -331,7 +332,8 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 // incidentOf is the incident a record's latest error belongs to.
 func incidentOf(r *dlq.Record, fps *fingerprints) store.IncidentSeen {
 	last := r.LastError()
-	return store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type, Signature: fps.signature(r.Fingerprint, last.Message),
+	sig, frames := fps.signature(r.Fingerprint, &last)
+	return store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type, Signature: sig, Frames: frames,
 		Queue: r.Queue, SeenAt: last.OccurredAt, SampleID: r.ID, SampleMessage: last.Message}
 }
 

@@ -2,7 +2,9 @@ package maintenance
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redrive/redrive/internal/fingerprint"
@@ -12,50 +14,170 @@ import (
 // backfillBatch is how many records one backfill step fingerprints.
 const backfillBatch = 1000
 
-// BackfillFingerprints fingerprints the records stored before fingerprints
-// existed, a batch at a time, and records their incidents (without
-// incident.opened events: those failures are not new). It returns when none
-// is left or ctx ends; a failed batch is tried again after a pause.
+// oldIncidentsPage is how many incidents of older rules are drained
+// together.
+const oldIncidentsPage = 200
+
+// lockRetry is how long (in nanoseconds) a replica waits before trying
+// again to take the fingerprint backfill over from another (which may have
+// died), and after a failed step.
+var lockRetry atomic.Int64
+
+func init() { lockRetry.Store(int64(10 * time.Second)) }
+
+// BackfillFingerprints brings every stored record to the current
+// fingerprint rules (fingerprint.Version): records stored before
+// fingerprints existed, and records whose incident was recorded under older
+// rules (those rules split one failure into many incidents, or merged two).
+// Each record gets the fingerprint of its latest error under the current
+// rules, and joins that incident with the records ingest stores now; the
+// statistics follow the records (counts by their triggers; first and last
+// seen, and the activity history, from an old incident whose records all
+// went to one new one).
+//
+// One replica does it at a time (a Postgres advisory lock; the others try
+// again every lockRetry, in case the holder dies). It works in batches of
+// backfillBatch records, each a short statement, so ingest never waits long
+// on it; what is left to do is in the data (records without a fingerprint,
+// or with one of an older rules' incident), so a restart resumes where it
+// stopped. It publishes no incident.opened: those failures are not new. It
+// returns when nothing is left or ctx ends.
 func BackfillFingerprints(ctx context.Context, st *store.Store, log *slog.Logger) {
 	log = orLogger(log).With("component", "fingerprints")
-	done := 0
 	for ctx.Err() == nil {
-		n, err := backfillOnce(ctx, st)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("fingerprint older records", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Second):
-			}
-			continue
+		lock, ok, err := st.TryAdvisoryLock(ctx, lockFingerprints)
+		if err == nil && !ok {
+			log.Debug("another replica is fingerprinting stored records; trying again later",
+				"retry_in", time.Duration(lockRetry.Load()))
 		}
-		done += n
-		if n < backfillBatch {
-			if done > 0 {
-				log.Info("fingerprinted records stored before incidents existed", "records", done)
+		if ok {
+			var done backfillCounts
+			done, err = backfill(ctx, st)
+			lock.Release()
+			if err == nil {
+				if done.records > 0 {
+					log.Info("fingerprinted stored records under the current rules", "rules_version", fingerprint.Version,
+						"records", done.records, "incidents_of_older_rules", done.oldIncidents)
+				} else if done.oldIncidents > 0 {
+					log.Debug("incidents of older rules have no records left", "incidents", done.oldIncidents)
+				}
+				return
 			}
-			return
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("fingerprint stored records", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(lockRetry.Load())):
 		}
 	}
 }
 
-func backfillOnce(ctx context.Context, st *store.Store) (int, error) {
-	recs, err := st.Unfingerprinted(ctx, backfillBatch)
-	if err != nil || len(recs) == 0 {
-		return 0, err
+type backfillCounts struct{ records, oldIncidents int }
+
+func backfill(ctx context.Context, st *store.Store) (backfillCounts, error) {
+	var done backfillCounts
+	// Records stored before fingerprints existed.
+	for {
+		recs, err := st.Unfingerprinted(ctx, backfillBatch)
+		if err != nil {
+			return done, err
+		}
+		if _, err := refingerprint(ctx, st, recs); err != nil {
+			return done, err
+		}
+		done.records += len(recs)
+		if len(recs) < backfillBatch {
+			break
+		}
 	}
-	ids, fps := make([]string, len(recs)), make([]string, len(recs))
+	// Records of incidents recorded under older rules, a page of incidents
+	// at a time (the first rules made one incident per id, so there may be
+	// as many as records).
+	after := ""
+	for {
+		olds, err := st.IncidentsBefore(ctx, fingerprint.Version, after, oldIncidentsPage)
+		if err != nil {
+			return done, err
+		}
+		if len(olds) == 0 {
+			return done, nil
+		}
+		n, err := drainIncidents(ctx, st, olds)
+		if err != nil {
+			return done, err
+		}
+		done.records += n
+		done.oldIncidents += len(olds)
+		after = olds[len(olds)-1].Fingerprint
+	}
+}
+
+// drainIncidents fingerprints the records of incidents of older rules under
+// the current ones, a batch at a time, and then notes those incidents done.
+// An old incident whose records all went to one incident hands it its first
+// and last seen and its activity. (After a restart in the middle of a page,
+// "all" are the records left then.)
+func drainIncidents(ctx context.Context, st *store.Store, olds []store.OldIncident) (int, error) {
+	fps := make([]string, len(olds))
+	into := make(map[string]map[string]bool, len(olds)) // old fingerprint → the new ones its records got
+	for i, o := range olds {
+		fps[i] = o.Fingerprint
+		into[o.Fingerprint] = map[string]bool{}
+	}
+	n, afterFP, afterID := 0, "", ""
+	for {
+		recs, err := st.RecordsOf(ctx, fps, afterFP, afterID, backfillBatch)
+		if err != nil {
+			return n, err
+		}
+		got, err := refingerprint(ctx, st, recs)
+		if err != nil {
+			return n, err
+		}
+		for i, r := range recs {
+			into[r.Fingerprint][got[i]] = true
+		}
+		n += len(recs)
+		if len(recs) < backfillBatch {
+			break
+		}
+		afterFP, afterID = recs[len(recs)-1].Fingerprint, recs[len(recs)-1].ID
+	}
+	for _, o := range olds {
+		if len(into[o.Fingerprint]) == 1 {
+			for fp := range into[o.Fingerprint] {
+				if err := st.MergeIncident(ctx, o, fp); err != nil {
+					return n, err
+				}
+			}
+		}
+	}
+	return n, st.MarkRefingerprinted(ctx, fps)
+}
+
+// refingerprint gives records the fingerprints of their latest errors,
+// where they still have the fingerprint they were read with, and records
+// those incidents first: a record never points at an incident that is not
+// there. It returns the fingerprints given, in the records' order.
+func refingerprint(ctx context.Context, st *store.Store, recs []store.Unfingerprinted) ([]string, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	ids, fps, from := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 	seen := make([]store.IncidentSeen, len(recs))
 	for i, r := range recs {
-		ids[i], fps[i] = r.ID, fingerprint.Of(r.Last.Type, r.Last.Message, r.Last.Backtrace)
+		ids[i], fps[i], from[i] = r.ID, fingerprint.Of(r.Last.Type, r.Last.Message, r.Last.Backtrace), r.Fingerprint
 		seen[i] = store.IncidentSeen{Fingerprint: fps[i], ErrorType: r.Last.Type, Signature: fingerprint.Normalize(r.Last.Message),
-			Queue: r.Queue, SeenAt: r.Last.OccurredAt, SampleID: r.ID, SampleMessage: r.Last.Message}
+			Frames: fingerprint.TopFrames(r.Last.Backtrace), Queue: r.Queue, SeenAt: r.Last.OccurredAt,
+			SampleID: r.ID, SampleMessage: r.Last.Message}
 	}
-	// The incidents first: a record never points at an incident that is not there.
 	if _, err := st.RecordIncidents(ctx, seen); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(recs), st.SetFingerprints(ctx, ids, fps)
+	if err := st.SetFingerprints(ctx, ids, fps, from); err != nil {
+		return nil, fmt.Errorf("fingerprint %d records: %w", len(ids), err)
+	}
+	return fps, nil
 }

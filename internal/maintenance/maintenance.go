@@ -20,8 +20,9 @@ import (
 // Advisory lock keys ("redrive" and a service number), one per service that
 // must run on one replica at a time.
 const (
-	lockPruner int64 = 0x7265647269766501
-	lockReplay int64 = 0x7265647269766502
+	lockPruner       int64 = 0x7265647269766501
+	lockReplay       int64 = 0x7265647269766502
+	lockFingerprints int64 = 0x7265647269766503
 )
 
 // PolicyFunc returns the effective policy of a queue (source topic).

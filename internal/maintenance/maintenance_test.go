@@ -66,6 +66,7 @@ type rec struct {
 	at         time.Time // discarded_at or completed_at
 	errorType  string
 	typ        string
+	message    string // the latest error's; "second" when empty
 }
 
 func (b *bundle) insert(t *testing.T, rs ...rec) []string {
@@ -77,6 +78,9 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 		if r.errorType == "" {
 			r.errorType = "db.timeout"
 		}
+		if r.message == "" {
+			r.message = "second"
+		}
 		d := dlq.Record{
 			ID: uuid.Must(uuid.NewV7()).String(), Queue: r.queue, Type: r.typ, State: r.state, Exhaustion: r.exhaustion,
 			Attempt: 3, MaxAttempts: 3,
@@ -86,7 +90,7 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 			Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}},
 			Errors: []dlq.ErrorEntry{
 				{Attempt: 1, Type: r.errorType, Message: "first", Code: dlq.CodeRetry, OccurredAt: at.Add(-time.Hour)},
-				{Attempt: 2, Type: r.errorType, Message: "second", Code: dlq.CodeRetry, OccurredAt: at},
+				{Attempt: 2, Type: r.errorType, Message: r.message, Code: dlq.CodeRetry, OccurredAt: at},
 			},
 			Retry: []byte(`{}`), Meta: []byte(`{}`), CreatedAt: at.Add(-time.Hour), UpdatedAt: at,
 		}

@@ -1,34 +1,43 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// ActivityWindow is how far back QueueActivity counts; ActivityKept is how
-// long compaction keeps activity rows (longer, so a window is always whole).
+// ActivityWindow is how far back QueueActivity counts. Activity rows are
+// kept by the minute for ActivityMinutes (two to three hours: compaction
+// folds a whole hour at a time), then by the hour until ActivityKept.
 const (
-	ActivityWindow = time.Hour
-	ActivityKept   = 2 * time.Hour
+	ActivityWindow  = time.Hour
+	ActivityMinutes = 2 * time.Hour
+	ActivityKept    = 7 * 24 * time.Hour
 )
 
-// RecordActivity adds failures stored per queue in the minute of at: one
-// multi-row statement however many queues.
-func (s *Store) RecordActivity(ctx context.Context, at time.Time, added map[string]int64) error {
+// ActivityKey is a queue and the fingerprint of failures stored in it.
+type ActivityKey struct{ Queue, Fingerprint string }
+
+// RecordActivity adds failures stored per queue and fingerprint in the
+// minute of at: one multi-row statement however many.
+func (s *Store) RecordActivity(ctx context.Context, at time.Time, added map[ActivityKey]int64) error {
 	if len(added) == 0 {
 		return nil
 	}
-	queues, counts := make([]string, 0, len(added)), make([]int64, 0, len(added))
-	for q, n := range added {
+	queues, fps, counts := make([]string, 0, len(added)), make([]string, 0, len(added)), make([]int64, 0, len(added))
+	for k, n := range added {
 		if n > 0 {
-			queues, counts = append(queues, q), append(counts, n)
+			queues, fps, counts = append(queues, k.Queue), append(fps, k.Fingerprint), append(counts, n)
 		}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_queue_activity (queue, minute, added)
-		SELECT q, $1, n FROM unnest($2::text[], $3::bigint[]) AS u(q, n)`, at.Truncate(time.Minute), queues, counts)
+	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added)
+		SELECT q, f, $1, n FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(q, f, n)`,
+		at.Truncate(time.Minute), queues, fps, counts)
 	if err != nil {
 		return fmt.Errorf("record queue activity: %w", err)
 	}
@@ -123,17 +132,121 @@ func (s *Store) OldestRecords(ctx context.Context, queues []string) (map[string]
 	return out, nil
 }
 
-// CompactActivity folds the activity rows into one per queue and minute and
-// drops the minutes older than ActivityKept before now. Like CompactCounts it
-// is safe to run concurrently with writers and with itself: each run folds
-// only the rows its snapshot sees, and deletes what it folds.
+// CompactActivity folds the activity rows of the last ActivityMinutes into
+// one per queue, fingerprint and minute; folds the hour before that into
+// one row per queue and fingerprint at the hour's start; and drops what is
+// older than ActivityKept before now — one statement. Each run reads only
+// the last three hours' rows (the minute index), however long the history.
+// Like CompactCounts it is safe to run concurrently with writers and with
+// itself: each run folds only the rows its snapshot sees, and deletes what
+// it folds.
 func (s *Store) CompactActivity(ctx context.Context, now time.Time) error {
-	_, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM redrive_queue_activity RETURNING *)
-		INSERT INTO redrive_queue_activity (queue, minute, added, retried)
-		SELECT queue, minute, sum(added), sum(retried) FROM d
-		WHERE minute >= $1 GROUP BY 1, 2`, now.Add(-ActivityKept))
+	cut := now.Truncate(time.Hour).Add(-ActivityMinutes) // minutes from here on stay minutes
+	hour := cut.Add(-time.Hour)                          // the hour folded now
+	_, err := s.pool.Exec(ctx, `
+		WITH m AS (DELETE FROM redrive_queue_activity WHERE minute >= $1 RETURNING *),
+		h AS (DELETE FROM redrive_queue_activity WHERE minute >= $2 AND minute < $1 RETURNING *),
+		old AS (DELETE FROM redrive_queue_activity WHERE minute < $3),
+		fm AS (INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
+			SELECT queue, fingerprint, minute, sum(added), sum(retried) FROM m GROUP BY 1, 2, 3)
+		INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
+		SELECT queue, fingerprint, $2, sum(added), sum(retried) FROM h GROUP BY 1, 2`,
+		cut, hour, now.Add(-ActivityKept))
 	if err != nil {
 		return fmt.Errorf("compact queue activity: %w", err)
 	}
 	return nil
+}
+
+// ActivityParams selects a series of activity: buckets of Step from Since
+// (a multiple of Step) to Until, of one queue, one fingerprint, or all.
+type ActivityParams struct {
+	Since, Until time.Time
+	Step         time.Duration
+	Queue        string // "" for every queue
+	Fingerprint  string // "" for every failure
+	// TopQueues is how many queues get a series of their own, those with
+	// the most failures in the range.
+	TopQueues int
+}
+
+// ActivitySeries is activity per bucket: Added[i] and Retried[i] count
+// what happened in [Since + i*Step, Since + (i+1)*Step).
+type ActivitySeries struct {
+	Added, Retried []int64
+	// Queues are the top queues' failures per bucket, most first.
+	Queues []QueueSeries
+}
+
+// QueueSeries is one queue's failures per bucket.
+type QueueSeries struct {
+	Queue string
+	Total int64
+	Added []int64
+}
+
+// Activity reads a series of activity in one statement over the index that
+// fits (queue, fingerprint, or minute): a few rows per queue, fingerprint
+// and minute or hour in the range, however many records.
+func (s *Store) Activity(ctx context.Context, p ActivityParams) (*ActivitySeries, error) {
+	n := int(p.Until.Sub(p.Since) / p.Step)
+	if p.Until.Sub(p.Since)%p.Step != 0 {
+		n++
+	}
+	out := &ActivitySeries{Added: make([]int64, n), Retried: make([]int64, n)}
+	// The filter that is set picks the index; the others are constant.
+	where := "minute >= $1 AND minute < $2"
+	args := []any{p.Since, p.Until, p.Step.Seconds()}
+	switch {
+	case p.Fingerprint != "":
+		where = "fingerprint = $4 AND " + where
+		args = append(args, p.Fingerprint)
+	case p.Queue != "":
+		where = "queue = $4 AND " + where
+		args = append(args, p.Queue)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT queue, floor(extract(epoch FROM minute - $1) / $3)::int,
+		sum(added)::bigint, sum(retried)::bigint FROM redrive_queue_activity WHERE `+where+` GROUP BY 1, 2`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read activity: %w", err)
+	}
+	var (
+		queue          string
+		bucket         int
+		added, retried int64
+		byQueue        = map[string]*QueueSeries{}
+	)
+	_, err = pgx.ForEachRow(rows, []any{&queue, &bucket, &added, &retried}, func() error {
+		if bucket < 0 || bucket >= n {
+			return nil
+		}
+		out.Added[bucket] += added
+		out.Retried[bucket] += retried
+		if added > 0 && p.TopQueues > 0 {
+			q := byQueue[queue]
+			if q == nil {
+				q = &QueueSeries{Queue: queue, Added: make([]int64, n)}
+				byQueue[queue] = q
+			}
+			q.Added[bucket] += added
+			q.Total += added
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read activity: %w", err)
+	}
+	for _, q := range byQueue {
+		out.Queues = append(out.Queues, *q)
+	}
+	slices.SortFunc(out.Queues, func(a, b QueueSeries) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Queue, b.Queue)
+	})
+	if len(out.Queues) > p.TopQueues {
+		out.Queues = out.Queues[:p.TopQueues]
+	}
+	return out, nil
 }

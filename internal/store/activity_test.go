@@ -13,7 +13,8 @@ import (
 )
 
 // Activity sums what ingest and settled claims append over the last hour;
-// compaction folds the rows and drops old minutes, keeping the sums.
+// compaction folds the rows (minutes older than two hours into hours) and
+// drops what is older than seven days, keeping the sums.
 func TestQueueActivityCountsAndCompacts(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
@@ -26,12 +27,17 @@ func TestQueueActivityCountsAndCompacts(t *testing.T) {
 	}
 	now := first.NextRetryAt.Add(time.Second)
 	for at, added := range map[time.Time]map[string]int64{
-		now:                        {"orders": 3, "payments": 1},
-		now.Add(-time.Second):      {"orders": 2, "ignored": 0},
-		now.Add(-90 * time.Minute): {"orders": 100}, // outside the hour, kept by compaction
-		now.Add(-3 * time.Hour):    {"orders": 1000},
+		now:                          {"orders": 3, "payments": 1},
+		now.Add(-time.Second):        {"orders": 2, "ignored": 0},
+		now.Add(-90 * time.Minute):   {"orders": 100},   // outside the hour, kept by compaction
+		now.Add(-3 * time.Hour):      {"orders": 1000},  // folded into its hour
+		now.Add(-8 * 24 * time.Hour): {"orders": 10000}, // dropped
 	} {
-		if err := s.RecordActivity(ctx, at, added); err != nil {
+		byKey := map[store.ActivityKey]int64{}
+		for q, n := range added {
+			byKey[store.ActivityKey{Queue: q}] = n
+		}
+		if err := s.RecordActivity(ctx, at, byKey); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,18 +74,23 @@ func TestQueueActivityCountsAndCompacts(t *testing.T) {
 		}
 		return n, added, retried
 	}
-	if n, _, _ := rows(); n != 6 {
-		t.Fatalf("%d activity rows before compaction, want 6", n)
+	if n, _, _ := rows(); n != 7 {
+		t.Fatalf("%d activity rows before compaction, want 7", n)
 	}
 	if err := s.CompactActivity(ctx, now); err != nil {
 		t.Fatal(err)
 	}
 	check("after compaction")
 	// One row per queue and minute (orders now, orders 90 min ago, payments
-	// now — the minute of now-1s may be the previous one); the 3-hour-old
-	// minute is gone.
-	if n, added, retried := rows(); n < 3 || n > 4 || added != 106 || retried != 1 {
-		t.Errorf("after compaction: %d rows, added %d, retried %d; want 3 or 4 rows, 106, 1", n, added, retried)
+	// now — the minute of now-1s may be the previous one) and the 3-hour-old
+	// one's hour; the 8-day-old minute is gone.
+	if n, added, retried := rows(); n < 4 || n > 5 || added != 1106 || retried != 1 {
+		t.Errorf("after compaction: %d rows, added %d, retried %d; want 4 or 5 rows, 1106, 1", n, added, retried)
+	}
+	var hourRows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM redrive_queue_activity WHERE minute = $1 AND added = 1000`,
+		now.Add(-3*time.Hour).Truncate(time.Hour)).Scan(&hourRows); err != nil || hourRows != 1 {
+		t.Errorf("the 3-hour-old minute's hour: %d rows, %v; want 1", hourRows, err)
 	}
 	// An empty claim and a claim whose every produce failed retry nothing.
 	if err := s.Settle(ctx, &store.Claim{}, nil, now); err != nil {
@@ -199,4 +210,64 @@ func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
 	if len(blocked) != 1 || blocked["q-00002"].Records != 1 || blocked["q-00002"].Reason != dlq.ReasonBroker {
 		t.Errorf("BlockedQueues(q-00002, q-00003) = %+v, want q-00002 alone", blocked)
 	}
+}
+
+// A series of activity: per bucket, of every queue, one queue or one
+// incident, with the top queues' own series; minutes folded into hours
+// still count in their hour.
+func TestActivitySeriesByQueueAndIncident(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 30, 20, 0, time.UTC)
+	write := func(at time.Time, queue, fp string, n int64) {
+		t.Helper()
+		if err := s.RecordActivity(ctx, at, map[store.ActivityKey]int64{{Queue: queue, Fingerprint: fp}: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(now.Add(-4*time.Minute), "orders", "aaaa", 3)
+	write(now.Add(-4*time.Minute), "orders", "aaaa", 2) // two batches in a minute
+	write(now.Add(-4*time.Minute), "payments", "aaaa", 1)
+	write(now.Add(-2*time.Minute), "orders", "bbbb", 7)
+	write(now, "billing", "aaaa", 4)
+	write(now.Add(-5*time.Hour), "orders", "aaaa", 100) // folded into its hour by compaction
+	if err := s.CompactActivity(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	since := now.Truncate(time.Minute).Add(-5 * time.Minute)
+	minutes := store.ActivityParams{Since: since, Until: since.Add(6 * time.Minute), Step: time.Minute, TopQueues: 2}
+	for _, tc := range []struct {
+		name   string
+		p      store.ActivityParams
+		added  []int64
+		queues string
+	}{
+		{"every queue", minutes, []int64{0, 6, 0, 7, 0, 4}, "orders 12 [0 5 0 7 0 0], billing 4 [0 0 0 0 0 4]"},
+		{"one queue", with(minutes, func(p *store.ActivityParams) { p.Queue = "orders" }), []int64{0, 5, 0, 7, 0, 0}, "orders 12 [0 5 0 7 0 0]"},
+		{"one incident", with(minutes, func(p *store.ActivityParams) { p.Fingerprint = "aaaa"; p.TopQueues = 5 }), []int64{0, 6, 0, 0, 0, 4},
+			"orders 5 [0 5 0 0 0 0], billing 4 [0 0 0 0 0 4], payments 1 [0 1 0 0 0 0]"},
+		{"hours", store.ActivityParams{Since: now.Truncate(time.Hour).Add(-6 * time.Hour), Until: now.Truncate(time.Hour).Add(time.Hour),
+			Step: time.Hour, Fingerprint: "aaaa"}, []int64{0, 100, 0, 0, 0, 0, 10}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Activity(ctx, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qs []string
+			for _, q := range got.Queues {
+				qs = append(qs, fmt.Sprintf("%s %d %v", q.Queue, q.Total, q.Added))
+			}
+			if fmt.Sprint(got.Added) != fmt.Sprint(tc.added) || strings.Join(qs, ", ") != tc.queues {
+				t.Errorf("added %v, queues %q; want %v, %q", got.Added, strings.Join(qs, ", "), tc.added, tc.queues)
+			}
+		})
+	}
+}
+
+func with(p store.ActivityParams, f func(*store.ActivityParams)) store.ActivityParams {
+	f(&p)
+	return p
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/fingerprint"
 )
 
 // IncidentSeen is a fingerprint met in a batch of failures, with one record
@@ -22,13 +24,17 @@ type IncidentSeen struct {
 	SeenAt        time.Time
 	SampleID      string
 	SampleMessage string
+	// Frames are the top backtrace frames as the fingerprint reads them
+	// (fingerprint.TopFrames).
+	Frames []string
 }
 
 // RecordIncidents notes the fingerprints a batch of failures had: a new one
-// opens an incident, a known one moves its last_seen. It returns the
-// incidents this call opened. Idempotent, so a batch consumed again opens
-// nothing twice (an incident whose opening statement was lost to a crash is
-// opened when the batch comes again).
+// opens an incident, recorded under the current fingerprint rules
+// (fingerprint.Version); a known one moves its first_seen back or its
+// last_seen on. It returns the incidents this call opened. Idempotent, so a
+// batch consumed again opens nothing twice (an incident whose opening
+// statement was lost to a crash is opened when the batch comes again).
 func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]IncidentSeen, error) {
 	if len(seen) == 0 {
 		return nil, nil
@@ -48,16 +54,27 @@ func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]Inc
 	}
 	n := len(uniq)
 	fps, types, sigs, ids, msgs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	at := make([]time.Time, n)
+	frames := make([]string, n)
+	first, last := make([]time.Time, n), make([]time.Time, n)
 	for i, in := range uniq {
-		fps[i], types[i], sigs[i], ids[i], msgs[i], at[i] = in.Fingerprint, clean(in.ErrorType), clean(in.Signature),
-			in.SampleID, clean(in.SampleMessage), in.SeenAt
+		fps[i], types[i], sigs[i], ids[i], msgs[i], first[i], last[i] = in.Fingerprint, clean(in.ErrorType), clean(in.Signature),
+			in.SampleID, clean(in.SampleMessage), in.SeenAt, in.SeenAt
+		frames[i] = joinFrames(in.Frames)
+	}
+	for _, in := range seen { // the batch's earliest sight of each fingerprint
+		if i := byFP[in.Fingerprint]; in.SeenAt.Before(first[i]) {
+			first[i] = in.SeenAt
+		}
 	}
 	rows, err := s.pool.Query(ctx, `
-		INSERT INTO redrive_incident AS i (fingerprint, error_type, signature, first_seen, last_seen, sample_id, sample_message)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $4::timestamptz[], $5::uuid[], $6::text[])
-		ON CONFLICT (fingerprint) DO UPDATE SET last_seen = greatest(i.last_seen, excluded.last_seen)
-		RETURNING fingerprint, xmax = 0`, fps, types, sigs, at, ids, msgs)
+		INSERT INTO redrive_incident AS i (fingerprint, error_type, signature, first_seen, last_seen, sample_id, sample_message,
+			frames, rules_version)
+		SELECT f, t, s, fs, ls, id, m, CASE WHEN fr = '' THEN '{}' ELSE string_to_array(fr, E'\n') END, $9
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::uuid[], $7::text[], $8::text[])
+			AS u(f, t, s, fs, ls, id, m, fr)
+		ON CONFLICT (fingerprint) DO UPDATE SET first_seen = least(i.first_seen, excluded.first_seen),
+			last_seen = greatest(i.last_seen, excluded.last_seen)
+		RETURNING fingerprint, xmax = 0`, fps, types, sigs, first, last, ids, msgs, frames, fingerprint.Version)
 	if err != nil {
 		return nil, fmt.Errorf("record incidents: %w", err)
 	}
@@ -75,6 +92,19 @@ func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]Inc
 	return opened, nil
 }
 
+// joinFrames joins frames into one text for string_to_array (a frame that
+// holds a newline has it as a space).
+func joinFrames(frames []string) string {
+	var b strings.Builder
+	for i, f := range frames {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.ReplaceAll(clean(f), "\n", " "))
+	}
+	return b.String()
+}
+
 // Incident is a group of failures with one fingerprint, with the records it
 // has now.
 type Incident struct {
@@ -88,6 +118,9 @@ type Incident struct {
 	LastSeen      time.Time
 	SampleID      string
 	SampleMessage string
+	// Frames are the top backtrace frames its fingerprint reads, without
+	// line numbers; none for failures without a backtrace.
+	Frames []string
 }
 
 // IncidentParams filters and sorts ListIncidents.
@@ -132,7 +165,7 @@ func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Inciden
 		             coalesce(sum(n) FILTER (WHERE $2 = '' OR state = $2), 0)::bigint AS matching
 		      FROM t GROUP BY 1)
 		SELECT i.fingerprint, i.error_type, i.signature, coalesce(u.matching, 0), coalesce(q.queues, '{}'),
-		       coalesce(u.states, '{}'), i.first_seen, i.last_seen, i.sample_id::text, i.sample_message
+		       coalesce(u.states, '{}'), i.first_seen, i.last_seen, i.sample_id::text, i.sample_message, i.frames
 		FROM redrive_incident i
 		LEFT JOIN u USING (fingerprint) LEFT JOIN q USING (fingerprint)
 		WHERE ($6 <> '' AND i.fingerprint = $6) OR ($6 = '' AND u.matching > 0 AND ($3::timestamptz IS NULL OR i.last_seen >= $3))
@@ -176,7 +209,7 @@ func scanIncident(row pgx.CollectableRow) (Incident, error) {
 	var in Incident
 	var states []byte
 	err := row.Scan(&in.ID, &in.ErrorType, &in.Signature, &in.Count, &in.Queues, &states,
-		&in.FirstSeen, &in.LastSeen, &in.SampleID, &in.SampleMessage)
+		&in.FirstSeen, &in.LastSeen, &in.SampleID, &in.SampleMessage, &in.Frames)
 	if err != nil {
 		return in, err
 	}
@@ -188,37 +221,104 @@ func scanIncident(row pgx.CollectableRow) (Incident, error) {
 	return in, nil
 }
 
-// Unfingerprinted is a record stored before fingerprints existed, with its
-// latest error.
+// Unfingerprinted is a record to fingerprint: stored before fingerprints
+// existed, or under older fingerprint rules; with its fingerprint now ("" for
+// none) and its latest error.
 type Unfingerprinted struct {
-	ID, Queue string
-	Last      dlq.ErrorEntry
+	ID, Queue, Fingerprint string
+	Last                   dlq.ErrorEntry
+}
+
+func scanUnfingerprinted(row pgx.CollectableRow) (Unfingerprinted, error) {
+	var u Unfingerprinted
+	var last []byte
+	if err := row.Scan(&u.ID, &u.Queue, &u.Fingerprint, &last); err != nil {
+		return u, err
+	}
+	if len(last) > 0 {
+		if err := json.Unmarshal(last, &u.Last); err != nil {
+			return u, fmt.Errorf("decode the latest error of %s: %w", u.ID, err)
+		}
+	}
+	return u, nil
 }
 
 // Unfingerprinted returns up to limit records without a fingerprint.
 func (s *Store) Unfingerprinted(ctx context.Context, limit int) ([]Unfingerprinted, error) {
-	return collect(ctx, s.pool, "records without a fingerprint", func(row pgx.CollectableRow) (Unfingerprinted, error) {
-		var u Unfingerprinted
-		var last []byte
-		if err := row.Scan(&u.ID, &u.Queue, &last); err != nil {
-			return u, err
-		}
-		if len(last) > 0 {
-			if err := json.Unmarshal(last, &u.Last); err != nil {
-				return u, fmt.Errorf("decode the latest error of %s: %w", u.ID, err)
-			}
-		}
-		return u, nil
-	}, `SELECT id::text, queue, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
+	return collect(ctx, s.pool, "records without a fingerprint", scanUnfingerprinted,
+		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
 }
 
-// SetFingerprints sets records' fingerprints where none is set yet (ingest
-// may have set a newer one meanwhile).
-func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints []string) error {
+// OldIncident is an incident recorded under older fingerprint rules.
+type OldIncident struct {
+	Fingerprint         string
+	FirstSeen, LastSeen time.Time
+}
+
+// IncidentsBefore returns up to limit incidents recorded under fingerprint
+// rules older than version, by fingerprint after after, that may still have
+// records: not marked done by MarkRefingerprinted, or seen again since (a
+// replica of an older version, during a rolling upgrade). One pass over
+// the primary key across the pages, however many incidents there are.
+func (s *Store) IncidentsBefore(ctx context.Context, version int, after string, limit int) ([]OldIncident, error) {
+	return collect(ctx, s.pool, "incidents of older fingerprint rules", func(row pgx.CollectableRow) (OldIncident, error) {
+		var o OldIncident
+		err := row.Scan(&o.Fingerprint, &o.FirstSeen, &o.LastSeen)
+		return o, err
+	}, `SELECT fingerprint, first_seen, last_seen FROM redrive_incident
+		WHERE fingerprint > $2 AND rules_version < $1 AND (refingerprinted_at IS NULL OR last_seen > refingerprinted_at)
+		ORDER BY fingerprint LIMIT $3`, version, after, limit)
+}
+
+// RecordsOf returns up to limit records whose fingerprint is one of fps,
+// after the record (afterFP, afterID) in (fingerprint, id) order ("" and ""
+// for the first): the (fingerprint, id) index.
+func (s *Store) RecordsOf(ctx context.Context, fps []string, afterFP, afterID string, limit int) ([]Unfingerprinted, error) {
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
+	}
+	return collect(ctx, s.pool, "records of incidents", scanUnfingerprinted,
+		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record
+		WHERE fingerprint = ANY($1) AND (fingerprint, id) > ($2, $3::uuid) ORDER BY fingerprint, id LIMIT $4`,
+		fps, afterFP, afterID, limit)
+}
+
+// SetFingerprints sets records' fingerprints where they still have the
+// fingerprint from[i] ("" for none yet): ingest may have set a newer one
+// meanwhile, from a repeat failure. The statistics table follows (its
+// triggers count by fingerprint).
+func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints, from []string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE redrive_record r SET fingerprint = f.fp
-		FROM unnest($1::uuid[], $2::text[]) AS f(id, fp) WHERE r.id = f.id AND r.fingerprint = ''`, ids, fingerprints)
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE r.id = f.id AND r.fingerprint = f.old`,
+		ids, fingerprints, from)
 	if err != nil {
 		return fmt.Errorf("set fingerprints: %w", err)
+	}
+	return nil
+}
+
+// MergeIncident carries an incident of older rules whose records all went
+// to one incident of the current rules into it: first and last seen, and
+// its activity (the chart's history).
+func (s *Store) MergeIncident(ctx context.Context, old OldIncident, into string) error {
+	_, err := s.pool.Exec(ctx, `
+		WITH i AS (UPDATE redrive_incident SET first_seen = least(first_seen, $2), last_seen = greatest(last_seen, $3)
+			WHERE fingerprint = $4)
+		UPDATE redrive_queue_activity SET fingerprint = $4 WHERE fingerprint = $1`,
+		old.Fingerprint, old.FirstSeen, old.LastSeen, into)
+	if err != nil {
+		return fmt.Errorf("merge incident %s into %s: %w", old.Fingerprint, into, err)
+	}
+	return nil
+}
+
+// MarkRefingerprinted notes that incidents of older rules have no records
+// left, so that IncidentsBefore skips them until one is seen again.
+func (s *Store) MarkRefingerprinted(ctx context.Context, fps []string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE redrive_incident SET refingerprinted_at = greatest(now(), last_seen)
+		WHERE fingerprint = ANY($1)`, fps)
+	if err != nil {
+		return fmt.Errorf("mark %d incidents fingerprinted again: %w", len(fps), err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import { record } from "./pages/record.js";
 import { tasks, task } from "./pages/tasks.js";
 import { queuePage } from "./pages/queue.js";
 import { incidents } from "./pages/incidents.js";
+import { incident } from "./pages/incident.js";
 import { audit } from "./pages/audit.js";
 import { eventsPage } from "./pages/events.js";
 
@@ -24,6 +25,7 @@ const ROUTES = [
   [/^\/ui\/records$/, records],
   [/^\/ui\/records\/(.+)$/, record],
   [/^\/ui\/incidents$/, incidents],
+  [/^\/ui\/incidents\/([0-9a-f]+)$/, incident],
   [/^\/ui\/tasks$/, tasks],
   [/^\/ui\/tasks\/(.+)$/, task],
   [/^\/ui\/audit$/, audit],

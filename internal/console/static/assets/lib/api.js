@@ -50,6 +50,19 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   return data;
 }
 
+// apiText GETs path as api does, and returns the answer's text with its
+// JSON: { data, text }. A page showing a producer's JSON (an error's
+// details, a record's meta) reads it from the text with lib/json.js, as
+// JSON.parse loses the digits of numbers past 2^53 and of long decimals.
+export async function apiText(path, { signal } = {}) {
+  const resp = await fetch(path, { signal, headers: headers() });
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  refused(resp, data);
+  return { data, text };
+}
+
 // apiBytes GETs bytes from the API (a record's raw key or value), with the
 // key as every call sends it (a plain link could not carry it), and returns
 // them as a Blob with the file name the answer's Content-Disposition gives

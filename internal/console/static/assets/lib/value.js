@@ -1,72 +1,191 @@
-// How a record's bytes are shown: JSON as a collapsible tree, text as text,
-// anything else as a hex dump.
+// How a record's bytes are shown: JSON as a collapsible tree of the text as
+// written (lib/json.js: no number passes through a JavaScript number), text
+// as text, anything else as a hex dump.
 
-import { el } from "./dom.js";
-import { depthOf, stringify } from "./json.js";
-
-// valueView shows a record value (or its redelivery's) by its encoding.
-export function valueView(value, encoding, payload) {
-  if (value === null || value === undefined) return el("p", { class: "muted" }, "No value (a tombstone).");
-  if (payload !== undefined) {
-    if (depthOf(payload, TREE_DEPTH) <= TREE_DEPTH) return el("div", { class: "jsontree", id: "value-tree" }, jsonTree(payload));
-    return [
-      el("p", { class: "muted", id: "value-deep" }, `This value nests more than ${TREE_DEPTH} levels deep: the tree shows ${TREE_DEPTH} levels and what lies deeper as text, and the whole value is below it as text.`),
-      el("div", { class: "jsontree", id: "value-tree" }, jsonTree(payload)),
-      el("details", { class: "json-whole" }, el("summary", {}, "The whole value as text"), el("pre", { id: "value-text" }, stringify(payload))),
-    ];
-  }
-  if (encoding === "base64") return el("pre", { class: "hex", "aria-label": "Value as hex" }, hexDump(value));
-  return el("pre", { id: "value-text" }, value);
-}
-
-const AUTO_OPEN_DEPTH = 2;
+import { el, fill, plural, sizeText, shortSize } from "./dom.js";
+import { parse, keyOf } from "./json.js";
 
 // TREE_DEPTH is the deepest level shown as a tree; what nests deeper is shown
-// as JSON text under a note (a tree of thousands of levels is unreadable,
+// as its JSON text under a note (a tree of thousands of levels is unreadable,
 // and slow to lay out).
 export const TREE_DEPTH = 64;
 
-// jsonTree renders a JSON value with objects and arrays as nested <details>,
-// open to AUTO_OPEN_DEPTH levels, and as text past TREE_DEPTH. It works
-// from an explicit stack, not by recursion: a value may nest 10,000 deep.
-export function jsonTree(v) {
-  const top = el("div", {});
-  const work = [[top, v, 0]];
-  while (work.length) {
-    const [into, x, depth] = work.pop();
-    if (x === null || typeof x !== "object") {
-      into.append(el("span", { class: `json-${x === null ? "null" : typeof x}` }, JSON.stringify(x)));
-      continue;
-    }
-    const isArray = Array.isArray(x);
-    const keys = isArray ? null : Object.keys(x);
-    const n = isArray ? x.length : keys.length;
-    const [open, close] = isArray ? ["[", "]"] : ["{", "}"];
-    if (n === 0) {
-      into.append(el("span", {}, open + close));
-      continue;
-    }
-    if (depth >= TREE_DEPTH) {
-      into.append(el("div", { class: "json-deep" },
-        el("p", { class: "muted" }, `Nested deeper than ${TREE_DEPTH} levels: the rest is shown as text.`),
-        el("pre", {}, stringify(x))));
-      continue;
-    }
-    const ul = el("ul", {});
-    for (let i = 0; i < n; i++) {
-      const k = isArray ? i : keys[i];
-      const li = el("li", {}, el("span", { class: "json-key" }, isArray ? `${k}: ` : `${JSON.stringify(k)}: `));
-      ul.append(li);
-      work.push([li, x[k], depth + 1]);
-    }
-    into.append(el("details", { open: depth < AUTO_OPEN_DEPTH },
-      el("summary", {}, `${open} ${n} ${isArray ? "item" : "key"}${n === 1 ? "" : "s"} ${close}`), ul));
-  }
-  return top.firstChild;
-}
+// AUTO_OPEN_DEPTH is how many levels of a tree are open at first.
+const AUTO_OPEN_DEPTH = 2;
+
+// A JSON value of FOLD_BYTES or more, or of more than FOLD_NODES values,
+// opens folded: its size first, the tree one level at a time as it is
+// opened, the whole of it as raw text, a copy or a file.
+export const FOLD_BYTES = 64 * 1024;
+export const FOLD_NODES = 2000;
+
+// From VIEW_ON_DEMAND bytes on, a value is laid out only when asked (a tree
+// or text of megabytes is slow to lay out and no use to read in a page).
+export const VIEW_ON_DEMAND = 1024 * 1024;
 
 // HEX_LIMIT is how many bytes the hex dump shows.
 export const HEX_LIMIT = 4096;
+
+// valueKind says what a record's value is, checking a UTF-8 one as JSON
+// (without building anything): { kind: "none" | "binary" | "text" | "json",
+// nodes, depth, error } (nodes and depth for JSON only).
+export function valueKind(value, encoding) {
+  if (value === null || value === undefined) return { kind: "none" };
+  if (encoding === "base64") return { kind: "binary" };
+  if (value.trim() === "") return { kind: "text" };
+  try {
+    const { nodes, depth } = parse(value, { build: false });
+    return { kind: "json", nodes, depth };
+  } catch { return { kind: "text" }; }
+}
+
+// valuePanel shows a record's value with its tools: Tree and Raw (JSON),
+// Copy (the text as stored, or a binary value's base64) and Download (the
+// bytes as stored, through download). A value of VIEW_ON_DEMAND bytes or
+// more (but binary: its hex dump is short) is laid out only when asked.
+export function valuePanel(r, kind, download) {
+  if (kind.kind === "none") return el("p", { class: "muted", id: "value-none" }, "No value (a tombstone).");
+  const size = r.value_size ?? 0;
+  const view = el("div", { id: "value-view" });
+  const raw = el("pre", { id: "value-raw", class: "raw", hidden: true, "aria-label": "The value as stored" });
+  const copied = el("span", { id: "value-copy-status", class: "status", role: "status" });
+  const asTree = el("button", { type: "button", id: "value-as-tree", class: "secondary", "aria-pressed": "true" }, "Tree");
+  const asRaw = el("button", { type: "button", id: "value-as-raw", class: "secondary", "aria-pressed": "false" }, "Raw");
+  const show = (rawShown) => {
+    if (rawShown && !raw.firstChild) fill(raw, r.value);
+    raw.hidden = !rawShown;
+    view.hidden = rawShown;
+    asTree.setAttribute("aria-pressed", String(!rawShown));
+    asRaw.setAttribute("aria-pressed", String(rawShown));
+  };
+  asTree.addEventListener("click", () => show(false));
+  asRaw.addEventListener("click", () => show(true));
+  const copy = async () => {
+    copied.className = "status";
+    try {
+      await copyText(r.value);
+      copied.className = "status ok";
+      copied.textContent = `Copied ${kind.kind === "binary" ? "the base64 of the value" : "the value"} (${shortSize(kind.kind === "binary" ? r.value.length : size)}).`;
+    } catch (e) {
+      copied.className = "status error";
+      copied.textContent = `Not copied: ${e.message}. Use Download, or select the raw text.`;
+    }
+  };
+  const tools = el("div", { class: "valuebar", role: "toolbar", "aria-label": "Value" },
+    kind.kind === "json" ? el("span", { class: "toggle", role: "group", "aria-label": "Show the value as" }, asTree, asRaw) : null,
+    el("button", { type: "button", id: "value-copy", class: "secondary", onclick: copy,
+      title: kind.kind === "binary" ? "Copy the value's base64 to the clipboard" : "Copy the value as stored to the clipboard" },
+    kind.kind === "binary" ? "Copy base64" : "Copy"),
+    el("button", { type: "button", id: "download-value", class: "secondary", onclick: download,
+      title: `The value as stored, ${sizeText(size)}, as a file` }, "Download"),
+    copied);
+  const layOut = () => fill(view, valueView(r.value, kind, size));
+  if (kind.kind === "binary" || size < VIEW_ON_DEMAND) layOut();
+  else {
+    fill(view, el("p", { class: "muted" }, "Not laid out here, to keep the page quick: download it to read it. ",
+      el("button", { type: "button", id: "value-show", class: "secondary", onclick: layOut }, "Show it here anyway")));
+  }
+  return [tools, view, raw];
+}
+
+// valueView lays out a value of the given kind (valueKind).
+export function valueView(value, kind, size = value.length) {
+  if (kind.kind === "binary") return el("pre", { class: "hex", id: "value-hex", "aria-label": "Value as hex" }, hexDump(value));
+  if (kind.kind !== "json") return el("pre", { id: "value-text", class: "raw" }, value);
+  const doc = parse(value, { maxDepth: TREE_DEPTH });
+  const folded = size >= FOLD_BYTES || doc.nodes > FOLD_NODES;
+  return [
+    folded ? el("p", { class: "muted", id: "value-folded" },
+      `A large value (${shortSize(size)}, ${plural(doc.nodes, "JSON value")}): it opens folded, and each level is laid out as you open it. Raw shows it whole as stored.`) : null,
+    doc.depth > TREE_DEPTH ? el("p", { class: "muted", id: "value-deep" },
+      `This value nests ${doc.depth.toLocaleString("en")} levels deep: the tree shows ${TREE_DEPTH} levels and what lies deeper as its text. Raw shows it whole.`) : null,
+    el("div", { class: "jsontree", id: "value-tree" }, jsonTree(doc, { open: folded ? 0 : AUTO_OPEN_DEPTH, lazy: folded })),
+  ];
+}
+
+// jsonTree renders a parsed JSON text (lib/json.js parse, with maxDepth
+// TREE_DEPTH) with objects and arrays as <details>, open to opts.open
+// levels, numbers as written. A lazy tree lays out a level only as it is
+// opened (a large value); else the closed levels are laid out too, so the
+// browser's find in page finds what they hold. Strings
+// and keys are shown as written (strings: "source", for a producer's
+// bytes), with what they decode to on hover when they hold escapes, or
+// decoded (strings: "decoded", for JSON the API wrote, which escapes <, >
+// and &). It works from an explicit list, not by recursion.
+export function jsonTree(doc, { open = AUTO_OPEN_DEPTH, strings = "source", lazy = false } = {}) {
+  const { src } = doc;
+  const work = [];
+  const token = (text, cls) => {
+    if (text.indexOf("\\") === -1) return el("span", { class: cls }, text);
+    const decoded = keyOf(text);
+    if (strings === "decoded") return el("span", { class: cls }, JSON.stringify(decoded));
+    return el("span", { class: cls, title: `${decoded}` }, text);
+  };
+  // make lays out a node, after label (its key or index, or nothing): in
+  // an object's or array's summary, so what it holds is indented under it.
+  const make = (node, depth, label = null) => {
+    switch (node.type) {
+      case "string": return [label, token(node.text, "json-string")];
+      case "number": return [label, el("span", { class: "json-number" }, node.text)];
+      case "true": case "false": return [label, el("span", { class: "json-boolean" }, node.text)];
+      case "null": return [label, el("span", { class: "json-null" }, "null")];
+      case "folded": return [label, el("div", { class: "json-deep" },
+        el("p", { class: "muted" }, `Nested deeper than ${TREE_DEPTH} levels: the rest is shown as text.`),
+        el("pre", {}, src.slice(node.start, node.end)))];
+    }
+    const obj = node.type === "object";
+    const n = obj ? node.entries.length : node.items.length;
+    if (n === 0) return [label, el("span", {}, obj ? "{}" : "[]")];
+    const [o, c] = obj ? ["{", "}"] : ["[", "]"];
+    const summary = el("summary", {}, label, el("span", { class: "json-count" }, `${o} ${plural(n, obj ? "key" : "item")} ${c}`));
+    if (depth === 0 && open === 0) summary.append(el("span", { class: "muted" }, ` ${shortSize(node.end - node.start)}`));
+    const details = el("details", {}, summary);
+    let filled = false;
+    details.addEventListener("toggle", () => {
+      if (!details.open || filled) return;
+      filled = true;
+      work.push([details, node, depth]);
+      drain();
+    });
+    if (depth < open || !lazy) {
+      details.open = depth < open;
+      filled = true;
+      work.push([details, node, depth]);
+    }
+    return details;
+  };
+  const drain = () => {
+    while (work.length) {
+      const [details, node, depth] = work.pop();
+      const obj = node.type === "object";
+      const ul = el("ul", {});
+      const kids = obj ? node.entries : node.items;
+      for (let k = 0; k < kids.length; k++) {
+        const label = el("span", { class: "json-label" }, obj ? token(kids[k][0], "json-key") : el("span", { class: "json-key" }, String(k)), ": ");
+        ul.append(el("li", {}, make(obj ? kids[k][1] : kids[k], depth + 1, label)));
+      }
+      details.append(ul);
+    }
+  };
+  const top = make(doc.root, 0);
+  drain();
+  return top;
+}
+
+// copyText puts text on the clipboard: with the Clipboard API where the
+// page may use it (HTTPS or localhost), else through a selected textarea.
+export async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = el("textarea", { class: "copybuf", readonly: true, "aria-hidden": "true" }, text);
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  if (!ok) throw new Error("the browser refused");
+}
 
 // hexDump shows base64 bytes as offset, hex and printable ASCII, 16 a line,
 // decoding only the bytes it shows.
@@ -84,4 +203,10 @@ export function hexDump(b64) {
   }
   if (total > HEX_LIMIT) lines.push(`… ${(total - HEX_LIMIT).toLocaleString("en")} more bytes`);
   return lines.join("\n");
+}
+
+// smallJSON is a tree of JSON the API wrote (an error's details, a
+// record's meta), its numbers as written.
+export function smallJSON(doc, attrs = {}) {
+  return el("div", { class: "jsontree", ...attrs }, jsonTree(doc, { strings: "decoded" }));
 }

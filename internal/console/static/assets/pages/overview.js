@@ -10,6 +10,8 @@ import { el, fill, link, table, ago, plural } from "../lib/dom.js";
 import { api, subscribe } from "../lib/api.js";
 import { render, throttled } from "../lib/page.js";
 import { recordsTable } from "./records.js";
+import { activityChart } from "../lib/activity.js";
+import { incidentsTable } from "./incidents.js";
 
 // SORTS are the orders the queue list offers (the API's sort values).
 const SORTS = [["depth", "Waiting"], ["dead_letter", "Dead letters"], ["total", "Total"], ["oldest", "Oldest record"], ["name", "Name"]];
@@ -19,14 +21,15 @@ const SEARCH_DELAY = 250; // ms of no typing before a search is sent
 
 export async function overview(signal) {
   const queues = queueList(signal, { pageSize: TOP, defaultSort: "depth" });
+  const chart = activityChart(signal, { path: "/ojs/v1/activity" });
   const rest = el("div", {});
-  const [, sections] = await Promise.all([queues.load(), otherSections(signal)]);
+  const [, sections] = await Promise.all([queues.load(), otherSections(signal), chart.load()]);
   fill(rest, sections);
   const live = liveIndicator();
-  render(el("div", { class: "title" }, el("h1", {}, "Overview"), live), queues.node, rest);
+  render(el("div", { class: "title" }, el("h1", {}, "Overview"), live), queues.node, chart.node, rest);
   const refresh = throttled(1000, signal, async () => {
     try {
-      const [, sections] = await Promise.all([queues.reload(), otherSections(signal)]);
+      const [, sections] = await Promise.all([queues.reload(), otherSections(signal), chart.reload()]);
       fill(rest, sections);
     } catch { /* the next event retries */ }
   });
@@ -169,14 +172,7 @@ function queuesTable(qs) {
     { class: "queues" });
 }
 
-export function incidentsTable(items) {
-  if (items.length === 0) return el("p", { class: "muted" }, "No incidents: no stored failures.");
-  return table(["Records", "Error type", "Signature", "Queues", "First seen", "Last seen"],
-    items.map((i) => el("tr", {},
-      el("td", { class: "num" }, link(`/ui/records?incident=${i.id}`, String(i.count))),
-      el("td", {}, i.error_type), el("td", { class: "msg" }, i.signature),
-      el("td", {}, i.queues.join(", ")), el("td", {}, ago(i.first_seen)), el("td", {}, ago(i.last_seen)))));
-}
+export { incidentsTable }; // the incidents list's, shown here too
 
 function empty() {
   return el("div", { class: "empty" },

@@ -2,14 +2,14 @@
 // headers and error history, with retry (as is or edited), delete, and
 // downloads of its key and value as the bytes stored.
 
-import { el, fill, link, table, ago, facts, status, duration, sizeText, shortSize } from "../lib/dom.js";
-import { api } from "../lib/api.js";
+import { el, fill, link, table, ago, facts, status, duration, sizeText, shortSize, plural } from "../lib/dom.js";
+import { api, apiText } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { go, reload } from "../lib/nav.js";
 import { writeButton, confirmThen } from "../lib/write.js";
-import { valueView, HEX_LIMIT } from "../lib/value.js";
+import { valueKind, valuePanel, smallJSON, HEX_LIMIT, TREE_DEPTH } from "../lib/value.js";
 import { downloadPart } from "../lib/download.js";
-import { pretty } from "../lib/json.js";
+import { parse, member, scalarText, isEmpty } from "../lib/json.js";
 import { scheduleView } from "../lib/schedule.js";
 import { stateText } from "./records.js";
 import { retryEditor } from "./retry_edit.js";
@@ -18,16 +18,14 @@ import { retryEditor } from "./retry_edit.js";
 // discarded one comes back; available and completed ones are in flight or done.
 const retryable = (r) => r.state === "discarded" || r.state === "retryable";
 
-// From LARGE_VALUE bytes on, a value's download is offered before the value;
-// from VIEW_ON_DEMAND on, the value is laid out only when asked (a tree or
-// text of megabytes is slow to lay out and no use to read in a page).
+// From LARGE_VALUE bytes on, a value's download is offered before the value
+// (lib/value.js lays out one of a megabyte or more only when asked).
 const LARGE_VALUE = 64 * 1024;
-const VIEW_ON_DEMAND = 1024 * 1024;
 
 // KEY_TITLE and KEY_SHOWN are how many characters of the key the title and
-// the key's line show.
+// the key's line show (the key's line shows the rest when asked).
 const KEY_TITLE = 80;
-const KEY_SHOWN = 4096;
+const KEY_SHOWN = 200;
 
 // cut shortens s to n characters (not UTF-16 halves), with an ellipsis.
 const cut = (s, n) => {
@@ -36,7 +34,11 @@ const cut = (s, n) => {
 };
 
 export async function record(signal, id) {
-  const r = await api(`/ojs/v1/dead-letter/${encodeURIComponent(id)}`, { signal });
+  const { data: r, text } = await apiText(`/ojs/v1/dead-letter/${encodeURIComponent(id)}`, { signal });
+  // The value, its JSON and what else the producer wrote are read from the
+  // text as written (lib/json.js), never from the payload JSON.parse made.
+  const exact = exactParts(text);
+  const kind = valueKind(r.value, r.value_encoding);
   const outcome = status();
   const saved = status();
   saved.id = "download-status";
@@ -69,34 +71,20 @@ export async function record(signal, id) {
   };
   const cannot = retryable(r) ? null : `A ${r.state} record cannot be retried: it is ${r.state === "available" ? "being redelivered" : "done"}.`;
   // A binary or large value is offered for download up front, under the actions.
-  const notice = valueNotice(r, download("value"));
+  const notice = valueNotice(r, kind, download("value"));
+  const exhausted = r.state === "discarded";
+  const errors = [...(r.errors || []).keys()].reverse();
   render(
-    el("h1", {}, `Record ${r.key != null ? cut(r.key, KEY_TITLE) : r.id}`),
-    facts([
-      ["Id", el("code", {}, r.id)],
-      ["Key", keyFact(r)],
-      ["Queue", link(`/ui/queues/${encodeURIComponent(r.queue)}`, r.queue)],
-      ["State", el("span", { id: "record-state", class: `state-${r.state}` }, stateText(r))],
-      ["Attempt", `${r.attempt} of ${r.max_attempts}`],
-      ["Next retry", ago(r.next_retry_at)],
-      ["Error type", r.error_type],
-      ["Incident", r.incident ? link(`/ui/records?incident=${r.incident}`, r.incident) : "—"],
-      ["Source", `${r.source.topic}${r.source.partition != null ? ` [${r.source.partition}] @ ${r.source.offset}` : ""}${r.source.group ? `, group ${r.source.group}` : ""}`],
-      ["Format", r.format],
-      ["Created", ago(r.created_at)],
-      ["Redelivery", redeliveryText(r)],
-      ["Archive", archiveText(r)],
-    ]),
+    el("h1", { id: "record-title" }, "Record ", r.key != null ? [r.key_encoding === "base64" ? [base64Tag(), " "] : null, cut(r.key, KEY_TITLE)] : r.id),
+    recordFacts(r, exact),
     el("div", { class: "actions" },
       writeButton("Retry now", retryNow, { id: "retry-now", disabled: !!cannot, title: cannot }),
       writeButton("Retry with edit…", () => {
         editor.hidden = false;
-        fill(editor, retryEditor(r, outcome, () => { editor.hidden = true; }, signal));
+        fill(editor, retryEditor(r, kind, outcome, () => { editor.hidden = true; }, signal));
         editor.querySelector("textarea")?.focus();
       }, { id: "retry-edit", class: "secondary", disabled: !!cannot, title: cannot }),
       writeButton("Delete", confirmThen(`Delete record ${r.id}? This cannot be undone.`, remove), { id: "delete", class: "danger" }),
-      r.value != null && !notice ? el("button", { type: "button", id: "download-value", class: "secondary", onclick: download("value"),
-        title: `The value as stored, ${sizeText(r.value_size)}, as a file` }, "Download value") : null,
       r.key != null ? el("button", { type: "button", id: "download-key", class: "secondary", onclick: download("key"),
         title: `The key as stored, ${sizeText(r.key_size)}, as a file` }, "Download key") : null),
     cannot ? el("p", { class: "muted" }, cannot) : null,
@@ -104,68 +92,133 @@ export async function record(signal, id) {
     outcome,
     saved,
     editor,
-    el("h2", {}, "Retry schedule"),
-    retryPolicy(r),
-    el("h2", {}, "Value ", r.value != null ? el("span", { class: "small muted", id: "value-size" }, `${kindOf(r)}, ${sizeText(r.value_size)}`) : null),
-    valueSection(r),
+    el("h2", {}, "Errors ", errors.length > 1 ? el("span", { class: "small muted" }, `${errors.length}, the latest first`) : null),
+    el("ol", { class: "timeline", id: "errors" }, errors.map((i) => errorEntry(r.errors[i], exact.details[i]))),
+    el("h2", {}, "Value ", kind.kind !== "none" ? el("span", { class: "small muted", id: "value-size" }, valueSize(r, kind)) : null),
+    el("section", { id: "value", "aria-label": "Value" }, valuePanel(r, kind, download("value"))),
     r.redelivery ? [el("h2", {}, "Edited for redelivery"), redeliveryEdit(r.redelivery)] : null,
     el("h2", {}, "Headers"),
     headersTable(r.headers || []),
-    el("h2", {}, "Errors"),
-    el("ol", { class: "timeline", id: "errors" }, (r.errors || []).map((e) => el("li", {},
-      el("div", {}, el("strong", {}, `attempt ${e.attempt}: ${e.type}`), " ", e.code ? el("span", { class: "tag" }, e.code) : null, " ", ago(e.occurred_at)),
-      el("div", { class: "msg" }, e.message),
-      (e.backtrace || []).length ? el("details", {}, el("summary", {}, `Backtrace (${e.backtrace.length} frames)`), el("pre", {}, e.backtrace.join("\n"))) : null,
-      e.details ? el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(e.details))) : null))),
+    exact.meta && !isEmpty(exact.meta.root) ? [el("h2", {}, "Meta"), smallJSON(exact.meta, { id: "meta" })] : null,
+    el("details", { class: "section", id: "schedule", open: !exhausted },
+      el("summary", {}, el("h2", {}, "Retry schedule"), exhausted ? el("span", { class: "small muted" }, " exhausted: no retries are left (open for the policy)") : null),
+      retryPolicy(r, exact.retry)),
   );
 }
 
-// kindOf says what a value is: JSON (the API parsed it), text or binary.
-const kindOf = (r) => (r.payload !== undefined ? "JSON" : r.value_encoding === "base64" ? "binary" : "text");
+// exactParts reads what a producer wrote into a record's JSON answer from
+// its text, numbers as written: the retry policy, the meta, each error's
+// details, the source coordinates (JSON.parse would round what does not
+// fit a double). Objects and arrays are read only where they are needed.
+function exactParts(text) {
+  const none = { details: [], retry: null, meta: null, source: null };
+  let top;
+  try { top = parse(text, { maxDepth: 1 }).root; } catch { return none; }
+  const sub = (doc, node, maxDepth = TREE_DEPTH) => (node && node.type === "folded" ? parse(doc.src.slice(node.start, node.end), { maxDepth }) : null);
+  const whole = { src: text };
+  const errors = sub(whole, member(top, "errors"), 2);
+  return {
+    details: (errors?.root?.items || []).map((e) => sub(errors, member(e, "details"))),
+    retry: sub(whole, member(top, "retry"), 1)?.root ?? null,
+    meta: sub(whole, member(top, "meta")),
+    source: sub(whole, member(top, "source"), 1)?.root ?? null,
+  };
+}
 
-// keyFact shows the whole key (up to KEY_SHOWN characters) and its size.
+// recordFacts lays the record's facts out two to a row where there is room;
+// the long ones (key, source, redelivery, archive) take a row each.
+function recordFacts(r, exact) {
+  const offset = scalarText(member(exact.source, "offset")) || (r.source.offset != null ? String(r.source.offset) : "");
+  const facts = [
+    ["State", el("span", { id: "record-state", class: `state-${r.state}` }, stateText(r))],
+    ["Attempt", `${r.attempt} of ${r.max_attempts}`],
+    ["Queue", link(`/ui/queues/${encodeURIComponent(r.queue)}`, r.queue)],
+    ["Error type", r.error_type],
+    ["Next retry", ago(r.next_retry_at)],
+    ["Incident", r.incident ? link(`/ui/records?incident=${r.incident}`, r.incident) : "—"],
+    ["Created", ago(r.created_at)],
+    ["Format", r.format],
+    ["Key", keyFact(r), true],
+    ["Source", `${r.source.topic}${r.source.partition != null ? ` [${r.source.partition}] @ ${offset}` : ""}${r.source.group ? `, group ${r.source.group}` : ""}`, true],
+    ["Redelivery", redeliveryText(r), true],
+    ["Archive", archiveText(r), true],
+    ["Id", el("code", {}, r.id), true],
+  ];
+  return el("dl", { class: "facts", id: "record-facts" }, facts.map(([k, v, wide]) => [el("dt", {}, k), el("dd", { class: wide ? "wide" : null }, v)]));
+}
+
+// errorEntry is one failed attempt: its type, code, time and message, with
+// its backtrace and details folded under it (details as the API has them,
+// numbers as written).
+function errorEntry(e, details) {
+  return el("li", {},
+    el("div", {}, el("strong", {}, `attempt ${e.attempt}: ${e.type}`), " ", e.code ? el("span", { class: "tag" }, e.code) : null, " ", ago(e.occurred_at)),
+    message(e.message || ""),
+    (e.backtrace || []).length ? el("details", {}, el("summary", {}, `Backtrace (${e.backtrace.length} frames)`), el("pre", {}, e.backtrace.join("\n"))) : null,
+    details && !isEmpty(details.root) ? el("details", { class: "error-details" }, el("summary", {}, "Details"), smallJSON(details)) : null);
+}
+
+// MESSAGE_SHOWN is how many characters of an error message show before a
+// "show all": a message of pages would push the value out of sight.
+const MESSAGE_SHOWN = 600;
+
+// message shows an error message, a long one cut until asked.
+const message = (text) => clipped(text, MESSAGE_SHOWN, "div", "msg");
+
+// clipped is text in a tag of class cls, cut to n characters (not UTF-16
+// halves) with a button that shows the whole of it.
+function clipped(text, n, tag, cls) {
+  const chars = Array.from(text.length > 4 * n ? text.slice(0, 4 * n) : text);
+  if (chars.length <= n) return el(tag, { class: cls }, text);
+  const shown = el(tag, { class: cls }, chars.slice(0, n).join(""), "… ",
+    el("button", { type: "button", class: "link", onclick: () => fill(shown, text) }, `Show all ${plural(Array.from(text).length, "character")}`));
+  return shown;
+}
+
+// valueSize says what a value is (JSON, text or binary) and its size.
+function valueSize(r, kind) {
+  const what = { json: "JSON", text: "text", binary: "binary" }[kind.kind];
+  return `${what}, ${sizeText(r.value_size ?? 0)}${kind.kind === "json" ? `, ${plural(kind.nodes, "JSON value")}` : ""}`;
+}
+
+const base64Tag = () => el("span", { class: "tag enc", title: "Not UTF-8: shown as the base64 of its bytes" }, "base64");
+
+// keyFact shows the whole key (up to KEY_SHOWN characters) and its size; a
+// binary key is shown as base64, and marked so.
 function keyFact(r) {
   if (r.key == null) return el("span", { id: "facts-key", class: "muted" }, "null");
   const binary = r.key_encoding === "base64";
-  return el("span", { id: "facts-key" }, el("code", { class: "key" }, cut(r.key, KEY_SHOWN)), " ",
+  return el("span", { id: "facts-key" }, binary ? [base64Tag(), " "] : null, clipped(r.key, KEY_SHOWN, "code", "key"), " ",
     el("span", { class: "muted" }, `(${binary ? "binary, shown as base64; " : ""}${sizeText(r.key_size)})`));
 }
 
 // valueNotice offers a binary or large value for download (null for others):
 // the hex dump shows the start of a binary value only, and a large one is
 // better read with a tool than in a page.
-function valueNotice(r, download) {
+function valueNotice(r, kind, download) {
   const n = r.value_size ?? 0;
-  const binary = r.value_encoding === "base64";
-  if (r.value == null || (!binary && n < LARGE_VALUE)) return null;
+  const binary = kind.kind === "binary";
+  if (kind.kind === "none" || (!binary && n < LARGE_VALUE)) return null;
+  const json = kind.kind === "json";
   const why = binary
     ? `This value is binary: ${sizeText(n)}. ${n > HEX_LIMIT ? `The page shows its first ${HEX_LIMIT.toLocaleString("en")} bytes as hex; download it for all of them.` : "The page shows it as hex; download it to open it with a tool of your own."}`
-    : `This value is ${sizeText(n)} of ${kindOf(r) === "JSON" ? "JSON" : "text"}, too large to read usefully in the page: download it to open it in an editor${kindOf(r) === "JSON" ? " or with jq" : ""}.`;
+    : `This value is ${sizeText(n)} of ${json ? "JSON" : "text"}, too large to read usefully in the page: download it to open it in an editor${json ? " or with jq" : ""}.`;
   return el("div", { id: "value-download", class: "callout" }, el("p", {}, why),
-    el("div", { class: "actions" }, el("button", { type: "button", id: "download-value", onclick: download }, `Download value (${shortSize(n)})`)));
+    el("div", { class: "actions" }, el("button", { type: "button", onclick: download }, `Download value (${shortSize(n)})`)));
 }
 
-// valueSection shows the value; one of VIEW_ON_DEMAND bytes or more (not
-// binary: its hex dump is short) is laid out only when asked.
-function valueSection(r) {
-  const view = () => valueView(r.value, r.value_encoding, r.payload);
-  if (r.value == null || r.value_encoding === "base64" || (r.value_size ?? 0) < VIEW_ON_DEMAND) return view();
-  const shown = el("div", { id: "value-view" },
-    el("p", { class: "muted" }, "Not laid out here, to keep the page quick: download it (above) to read it. ",
-      el("button", { type: "button", id: "value-show", class: "secondary", onclick: () => fill(shown, view()) }, "Show it here anyway")));
-  return shown;
-}
-
-function retryPolicy(r) {
-  const p = r.retry || {};
+// retryPolicy shows the record's retry policy (its numbers as the API wrote
+// them: a producer may have set it) and the delay table.
+function retryPolicy(r, p) {
+  const f = (k) => scalarText(member(p, k));
   return [
     facts([
       ["Next retry", r.next_retry_at ? ago(r.next_retry_at) : r.state === "discarded" ? "none: exhausted, waiting for an operator or a replay rule" : "—"],
-      ["Policy", p.backoff_strategy ? `max_attempts ${p.max_attempts}, ${p.backoff_strategy} backoff`: "the queue's"],
-      p.initial_interval ? ["Initial interval", duration(p.initial_interval)] : null,
-      p.max_interval ? ["Max interval", duration(p.max_interval)] : null,
-      p.backoff_coefficient ? ["Coefficient", String(p.backoff_coefficient)] : null,
-      ["On exhaustion", p.on_exhaustion || "—"],
+      ["Policy", f("backoff_strategy") ? `max_attempts ${f("max_attempts")}, ${f("backoff_strategy")} backoff` : "the queue's"],
+      f("initial_interval") ? ["Initial interval", duration(f("initial_interval"))] : null,
+      f("max_interval") ? ["Max interval", duration(f("max_interval"))] : null,
+      f("backoff_coefficient") ? ["Coefficient", f("backoff_coefficient")] : null,
+      ["On exhaustion", f("on_exhaustion") || "—"],
     ]),
     scheduleView(r.schedule),
   ];
@@ -192,16 +245,19 @@ function archiveText(r) {
     a.failure ? `: ${a.failure.reason}, ${a.failure.message}` : "");
 }
 
-function headersTable(headers) {
+// headersTable shows headers as received; one that is not UTF-8 is shown
+// as base64, and marked so.
+function headersTable(headers, id = "headers") {
   if (headers.length === 0) return el("p", { class: "muted" }, "No headers.");
   return table(["Key", "Value"], headers.map((h) => el("tr", {},
-    el("th", { scope: "row" }, h.key), el("td", { class: "msg" }, h.encoding === "base64" ? `(base64) ${h.value}` : h.value))), { id: "headers" });
+    el("th", { scope: "row", class: "hkey" }, h.key),
+    el("td", { class: "msg" }, h.encoding === "base64" ? [base64Tag(), " "] : null, el("span", { class: "hvalue" }, h.value)))), { id });
 }
 
 function redeliveryEdit(x) {
   return facts([
     x.queue ? ["Target topic", x.queue] : null,
-    x.value != null ? ["Value", el("pre", {}, x.value_encoding === "base64" ? `(base64) ${x.value}` : x.value)] : null,
-    (x.headers || []).length ? ["Headers", headersTable(x.headers)] : null,
+    x.value != null ? ["Value", [x.value_encoding === "base64" ? base64Tag() : null, el("pre", { class: "raw", id: "redelivery-value" }, x.value)]] : null,
+    (x.headers || []).length ? ["Headers", headersTable(x.headers, "redelivery-headers")] : null,
   ]);
 }

@@ -2,29 +2,38 @@
 // redelivery (the stored record keeps what was received), review the
 // changes against the original, then confirm.
 
-import { el, fill, status } from "../lib/dom.js";
+import { el, fill, status, plural } from "../lib/dom.js";
 import { api } from "../lib/api.js";
 import { reload } from "../lib/nav.js";
 import { diffView } from "../lib/diff.js";
-import { pretty, stringify } from "../lib/json.js";
+import { check } from "../lib/json.js";
 
-// original is the value as the editor starts with it: pretty JSON for a JSON
-// payload (so the diff is by line; compact past PRETTY_DEPTH levels), else
-// the value as stored.
-function original(r) {
-  if (r.payload !== undefined) return pretty(r.payload);
-  return r.value ?? "";
+// The editor holds the value as stored, byte for byte, and what is sent is
+// what it holds: checking it as JSON changes nothing in it (lib/json.js
+// checks the text; no value goes through JSON.parse and back), so a field
+// the operator leaves alone is produced exactly as it arrived.
+//
+// A textarea holds line breaks as LF only: a value whose lines all end in
+// CR LF is edited with LF and sent with CR LF again; one mixing the two is
+// sent with LF, and the editor says so.
+function lineBreaks(text) {
+  const crs = (text.match(/\r/g) || []).length;
+  if (crs === 0) return "lf";
+  return crs === (text.match(/\r\n/g) || []).length && crs === (text.match(/\n/g) || []).length ? "crlf" : "mixed";
 }
 
 const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 
-export function retryEditor(r, outcome, close, signal) {
-  const isJSON = r.payload !== undefined;
-  const before = original(r);
-  const value = el("textarea", { id: "edit-value", rows: String(Math.min(24, before.split("\n").length + 2)), spellcheck: "false", "aria-describedby": "edit-value-check" }, before);
+export function retryEditor(r, kind, outcome, close, signal) {
+  const isJSON = kind.kind === "json";
+  const stored = r.value ?? "";
+  const eol = r.value_encoding === "base64" ? "lf" : lineBreaks(stored);
+  const before = eol === "lf" ? stored : stored.replace(/\r\n?/g, "\n");
+  const rows = Math.min(24, Math.max(before.split("\n").length, Math.ceil(before.length / 100)) + 2);
+  const value = el("textarea", { id: "edit-value", rows: String(rows), spellcheck: "false", "aria-describedby": "edit-value-check" }, before);
   const encoding = el("select", { id: "edit-encoding" }, ["utf8", "base64"].map((e) => el("option", { value: e, selected: (r.value_encoding || "utf8") === e }, e)));
   const asJSON = el("input", { id: "edit-json", type: "checkbox", checked: isJSON });
-  const check = el("p", { id: "edit-value-check", class: "check", "aria-live": "polite" });
+  const check_ = el("p", { id: "edit-value-check", class: "check", "aria-live": "polite" });
   const topic = el("input", { id: "edit-topic", placeholder: r.queue, autocomplete: "off", "aria-describedby": "edit-topic-help" });
   const headers = el("tbody", {});
   const review = el("div", { id: "edit-review", class: "review", "aria-live": "polite" });
@@ -42,13 +51,17 @@ export function retryEditor(r, outcome, close, signal) {
   // validate checks the form; it returns the override or null (and says why).
   const validate = () => {
     const errs = [];
-    check.textContent = "";
-    check.className = "check";
+    check_.textContent = "";
+    check_.className = "check";
     if (asJSON.checked) {
-      try { JSON.parse(value.value); check.textContent = "Valid JSON."; check.className = "check ok"; } catch (e) {
-        errs.push(`value: not valid JSON (${e.message})`);
-        check.textContent = `Not valid JSON: ${e.message}`;
-        check.className = "check error";
+      const err = check(value.value);
+      if (err) {
+        errs.push(`value: not valid JSON (${err.message})`);
+        check_.textContent = `Not valid JSON: ${err.message}.`;
+        check_.className = "check error";
+      } else {
+        check_.textContent = "Valid JSON.";
+        check_.className = "check ok";
       }
     }
     if (encoding.value === "base64") {
@@ -62,8 +75,8 @@ export function retryEditor(r, outcome, close, signal) {
     const override = {};
     const changed = value.value !== before || encoding.value !== (r.value_encoding || "utf8");
     if (changed) {
-      // A JSON value is sent compact: the pretty form is only for editing.
-      override.value = asJSON.checked ? stringify(JSON.parse(value.value)) : value.value;
+      // The text as typed, with the stored value's CR LF line breaks back.
+      override.value = eol === "crlf" && encoding.value === "utf8" ? value.value.replace(/\n/g, "\r\n") : value.value;
       override.value_encoding = encoding.value;
     }
     if (t && t !== r.queue) override.queue = t;
@@ -85,7 +98,7 @@ export function retryEditor(r, outcome, close, signal) {
     }
     fill(review,
       el("h3", {}, "Review"),
-      changed ? [el("p", {}, "Value (- original, + redelivered):"), diffView(before, asJSON.checked ? pretty(JSON.parse(value.value)) : value.value)] : el("p", {}, "Value: unchanged."),
+      changed ? [el("p", {}, "Value (- original, + redelivered; the text is sent as it is here):"), diffView(before, value.value)] : el("p", {}, "Value: unchanged."),
       el("p", {}, "Target topic: ", override.queue ? el("strong", {}, `${r.queue} → ${override.queue}`) : `unchanged (${t || r.queue})`),
       hs.length ? el("ul", { class: "header-changes" }, hs.map((h) => {
         const old = (r.headers || []).filter((x) => x.key === h.key).map((x) => x.value);
@@ -111,7 +124,9 @@ export function retryEditor(r, outcome, close, signal) {
   return [
     el("h2", {}, "Retry with edit"),
     el("p", { class: "muted" }, "The changes apply to the redelivered record only; the stored record keeps what was received."),
-    el("div", { class: "field" }, el("label", { for: "edit-value" }, "Value"), value, check),
+    el("div", { class: "field" }, el("label", { for: "edit-value" }, "Value ",
+      el("span", { class: "small muted" }, `as stored${isJSON ? `: ${plural(kind.nodes, "JSON value")}` : ""}; what you leave alone is sent byte for byte`)), value, check_,
+    eol === "mixed" ? el("p", { class: "check error", id: "edit-eol" }, "This value mixes CR LF and LF line breaks: the editor holds them as LF, and an edited value is sent with LF line breaks.") : null),
     el("div", { class: "inline" },
       el("label", { for: "edit-encoding" }, "Encoding"), encoding,
       el("label", { for: "edit-json" }, asJSON, " Check as JSON")),
