@@ -47,6 +47,9 @@ func narrowData(t *testing.T, s *server) (recordID, taskID string) {
 		recs = append(recs, r)
 	}
 	s.storeRecords(t, recs)
+	// One through ingest, for an incident.
+	s.kcat(t, longKey, `{"n":0}`, "redrive.source.topic="+longQueue2, "redrive.error.type="+longErrType,
+		"redrive.error.message="+longMessage)
 	var a struct {
 		Task struct {
 			ID string `json:"id"`
@@ -66,6 +69,14 @@ func TestEveryPageFitsTheWindow(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	recordID, taskID := narrowData(t, s)
+	var incidents struct {
+		Items []struct{ ID string } `json:"items"`
+	}
+	eventually(t, 30*time.Second, "an incident", func() bool {
+		s.api(t, "GET", "/ojs/v1/incidents", &incidents)
+		return len(incidents.Items) > 0
+	})
+	incidentID := incidents.Items[0].ID
 	b := newBrowser(t)
 	pages := []struct{ name, path string }{
 		{"overview", "/ui/"},
@@ -77,6 +88,7 @@ func TestEveryPageFitsTheWindow(t *testing.T) {
 		{"records-filtered", "/ui/records?queue=" + url.QueryEscape(longQueue) + "&error_type=" + url.QueryEscape(longErrType)},
 		{"record", "/ui/records/" + recordID},
 		{"incidents", "/ui/incidents"},
+		{"incident", "/ui/incidents/" + incidentID},
 		{"tasks", "/ui/tasks"},
 		{"task", "/ui/tasks/" + taskID},
 		{"audit", "/ui/audit"},
