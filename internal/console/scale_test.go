@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ func (s *server) storeRecords(t testing.TB, recs []dlq.Record) {
 	}
 }
 
-var dlqOffset int64
+// dlqOffset numbers the stored failures (tests run in parallel).
+var dlqOffset atomic.Int64
 
 // screenshots saves the page at 1400 and at 800 px wide (name-1400.png,
 // name-800.png), then puts the window's size back.
@@ -54,11 +56,11 @@ func failure(queue, key string, value []byte, deadLetter bool) dlq.Record {
 	now := time.Now().UTC()
 	id, _ := uuid.NewV7()
 	retry, _ := json.Marshal(policy.Default())
-	dlqOffset++
+	off := dlqOffset.Add(1)
 	r := dlq.Record{ID: id.String(), Queue: queue, Type: "order", State: dlq.StateRetryable,
 		Attempt: 1, MaxAttempts: 5, Format: dlq.FormatRedrive,
-		Source: dlq.Source{Topic: queue, Partition: 0, Offset: dlqOffset},
-		DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: dlqOffset},
+		Source: dlq.Source{Topic: queue, Partition: 0, Offset: off},
+		DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: off},
 		Key:    []byte(key), Value: value, Retry: retry, Meta: json.RawMessage(`{}`),
 		Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "db.timeout", Message: "timed out", Code: dlq.CodeRetry, OccurredAt: now}},
 		CreatedAt: now, UpdatedAt: now}
