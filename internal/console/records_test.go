@@ -118,6 +118,7 @@ func TestTheRecordsListForADaysWork(t *testing.T) {
 	if b.count(t, "#page-prev") != 0 || b.count(t, "#page-next") != 1 {
 		t.Errorf("on the first page again: previous %d, next %d links", b.count(t, "#page-prev"), b.count(t, "#page-next"))
 	}
+	eval[bool](t, b, `window.scrollTo(0, 0), true`)
 	b.screenshots(t, "records-day-sorted")
 
 	// A header filter written key=value, as its label says.
@@ -153,6 +154,7 @@ func TestTheRecordsListForADaysWork(t *testing.T) {
 	b.run(t, "pick two", click(`table.records tbody tr:nth-child(1) input.pick`), click(`table.records tbody tr:nth-child(2) input.pick`),
 		waitText("#picked-n", "2 records selected"))
 	b.run(t, "retry the two", click("#picked-retry"), waitText("#picked-count", "2 records would be retried"))
+	eval[bool](t, b, `window.scrollTo(0, 0), true`)
 	b.screenshots(t, "records-day-picked")
 	b.run(t, "confirm", click("#picked-confirm"), waitURL("/ui/tasks/"), waitText("#task-state", "completed"), waitText("#task-progress", "2 of 2 records"))
 	for _, id := range picked {
