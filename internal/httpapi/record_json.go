@@ -158,10 +158,10 @@ type recordJSON struct {
 	// InFlight says a scheduler is producing the record right now (GET of
 	// one record, and the retry's answer, only): it cannot be retried until
 	// the produce is settled.
-	InFlight  *bool    `json:"in_flight,omitempty"`
-	UpdatedAt jsonTime `json:"updated_at"`
-	RedeliveredAt   *jsonTime       `json:"redelivered_at"`
-	ArchivedAt      *jsonTime       `json:"archived_at"`
+	InFlight      *bool     `json:"in_flight,omitempty"`
+	UpdatedAt     jsonTime  `json:"updated_at"`
+	RedeliveredAt *jsonTime `json:"redelivered_at"`
+	ArchivedAt    *jsonTime `json:"archived_at"`
 	// Redelivery is an operator's edit for the next redelivery, shown next to
 	// the original key, value and headers, which stay as received.
 	Redelivery *redeliveryJSON `json:"redelivery"`
