@@ -83,7 +83,9 @@ func (s *Server) retryRecord(c echo.Context) error {
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
 		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	return writeRecord(c, http.StatusOK, r, toRecordJSON(r, !s.cfg.ArchiveDisabled))
+	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	out.InFlight = &r.InFlight // false: queued, not claimed yet
+	return writeRecord(c, http.StatusOK, r, out)
 }
 
 // retryConflict says why a record cannot be retried: it is being produced
