@@ -13,6 +13,7 @@ const FILTERS = [
   ["queue", "Queue"], ["type", "Type"], ["error_type", "Error type"],
   ["state", "State", ["retryable", "available", "completed", "discarded"]],
   ["exhaustion", "Exhaustion", ["dead_letter", "discard"]],
+  ["unacknowledged", "Unacknowledged", ["true", "false"]],
   ["since", "Since (RFC 3339)"], ["until", "Until (RFC 3339)"], ["key", "Key"], ["q", "Text in value"],
   ["path", "JSON path"], ["value", "JSON value at path"], ["header", "Header (key=value)"], ["incident", "Incident"],
 ];
@@ -130,4 +131,7 @@ function keyCell(r) {
     r.key_encoding === "base64" ? [" ", el("span", { class: "tag" }, "base64")] : null);
 }
 
-export const stateText = (r) => (r.exhaustion ? `${r.state} (${r.exhaustion})` : r.state);
+export const stateText = (r) => r.exhaustion ? `${r.state} (${r.exhaustion})`
+  : r.state === "available" && r.unacknowledged_at ? "available (unacknowledged)"
+  : r.state === "completed" && r.completed_by ? `completed (${r.completed_by === "ack" ? "acknowledged" : "redelivered"})`
+  : r.state;
