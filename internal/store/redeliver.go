@@ -221,24 +221,7 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 		}
 	}
 	var ended bool
-	err := s.pool.QueryRow(ctx, `
-		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
-		undo AS (
-			UPDATE redrive_record r
-			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
-			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
-			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
-			    attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
-			    redelivery_failure = f.failure, updated_at = $7, `+undoCompletion+`,
-			    `+archiveAgainIf("f.discard")+`
-			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[], $10::bool[])
-			     AS f(id, state, redelivered_at, failure, next, discard)
-			WHERE r.id = f.id AND r.claim_token = lease.token AND `+asClaimed+`
-			RETURNING r.id),
-		activity AS (
-			INSERT INTO redrive_queue_activity (queue, minute, retried)
-			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
-		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now,
+	err := s.pool.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
 		now.Truncate(time.Minute), n, discard).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
@@ -260,6 +243,30 @@ const asClaimed = `r.next_retry_at IS NULL
 // about completion.
 const undoCompletion = `completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
 
+// settleSQL is Settle's statement: $1 the claim's token, $2–$6 and $10 the
+// failed records (id, prior state, prior redelivered_at, failure, next
+// attempt, discard), $7 now, $8 its minute, $9 how many failed.
+var settleSQL = `
+		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
+		undo AS (
+			UPDATE redrive_record r
+			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
+			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
+			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
+			    attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
+			    redelivery_failure = f.failure, updated_at = $7, ` + undoCompletion + `,
+			    ` + archiveAgainIf("f.discard") + `
+			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[], $10::bool[])
+			     AS f(id, state, redelivered_at, failure, next, discard)
+			-- r.id = ANY($2): the failed records are found by their ids, never
+			-- by a scan of the completed records asClaimed would allow.
+			WHERE r.id = f.id AND r.id = ANY($2) AND r.claim_token = lease.token AND ` + asClaimed + `
+			RETURNING r.id),
+		activity AS (
+			INSERT INTO redrive_queue_activity (queue, minute, retried)
+			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
+		SELECT EXISTS (SELECT 1 FROM lease)`
+
 // Rescued is a record whose claim expired and was put back.
 type Rescued struct{ ID, Queue string }
 
@@ -273,18 +280,23 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time) ([]Rescued, er
 		var r Rescued
 		err := row.Scan(&r.ID, &r.Queue)
 		return r, err
-	}, `
+	}, rescueSQL, now)
+}
+
+// rescueSQL is RescueExpired's statement ($1: now). The records are found by
+// their ids (r.id = ANY), never by a scan of the completed records asClaimed
+// would allow: it runs every second.
+var rescueSQL = `
 		WITH expired AS (
 			DELETE FROM redrive_claim WHERE token IN (
 				SELECT token FROM redrive_claim WHERE expires_at < $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED)
 			RETURNING token, ids, prior_states),
 		back AS (SELECT e.token, u.id, u.state FROM expired e, unnest(e.ids, e.prior_states) AS u(id, state))
 		UPDATE redrive_record r
-		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, `+undoCompletion+`
+		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, ` + undoCompletion + `
 		FROM back
-		WHERE r.id = back.id AND r.claim_token = back.token AND `+asClaimed+`
-		RETURNING r.id, r.queue`, now)
-}
+		WHERE r.id = back.id AND r.id = ANY (ARRAY(SELECT id FROM back)) AND r.claim_token = back.token AND ` + asClaimed + `
+		RETURNING r.id, r.queue`
 
 // Unacknowledged is a record just marked unacknowledged.
 type Unacknowledged struct {
