@@ -131,7 +131,8 @@ function keyCell(r) {
     r.key_encoding === "base64" ? [" ", el("span", { class: "tag" }, "base64")] : null);
 }
 
-export const stateText = (r) => r.exhaustion ? `${r.state} (${r.exhaustion})`
+export const stateText = (r) => r.in_flight ? `${r.state} (being redelivered now)`
+  : r.exhaustion ? `${r.state} (${r.exhaustion})`
   : r.state === "available" && r.unacknowledged_at ? "available (unacknowledged)"
   : r.state === "completed" && r.completed_by ? `completed (${r.completed_by === "ack" ? "acknowledged" : "redelivered"})`
   : r.state;
