@@ -63,8 +63,12 @@ func RecordType(fn func(*kgo.Record) string) Opt {
 
 // AckCompletions makes Wrap report success of records Redrive redelivered
 // (those carrying redrive.id and redrive.attempt): it produces a small
-// acknowledgement to the DLQ topic, and Redrive marks the record completed.
-// The acknowledgement is sent asynchronously and best-effort: if it is lost
-// the record simply stays "available" in Redrive, and the handler's success is
-// never turned into a failure. Off by default.
+// acknowledgement to the DLQ topic, and Redrive marks the record completed
+// by it. Topics whose policy says completion: ack need it; under the default,
+// completion: redelivered, Redrive completes a record when it produces the
+// redelivery, and an acknowledgement only confirms it. The acknowledgement is
+// sent asynchronously and best-effort: if it is lost the record keeps waiting
+// (and is marked unacknowledged after the topic's ack_timeout under
+// completion: ack), and the handler's success is never turned into a
+// failure. Off by default.
 func AckCompletions() Opt { return opt(func(c *cfg) { c.ack = true }) }

@@ -275,7 +275,7 @@ func (d *DeadLetterer) ackCompletion(ctx context.Context, r *kgo.Record) {
 	}
 	d.cl.Produce(context.WithoutCancel(ctx), envelope.Ack(d.cfg.dlqTopic, id, attempt, d.cfg.group), func(_ *kgo.Record, err error) {
 		if err != nil {
-			d.log.Warn("completion ack failed; Redrive keeps the record as available",
+			d.log.Warn("completion ack failed; Redrive does not learn that the redelivered record succeeded",
 				"redrive_id", id, "attempt", attempt, "err", err)
 		}
 	})

@@ -340,7 +340,8 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	waitUntil(t, "every due record redelivered", func() bool {
 		return len(query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'retryable'")) == 0
 	})
-	redelivered := query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'available' AND redelivered_at > $1", afterOrders)
+	// Completed by their redelivery (completion: redelivered).
+	redelivered := query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'completed' AND completed_by = 'redelivered' AND redelivered_at > $1", afterOrders)
 	if len(redelivered) < 50 {
 		t.Fatalf("only %d records redelivered after the source topic was recreated", len(redelivered))
 	}

@@ -459,6 +459,7 @@ func TestChaos(t *testing.T) {
 	check("redeliveries no policy asked for", rep.unexpected)
 	check("records stored twice without any duplicate delivery", rep.splitRows)
 	check("stored records the workload never produced", rep.foreign)
+	check("stored records not in the state their queue's policy ends in (completion)", rep.wrongState)
 	check("LOST poison records (not in Postgres)", poisonLost)
 	check("poison records whose archive copy went with the deleted archive topic and was not made again", stale)
 	t.Logf("chaos recreation: %d poison records discarded, %d without a copy on the new archive topic", archivedPoison, len(stale))

@@ -125,6 +125,9 @@ func notSettled(ctx context.Context, in quiesceInput, bulkFinished bool) string 
 	if w.outcome > 0 {
 		why = append(why, fmt.Sprintf("%d redelivered records waiting for their outcome", w.outcome))
 	}
+	if w.unacknowledged > 0 {
+		why = append(why, fmt.Sprintf("%d payments records marked unacknowledged: their acknowledgements were lost", w.unacknowledged))
+	}
 	if gap := len(uncopied) - w.stored; gap > 0 {
 		// Pruned after its copy was made, and the copy not read yet.
 		why = append(why, fmt.Sprintf("%d records neither stored nor seen on the archive topic", gap))
@@ -136,16 +139,22 @@ func notSettled(ctx context.Context, in quiesceInput, bulkFinished bool) string 
 type work struct {
 	claims    int // unsettled claims that would deliver again when rescued
 	retryable int // records waiting for a retry
-	outcome   int // orders and payments records redelivered, their failure or ack not in yet
-	stored    int // of the keys asked about, how many are stored
+	// outcome counts redelivered records whose outcome is not in yet: orders
+	// records completed by their redelivery (the consumer fails every one:
+	// its failure re-opens the record) and payments records waiting for
+	// their acknowledgement (completion: ack).
+	outcome        int
+	unacknowledged int // payments records past their ack_timeout
+	stored         int // of the keys asked about, how many are stored
 }
 
 // openWork reads what is left to do.
 //
 // A claim orphaned by a kill (produced, never settled) is rescued only when
 // its lease (30 s) has passed, and puts back only its records that are still
-// as it left them: available, carrying its token, with no outcome yet
-// (store.RescueExpired). Those are redelivered again — the duplicate the
+// as it left them: carrying its token, with no outcome yet
+// (store.RescueExpired): available, or completed by that redelivery alone.
+// Those are redelivered again — the duplicate the
 // suite wants to see and explain — so such claims are waited for. A claim
 // whose records all moved on (acknowledged, failed again) can redeliver
 // nothing and is not. Nor is an archive copy still due: its record is stored
@@ -162,11 +171,14 @@ func openWork(ctx context.Context, dbURL string, keys [][]byte) (work, error) {
 	var w work
 	err = conn.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM redrive_claim c WHERE EXISTS (SELECT 1 FROM redrive_record r
-			WHERE r.id = ANY (c.ids) AND r.claim_token = c.token AND r.state = 'available' AND r.next_retry_at IS NULL)),
+			WHERE r.id = ANY (c.ids) AND r.claim_token = c.token AND r.next_retry_at IS NULL
+			  AND (r.state = 'available' OR r.state = 'completed' AND r.completed_by = 'redelivered'))),
 		(SELECT count(*) FROM redrive_record WHERE state = 'retryable'),
-		(SELECT count(*) FROM redrive_record WHERE state = 'available' AND queue IN ($1, $2)),
+		(SELECT count(*) FROM redrive_record WHERE queue = $1 AND state = 'completed' AND completed_by = 'redelivered'
+		                                        OR queue = $2 AND state = 'available'),
+		(SELECT count(*) FROM redrive_record WHERE queue = $2 AND unacknowledged_at IS NOT NULL),
 		(SELECT count(DISTINCT key) FROM redrive_record WHERE key = ANY ($3))`,
-		qOrders, qPayments, keys).Scan(&w.claims, &w.retryable, &w.outcome, &w.stored)
+		qOrders, qPayments, keys).Scan(&w.claims, &w.retryable, &w.outcome, &w.unacknowledged, &w.stored)
 	if err != nil {
 		return work{}, fmt.Errorf("count open work: %w", err)
 	}
@@ -190,6 +202,27 @@ type report struct {
 	unexplainedList []string
 	splitRows       []string // a key stored more than once without a duplicate delivery
 	foreign         []string // stored records of keys never produced
+	wrongState      []string // stored records not in the state their queue's policy ends in
+}
+
+// endStates are the states each queue's records end in, once settled (see
+// the queues' comments): what completion and the consumer make of them.
+var endStates = map[string]string{
+	qOrders:   "discarded/discard",
+	qPayments: "completed by ack",
+	qEmails:   "completed by redelivered",
+	qInvoices: "discarded/dead_letter",
+}
+
+// endState names where a record stands, as endStates does.
+func endState(r apiRecord) string {
+	switch {
+	case r.State == "discarded":
+		return r.State + "/" + r.Exhaustion
+	case r.State == "completed":
+		return r.State + " by " + r.CompletedBy
+	}
+	return r.State
 }
 
 // verify accounts for every produced record: where it ended up, which
@@ -205,6 +238,8 @@ func verify(keys []string, recs []apiRecord, deliveries []delivery, copies []arc
 		stored[r.Key] = append(stored[r.Key], r)
 		if !produced[r.Key] {
 			rep.foreign = append(rep.foreign, fmt.Sprintf("%s %s (%s)", r.ID, r.Key, r.Queue))
+		} else if want := endStates[queueOf(r.Key)]; endState(r) != want {
+			rep.wrongState = append(rep.wrongState, fmt.Sprintf("%s %s: %s, want %s", r.ID, r.Key, endState(r), want))
 		}
 	}
 	copied := map[string]bool{}
@@ -323,7 +358,8 @@ func TestVerifyAccounting(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	keys := []string{key(qOrders, 0), key(qEmails, 0), key(qInvoices, 0), key(qPayments, 0)}
-	recs := []apiRecord{{ID: "e0", Queue: qEmails, Key: key(qEmails, 0), State: "available"}}
+	recs := []apiRecord{{ID: "e0", Queue: qEmails, Key: key(qEmails, 0), State: "completed", CompletedBy: "redelivered"},
+		{ID: "i0", Queue: qInvoices, Key: key(qInvoices, 0), State: "available"}}
 	copies := []archived{{key: key(qOrders, 0), id: "o0"}, {key: key(qInvoices, 0), id: "i0"}}
 	deliveries := []delivery{
 		{topic: qOrders, key: key(qOrders, 0), id: "o0", attempt: 2, at: at(1)},
@@ -338,8 +374,11 @@ func TestVerifyAccounting(t *testing.T) {
 		{kind: "postgres stop", at: at(50), end: at(70)},
 	}
 	rep := verify(keys, recs, deliveries, copies, ds)
-	if rep.records != 4 || rep.deliveries != 6 || rep.inPostgres != 1 || rep.pruned != 2 {
-		t.Errorf("records %d deliveries %d in postgres %d pruned %d, want 4 6 1 2", rep.records, rep.deliveries, rep.inPostgres, rep.pruned)
+	if rep.records != 4 || rep.deliveries != 6 || rep.inPostgres != 2 || rep.pruned != 1 {
+		t.Errorf("records %d deliveries %d in postgres %d pruned %d, want 4 6 2 1", rep.records, rep.deliveries, rep.inPostgres, rep.pruned)
+	}
+	if len(rep.wrongState) != 1 || !strings.Contains(rep.wrongState[0], "available, want discarded/dead_letter") {
+		t.Errorf("wrong states = %v, want the invoices record left available", rep.wrongState)
 	}
 	if len(rep.lost) != 1 || rep.lost[0] != key(qPayments, 0) {
 		t.Errorf("lost = %v, want the payments record", rep.lost)

@@ -27,17 +27,19 @@ import (
 // The source topics and what the suite's policies make of their records
 // (policiesYAML). Each shows a different path to where a record ends up.
 const (
-	// orders: retried twice with short backoff; the suite's consumer fails
-	// every redelivery, so records are exhausted, discarded, archived and
-	// pruned (retention.discarded PT1S).
+	// orders: retried twice with short backoff; each redelivery completes
+	// its record (completion: redelivered, the default) until the suite's
+	// consumer fails it, which re-opens the record; so records are
+	// exhausted, discarded, archived and pruned (retention.discarded PT1S).
 	qOrders = "orders"
-	// payments: retried once; the consumer succeeds and acknowledges, so
-	// records complete, get an archive copy (pruning_policy: archive) and are
-	// pruned (retention.completed PT1S).
+	// payments: retried once, completion: ack; the consumer succeeds and
+	// acknowledges, so records complete by their acknowledgement, get an
+	// archive copy (pruning_policy: archive) and are pruned
+	// (retention.completed PT1S).
 	qPayments = "payments"
 	// emails: one attempt, kept as dead letters; the bulk retry sends them
 	// all back, the consumer succeeds without acknowledging, and they stay in
-	// Postgres as available.
+	// Postgres as completed by their redelivery (retention.completed P7D).
 	qEmails = "emails"
 	// invoices: dead-lettered by the handler (DEAD_LETTER), never
 	// redelivered, archived and pruned (dead_letter.retention.max_age PT2S).
@@ -72,6 +74,8 @@ topics:
     retry: {max_attempts: 2, initial_interval: PT0.5S, max_interval: PT2S, jitter: true, on_exhaustion: discard}
     retention: {completed: PT1S}
     pruning_policy: archive
+    completion: ack
+    ack_timeout: PT10M
   emails:
     retry: {max_attempts: 1, on_exhaustion: dead_letter}
   invoices:
@@ -362,13 +366,14 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) (i
 
 // apiRecord is the part of a record the suite reads.
 type apiRecord struct {
-	ID         string `json:"id"`
-	Queue      string `json:"queue"`
-	Key        string `json:"key"`
-	State      string `json:"state"`
-	Exhaustion string `json:"exhaustion"`
-	Attempt    int    `json:"attempt"`
-	Archive    *struct {
+	ID          string `json:"id"`
+	Queue       string `json:"queue"`
+	Key         string `json:"key"`
+	State       string `json:"state"`
+	Exhaustion  string `json:"exhaustion"`
+	CompletedBy string `json:"completed_by"`
+	Attempt     int    `json:"attempt"`
+	Archive     *struct {
 		State string `json:"state"`
 	} `json:"archive"`
 }

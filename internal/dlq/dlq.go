@@ -12,11 +12,11 @@ import (
 
 // State is a record's lifecycle state, named as in the OJS specs.
 //
-//	new failure ──▶ retryable ──(scheduler)──▶ available ──(ack)──▶ completed
-//	      │             ▲                          │
-//	      │             └──────(fails again)───────┤
-//	      ▼                                        ▼
-//	  discarded ◀─────────(exhausted/non-retryable)┘
+//	new failure ──▶ retryable ──(scheduler)──▶ completed (completion: redelivered)
+//	      │             ▲      └───(scheduler)──▶ available ──(ack)──▶ completed (completion: ack)
+//	      │             └──────(fails again)────────┤ (re-opens a record completed by its redelivery)
+//	      ▼                                         ▼
+//	  discarded ◀─────────(exhausted/non-retryable)─┘
 //	      │
 //	      └──(manual retry / replay rule)──▶ available
 type State string
@@ -24,9 +24,12 @@ type State string
 const (
 	// StateRetryable waits for automatic redelivery at NextRetryAt.
 	StateRetryable State = "retryable"
-	// StateAvailable was redelivered to its source topic; the outcome is pending.
+	// StateAvailable is queued for redelivery (NextRetryAt set), being
+	// produced, or — under completion: ack — redelivered and waiting for the
+	// consumer's acknowledgement (UnacknowledgedAt is set once it is overdue).
 	StateAvailable State = "available"
-	// StateCompleted was confirmed processed by the consumer after a redelivery.
+	// StateCompleted was redelivered and is done: CompletedBy says whether
+	// its produce completed it or the consumer's acknowledgement did.
 	StateCompleted State = "completed"
 	// StateDiscarded is terminal; Exhaustion says why and how long it is kept.
 	StateDiscarded State = "discarded"
@@ -80,6 +83,19 @@ func (c Code) Valid() bool {
 	}
 	return false
 }
+
+// CompletedBy says what completed a record.
+type CompletedBy string
+
+const (
+	// CompletedByRedelivered: its redelivery was produced (topic policy
+	// completion: redelivered). A repeat failure of that redelivery that
+	// comes back re-opens it.
+	CompletedByRedelivered CompletedBy = "redelivered"
+	// CompletedByAck: the consumer acknowledged the redelivery (client
+	// library option AckCompletions).
+	CompletedByAck CompletedBy = "ack"
+)
 
 // Format names the decoder that understood a DLQ record.
 type Format string
@@ -205,6 +221,18 @@ type Record struct {
 	DiscardedAt *time.Time
 	CompletedAt *time.Time
 	UpdatedAt   time.Time
+	// CompletedBy says what completed the record; empty unless State is
+	// StateCompleted.
+	CompletedBy CompletedBy
+	// AckDueAt is, while an acknowledgement of the latest redelivery is
+	// awaited (completion: ack), when it is due.
+	AckDueAt *time.Time
+	// UnacknowledgedAt is when the record was marked unacknowledged: no
+	// acknowledgement came by AckDueAt. It stays available, and may be retried.
+	UnacknowledgedAt *time.Time
+	// InFlight says a scheduler has claimed the record and is producing it
+	// right now (its claim is not settled yet). Set by single-record reads only.
+	InFlight bool
 	// RedeliveredAt is when the record was last produced to its topic.
 	RedeliveredAt *time.Time
 	// Redelivery holds an operator's changes for the next redelivery, if any.

@@ -113,7 +113,7 @@ func TestAuditLogRecordsStateChanges(t *testing.T) {
 	if del.Action != "dead_letter.delete" || del.KeyName != "ops-read" || del.Status != 403 || del.Target != id {
 		t.Errorf("refused delete = %+v", del)
 	}
-	if bulk.Action != "dead_letter.bulk_retry" || bulk.KeyName != "ops-write" || bulk.Count == nil || *bulk.Count != 0 || bulk.Target != "dry_run" ||
+	if bulk.Action != "dead_letter.bulk_retry" || bulk.KeyName != "ops-write" || bulk.Count == nil || *bulk.Count != 1 || bulk.Target != "dry_run" ||
 		!strings.Contains(string(bulk.Filter), `"error_type":"db.timeout"`) {
 		t.Errorf("bulk = %+v %s", bulk, bulk.Filter)
 	}

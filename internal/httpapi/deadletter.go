@@ -76,21 +76,43 @@ func (s *Server) retryRecord(c echo.Context) error {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("no dead-letter record with id " + id)
 	case errors.Is(err, store.ErrConflict):
-		cur, gerr := s.store.Get(ctx, id)
-		state := "unknown"
-		if gerr == nil {
-			state = string(cur.State)
-		}
-		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "record " + id + " is " + state + "; only discarded and retryable records can be retried",
-			Details: map[string]any{"state": state}}
+		return s.retryConflict(ctx, id, err)
 	case err != nil:
 		return err
 	}
 	s.cfg.Wake()
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
 		RecordKeyData: events.KeyOf(r.Key), Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	return writeRecord(c, http.StatusOK, r, toRecordJSON(r, !s.cfg.ArchiveDisabled))
+	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	out.InFlight = &r.InFlight // false: queued, not claimed yet
+	return writeRecord(c, http.StatusOK, r, out)
+}
+
+// retryConflict says why a record cannot be retried: it is being produced
+// right now, or it is completed. Any other record can be.
+func (s *Server) retryConflict(ctx context.Context, id string, err error) error {
+	details := map[string]any{"in_flight": errors.Is(err, store.ErrInFlight)}
+	cur, gerr := s.store.Get(ctx, id)
+	if gerr == nil {
+		details["state"] = cur.State
+		if cur.CompletedBy != "" {
+			details["completed_by"] = cur.CompletedBy
+		}
+	}
+	var msg string
+	switch {
+	case errors.Is(err, store.ErrInFlight):
+		msg = "record " + id + " is being redelivered right now: a scheduler has claimed it and is producing it to its topic; " +
+			"retry it once that produce is settled (within seconds; GET the record: in_flight turns false)"
+	case gerr == nil && cur.CompletedBy == dlq.CompletedByAck:
+		msg = "record " + id + " is completed: the consumer acknowledged its redelivery, so there is nothing to retry"
+	case gerr == nil && cur.State == dlq.StateCompleted:
+		msg = "record " + id + " is completed: its redelivery was produced and no failure came back (completion: redelivered); " +
+			"a failure that comes back re-opens it"
+	default:
+		msg = "record " + id + " cannot be retried now: it changed meanwhile; GET it and try again"
+	}
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: details}
 }
 
 // checkRoutable refuses to retry a record that has no topic to go back to —

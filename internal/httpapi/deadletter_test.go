@@ -129,8 +129,11 @@ func TestRetryResetsAttemptKeepsHistoryAndRecordsTheOverride(t *testing.T) {
 		rd.Headers[1]["encoding"] != "base64" || rd.Headers[1]["value"] != "AAE=" {
 		t.Errorf("redelivery = %+v", rd)
 	}
-	// Retrying again while it waits for redelivery: it is available now.
-	wantError(t, "retry available", b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+ids[0]+"/retry", nil, nil), 409, "conflict", "")
+	// Retrying again while it waits for redelivery is allowed (it is
+	// neither in flight nor completed): a new override replaces the edit.
+	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+ids[0]+"/retry",
+		map[string]any{"override": map[string]any{"value": `{"amount":2}`, "queue": "orders.retry", "headers": []map[string]any{
+			{"key": "x-fixed", "value": "yes"}, {"key": "bin", "value": "AAE=", "encoding": "base64"}}}}, nil), http.StatusOK)
 	wantError(t, "retry completed", b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+ids[1]+"/retry", nil, nil), 409, "conflict", "")
 	wantError(t, "retry unknown", b.send(t, http.MethodPost, "/ojs/v1/dead-letter/01a20107-bc72-7d07-a136-944382c24f6e/retry", nil, nil),
 		404, "not_found", "")

@@ -41,6 +41,9 @@ type FilterJSON struct {
 	// IDs are record ids: the records an operator picked (bulk operations
 	// only; at most maxFilterIDs).
 	IDs []string `json:"ids,omitempty"`
+	// Unacknowledged keeps only records marked unacknowledged (true) or
+	// only the others (false).
+	Unacknowledged *bool `json:"unacknowledged,omitempty"`
 }
 
 // maxFilterIDs bounds a filter's ids: a selection on a page (the list shows
@@ -48,7 +51,8 @@ type FilterJSON struct {
 const maxFilterIDs = 1000
 
 // filterParams are the query parameters that make up a filter.
-var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header", "incident"}
+var filterParams = []string{"queue", "type", "error_type", "state", "exhaustion", "since", "until", "key", "q", "path", "value", "header", "incident",
+	"unacknowledged"}
 
 // filterFromQuery reads a filter from query parameters.
 func filterFromQuery(q url.Values) (*FilterJSON, error) {
@@ -64,6 +68,16 @@ func filterFromQuery(q url.Values) (*FilterJSON, error) {
 		k := q.Get("key")
 		f.Key = &k
 	}
+	if q.Has("unacknowledged") {
+		switch q.Get("unacknowledged") {
+		case "true":
+			f.Unacknowledged = ptr(true)
+		case "false":
+			f.Unacknowledged = ptr(false)
+		default:
+			return nil, invalidParam("unacknowledged", "must be true or false")
+		}
+	}
 	if q.Has("value") {
 		v, _ := json.Marshal(q.Get("value"))
 		// A query value that is a JSON scalar (17, true, null) matches as
@@ -76,7 +90,7 @@ func filterFromQuery(q url.Values) (*FilterJSON, error) {
 // toStore validates the filter and converts it; errors name the field, with
 // prefix (e.g. "filter.") for body filters.
 func (f *FilterJSON) toStore(prefix string) (store.Filter, error) {
-	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q, Incident: f.Incident}
+	out := store.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, Q: f.Q, Incident: f.Incident, Unacknowledged: f.Unacknowledged}
 	for name, v := range map[string]string{"queue": f.Queue, "type": f.Type, "error_type": f.ErrorType, "path": f.Path,
 		"incident": f.Incident, "state": f.State, "exhaustion": f.Exhaustion, "since": f.Since, "until": f.Until} {
 		if !validText(v) {
@@ -238,3 +252,5 @@ func parseTime(v, name string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -72,19 +72,37 @@ type lastHourJSON struct {
 	Retried int64 `json:"retried"`
 }
 
+// queueStatsJSON counts a queue's records. The states add up to total
+// (retryable + available + completed + discarded), discarded splits into
+// dead_letter and discard, and unacknowledged is the part of available
+// marked unacknowledged.
 type queueStatsJSON struct {
-	Depth      int64 `json:"depth"` // retryable + available: records not yet settled
-	Retryable  int64 `json:"retryable"`
-	Available  int64 `json:"available"`
-	Completed  int64 `json:"completed"`
-	Discarded  int64 `json:"discarded"`
-	DeadLetter int64 `json:"dead_letter"`
-	Discard    int64 `json:"discard"`
-	Total      int64 `json:"total"`
+	Depth          int64 `json:"depth"` // retryable + available: records not yet settled
+	Retryable      int64 `json:"retryable"`
+	Available      int64 `json:"available"`
+	Unacknowledged int64 `json:"unacknowledged"`
+	Completed      int64 `json:"completed"`
+	Discarded      int64 `json:"discarded"`
+	DeadLetter     int64 `json:"dead_letter"`
+	Discard        int64 `json:"discard"`
+	Total          int64 `json:"total"`
+}
+
+// unacknowledgedKey holds, in a queue's counts, its unacknowledged records.
+const unacknowledgedKey = "unacknowledged"
+
+// addUnacknowledged puts each queue's unacknowledged count into its counts.
+func addUnacknowledged(counts map[string]map[string]int64, unacked map[string]int64) {
+	for q, n := range unacked {
+		if counts[q] == nil {
+			counts[q] = map[string]int64{}
+		}
+		counts[q][unacknowledgedKey] = n
+	}
 }
 
 func statsOf(m map[string]int64) queueStatsJSON {
-	s := queueStatsJSON{Retryable: m["retryable"], Available: m["available"], Completed: m["completed"],
+	s := queueStatsJSON{Retryable: m["retryable"], Available: m["available"], Unacknowledged: m[unacknowledgedKey], Completed: m["completed"],
 		Discarded: m["discarded"], DeadLetter: m["dead_letter"], Discard: m["discard"]}
 	s.Depth = s.Retryable + s.Available
 	s.Total = s.Depth + s.Completed + s.Discarded
@@ -284,6 +302,11 @@ func (s *Server) listQueues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	unacked, err := s.store.UnacknowledgedQueues(ctx, pageNames)
+	if err != nil {
+		return err
+	}
+	addUnacknowledged(counts, unacked)
 	act, err := s.store.QueueActivity(ctx, pageNames, s.cfg.Now())
 	if err != nil {
 		return err
@@ -373,6 +396,11 @@ func (s *Server) oneQueue(ctx context.Context, name string) (queueJSON, int64, e
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
+	unacked, err := s.store.UnacknowledgedQueues(ctx, []string{name})
+	if err != nil {
+		return queueJSON{}, 0, err
+	}
+	addUnacknowledged(st.ByQueueState, unacked)
 	act, err := s.store.QueueActivity(ctx, []string{name}, s.cfg.Now())
 	if err != nil {
 		return queueJSON{}, 0, err

@@ -145,9 +145,23 @@ type recordJSON struct {
 	NextRetryAt     *jsonTime       `json:"next_retry_at"`
 	DiscardedAt     *jsonTime       `json:"discarded_at"`
 	CompletedAt     *jsonTime       `json:"completed_at"`
-	UpdatedAt       jsonTime        `json:"updated_at"`
-	RedeliveredAt   *jsonTime       `json:"redelivered_at"`
-	ArchivedAt      *jsonTime       `json:"archived_at"`
+	// CompletedBy says what completed the record: "redelivered" (its
+	// produce, under completion: redelivered) or "ack" (the consumer's
+	// acknowledgement); null unless completed.
+	CompletedBy *dlq.CompletedBy `json:"completed_by"`
+	// AckDueAt is when the acknowledgement of the latest redelivery is due
+	// (completion: ack), while one is awaited.
+	AckDueAt *jsonTime `json:"ack_due_at"`
+	// UnacknowledgedAt is when the record was marked unacknowledged: no
+	// acknowledgement came by ack_due_at.
+	UnacknowledgedAt *jsonTime `json:"unacknowledged_at"`
+	// InFlight says a scheduler is producing the record right now (GET of
+	// one record, and the retry's answer, only): it cannot be retried until
+	// the produce is settled.
+	InFlight      *bool     `json:"in_flight,omitempty"`
+	UpdatedAt     jsonTime  `json:"updated_at"`
+	RedeliveredAt *jsonTime `json:"redelivered_at"`
+	ArchivedAt    *jsonTime `json:"archived_at"`
 	// Redelivery is an operator's edit for the next redelivery, shown next to
 	// the original key, value and headers, which stay as received.
 	Redelivery *redeliveryJSON `json:"redelivery"`
@@ -233,6 +247,10 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	if r.Exhaustion != "" {
 		out.Exhaustion = &r.Exhaustion
 	}
+	if r.CompletedBy != "" {
+		out.CompletedBy = &r.CompletedBy
+	}
+	out.AckDueAt, out.UnacknowledgedAt = optTime(r.AckDueAt), optTime(r.UnacknowledgedAt)
 	if r.Source.Partition >= 0 {
 		out.Source.Partition = &r.Source.Partition
 	}

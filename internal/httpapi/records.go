@@ -350,6 +350,7 @@ func (s *Server) getRecord(c echo.Context) error {
 		return err
 	}
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	out.InFlight = &r.InFlight
 	sched := policy.ScheduleOf(s.recordPolicy(r))
 	out.Schedule = &sched
 	return writeRecord(c, http.StatusOK, r, out)

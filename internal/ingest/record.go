@@ -215,18 +215,26 @@ func setOutcome(r *dlq.Record, d policy.Decision, failedAt, now time.Time) {
 }
 
 // applyRepeat applies a repeat failure or a completion ack to its (locked)
-// record, and reports whether it changed it. A failure or ack of any delivery
-// other than the record's latest, or one already applied, changes nothing:
+// record, and reports whether it changed it. Only an outcome of the record's
+// latest delivery counts, while the record waits for one: available (being
+// produced, or waiting for its ack), or completed by that redelivery alone
+// (completion: redelivered), which a repeat failure re-opens and an ack
+// confirms. A failure or ack of any other delivery, one already applied, or
+// a failure after the consumer acknowledged the delivery, changes nothing:
 // that is what keeps max_attempts an exact bound under duplicates.
 func (in *Ingester) applyRepeat(r *dlq.Record, f *dlq.Failure, b *batch) bool {
 	now := b.now
-	if r.State != dlq.StateAvailable || r.Attempt != f.Attempt {
+	waiting := r.State == dlq.StateAvailable && r.NextRetryAt == nil ||
+		r.State == dlq.StateCompleted && r.CompletedBy == dlq.CompletedByRedelivered
+	if !waiting || r.Attempt != f.Attempt {
 		return false
 	}
+	r.AckDueAt, r.UnacknowledgedAt = nil, nil
 	if f.Completed {
-		r.State, r.NextRetryAt, r.CompletedAt, r.UpdatedAt = dlq.StateCompleted, nil, &now, now
+		r.State, r.NextRetryAt, r.CompletedAt, r.CompletedBy, r.UpdatedAt = dlq.StateCompleted, nil, &now, dlq.CompletedByAck, now
 		return true
 	}
+	r.CompletedAt, r.CompletedBy = nil, ""
 	failed := f.Error
 	failed.Attempt = f.Attempt
 	if failed.OccurredAt.IsZero() || failed.OccurredAt.After(now) {

@@ -39,6 +39,7 @@ func exported(t *testing.T) map[string]bool {
 	r.Archived.WithLabelValues("q").Inc()
 	r.Joined.WithLabelValues("q").Inc()
 	r.Completed.WithLabelValues("q").Inc()
+	r.Unacknowledged.WithLabelValues("q").Inc()
 	d := m.DeadLetter
 	d.Added("q", "t", 1)
 	d.Retried("q", 1)

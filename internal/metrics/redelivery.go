@@ -26,6 +26,9 @@ type Redelivery struct {
 	Joined *CounterVec
 	// Completed counts completion acknowledgements applied, by queue.
 	Completed *CounterVec
+	// Unacknowledged counts redelivered records marked unacknowledged (no
+	// acknowledgement within the topic's ack_timeout), by queue.
+	Unacknowledged *CounterVec
 }
 
 func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
@@ -66,9 +69,14 @@ func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
 		}, []string{"queue"}, l.Queue),
 		Completed: newCounterVec(prometheus.CounterOpts{
 			Name: "redrive_completed_total",
-			Help: "Redelivered records the consumer acknowledged as processed, by queue.",
+			Help: "Redelivered records the consumer acknowledged as processed (client library option AckCompletions), by queue.",
+		}, []string{"queue"}, l.Queue),
+		Unacknowledged: newCounterVec(prometheus.CounterOpts{
+			Name: "redrive_unacknowledged_total",
+			Help: "Redelivered records of completion: ack topics marked unacknowledged: no acknowledgement came within the topic's ack_timeout. They stay available and may be retried; by queue.",
 		}, []string{"queue"}, l.Queue),
 	}
-	reg.MustRegister(r.Redelivered, r.Failures, r.Rescued, r.ArchiveFailures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed)
+	reg.MustRegister(r.Redelivered, r.Failures, r.Rescued, r.ArchiveFailures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed,
+		r.Unacknowledged)
 	return r
 }

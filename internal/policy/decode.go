@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -308,8 +309,12 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, p string) {
 			d.addf(p, "must be %s, got %s", expectedKind(t), describeNode(n))
 			return
 		}
+		if canonical, ok := enumAliases(t)[n.Value]; ok {
+			v.SetString(canonical)
+			return
+		}
 		if allowed, ok := enumValues(t); ok && !slices.Contains(allowed, n.Value) {
-			d.addf(p, "must be one of %s, got %q", strings.Join(allowed, ", "), n.Value)
+			d.addf(p, "must be one of %s, got %q", strings.Join(allowed, ", ")+aliasNote(t), n.Value)
 			return
 		}
 		v.SetString(n.Value)
@@ -495,7 +500,7 @@ func expectedKind(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:
 		if allowed, ok := enumValues(t); ok {
-			return "one of " + strings.Join(allowed, ", ")
+			return "one of " + strings.Join(allowed, ", ") + aliasNote(t)
 		}
 		return "a string"
 	case reflect.Int:
@@ -508,6 +513,19 @@ func expectedKind(t reflect.Type) string {
 		return "a list"
 	}
 	return "a mapping"
+}
+
+// aliasNote names an enum's aliases for an error message: " (or constant, the same as none)".
+func aliasNote(t reflect.Type) string {
+	aliases := enumAliases(t)
+	if len(aliases) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(aliases)) {
+		parts = append(parts, a+", the same as "+aliases[a])
+	}
+	return " (or " + strings.Join(parts, "; ") + ")"
 }
 
 // suggest returns the known name closest to key, if it is close enough to be a typo.

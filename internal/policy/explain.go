@@ -76,8 +76,11 @@ func explain(t Topic, w io.Writer) error {
 	}
 	row("retry.non_retryable_errors", orNone(strings.Join(r.NonRetryableErrors, ", "), "none"))
 	row("retry.on_exhaustion", r.OnExhaustion)
-	row("dead_letter.retention", fmt.Sprintf("max_age %s, max_count %d",
-		FormatDuration(t.DeadLetter.Retention.MaxAge), t.DeadLetter.Retention.MaxCount))
+	count := strconv.Itoa(t.DeadLetter.Retention.MaxCount)
+	if t.DeadLetter.Retention.MaxCount == 0 {
+		count = "0 (no limit)"
+	}
+	row("dead_letter.retention", fmt.Sprintf("max_age %s, max_count %s", FormatDuration(t.DeadLetter.Retention.MaxAge), count))
 	row("retention", fmt.Sprintf("discarded %s, completed %s",
 		FormatDuration(t.Retention.Discarded), FormatDuration(t.Retention.Completed)))
 	row("pruning_policy", t.PruningPolicy)
@@ -87,6 +90,12 @@ func explain(t Topic, w io.Writer) error {
 	}
 	row("redelivery", fmt.Sprintf("rate_limit %s, target_topic %s, keep_partition %t",
 		rate, orNone(t.Redelivery.TargetTopic, "(source topic)"), t.Redelivery.KeepPartition))
+	if t.AwaitsAck() {
+		row("completion", fmt.Sprintf("ack (a redelivered record waits for the consumer's acknowledgement; unacknowledged after ack_timeout %s)",
+			FormatDuration(t.AckTimeout)))
+	} else {
+		row("completion", "redelivered (a record is completed once it is produced back; a repeat failure re-opens it)")
+	}
 	if len(t.ReplayRules) == 0 {
 		row("replay_rules", "none")
 	}

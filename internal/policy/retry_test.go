@@ -445,7 +445,7 @@ func TestRetryValidation(t *testing.T) {
 		{`{"non_retryable_errors":["auth*"]}`, "wildcard is only allowed at the end"},
 		{`{"non_retryable_errors":["a.*.b"]}`, "wildcard is only allowed at the end"},
 		{`{"on_exhaustion":"archive"}`, `retry.on_exhaustion: must be one of discard, dead_letter, got "archive"`},
-		{`{"backoff_strategy":"fibonacci"}`, `retry.backoff_strategy: must be one of exponential, polynomial, linear, none, got "fibonacci"`},
+		{`{"backoff_strategy":"fibonacci"}`, `retry.backoff_strategy: must be one of exponential, polynomial, linear, none (or constant, the same as none), got "fibonacci"`},
 		{`{"max_atempts":3}`, "retry.max_atempts: unknown field (did you mean max_attempts?)"},
 		{`{"maxAttempts":3}`, "retry.maxAttempts: unknown field"},
 		{`{"max_attempts":3,"max_attempts":4}`, "duplicate key"},

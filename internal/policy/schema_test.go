@@ -229,6 +229,8 @@ func TestSchemaValidatesPolicyFiles(t *testing.T) {
 	t.Parallel()
 	v := &schemaValidator{root: loadSchema(t)}
 	shipped, _ := filepath.Glob("../../policies/*.y*ml")
+	examples, _ := filepath.Glob("../../policies/examples/*.y*ml")
+	shipped = append(shipped, examples...)
 	good, _ := filepath.Glob("testdata/*.good.y*ml")
 	split, _ := filepath.Glob("testdata/dirs/split/*.y*ml")
 	files := slices.Concat(shipped, good, split)
@@ -349,8 +351,12 @@ func TestSchemaMatchesDecoder(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
+	// An enum's aliases are values the decoder accepts too.
 	goEnum := func(typ reflect.Type) []string {
 		vals, _ := enumValues(typ)
+		for a := range enumAliases(typ) {
+			vals = append(vals, a)
+		}
 		return slices.Sorted(slices.Values(vals))
 	}
 	for _, def := range []string{"policy", "topic"} {
@@ -360,6 +366,10 @@ func TestSchemaMatchesDecoder(t *testing.T) {
 		if got, want := enum(schemaDef(s, def), "state"), goEnum(reflect.TypeFor[TopicState]()); !slices.Equal(got, want) {
 			t.Errorf("%s.state enum %q, decoder %q", def, got, want)
 		}
+	}
+	if got, want := enum(map[string]any{"properties": map[string]any{"completion": schemaDef(s, "completion")}}, "completion"),
+		goEnum(reflect.TypeFor[Completion]()); !slices.Equal(got, want) {
+		t.Errorf("completion enum %q, decoder %q", got, want)
 	}
 	if got, want := enum(schemaDef(s, "retry"), "on_exhaustion"), goEnum(reflect.TypeFor[dlq.Exhaustion]()); !slices.Equal(got, want) {
 		t.Errorf("on_exhaustion enum %q, decoder %q", got, want)
@@ -410,6 +420,10 @@ func TestFullFileSetsEveryField(t *testing.T) {
 			for name, i := range fieldsOf(v.Type()).index {
 				// types may only appear in a topics entry.
 				if name == "types" && (path == "file._default" || strings.Contains(path, ".types[")) {
+					continue
+				}
+				// completion and ack_timeout are per topic, never per type.
+				if (name == "completion" || name == "ack_timeout") && strings.Contains(path, ".types[") {
 					continue
 				}
 				walk(v.Field(i), path+"."+name)

@@ -9,16 +9,29 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// The policies/ directory shipped with Redrive loads, and resolves the
+// The policies/ directory shipped with Redrive loads and declares no topic —
+// a fresh start shows no queue nobody created — and the examples in
+// policies/examples (never loaded from there) load over it and resolve the
 // Integr8sCode topic profiles as that write-up describes them.
 func TestShippedPolicies(t *testing.T) {
 	t.Parallel()
-	set, err := LoadDir("../../policies")
+	shipped, err := LoadDir("../../policies")
 	if err != nil {
 		t.Fatalf("shipped policies do not load:\n%v", err)
 	}
-	if n := len(set.Files()); n < 2 {
-		t.Fatalf("loaded %d files", n)
+	if got := shipped.Files(); len(got) != 1 || filepath.Base(got[0]) != "default.yaml" {
+		t.Errorf("policies/ loads %q; examples belong in policies/examples", got)
+	}
+	if len(shipped.Topics()) != 0 {
+		t.Errorf("policies/ declares topics %v: they would show as queues on a fresh overview", shipped.Topics())
+	}
+	examples, _ := filepath.Glob("../../policies/examples/*.y*ml")
+	if len(examples) == 0 {
+		t.Fatal("no examples in policies/examples")
+	}
+	set, err := LoadFiles(append([]string{"../../policies/default.yaml"}, examples...)...)
+	if err != nil {
+		t.Fatalf("example policies do not load over policies/default.yaml:\n%v", err)
 	}
 
 	// _default: production defaults for any topic without an entry.

@@ -75,6 +75,10 @@ type TopicSpec struct {
 	PruningPolicy *PruningPolicy  `json:"pruning_policy,omitempty"`
 	Redelivery    *RedeliverySpec `json:"redelivery,omitempty"`
 	State         *TopicState     `json:"state,omitempty"`
+	// Completion and AckTimeout say what completes a redelivered record; a
+	// topic's records are settled together, so a type override may not set them.
+	Completion *Completion `json:"completion,omitempty"`
+	AckTimeout *Duration   `json:"ack_timeout,omitempty"`
 	// ReplayRules are merged by name onto the inherited rules; see ReplayRuleSpec.
 	ReplayRules []ReplayRuleSpec `json:"replay_rules,omitempty"`
 	// Types are per-type overrides, keyed by exact type name. Only a topics entry
@@ -184,6 +188,22 @@ const (
 // Valid reports whether s is a known topic state.
 func (s TopicState) Valid() bool { return s == TopicActive || s == TopicPaused || s == TopicDraining }
 
+// Completion is what completes a redelivered record (docs/policies.md).
+type Completion string
+
+const (
+	// CompletionRedelivered: a record is completed when it is produced back to
+	// its topic; a repeat failure that comes back re-opens it. The default.
+	CompletionRedelivered Completion = "redelivered"
+	// CompletionAck: a record waits, available, for the client library's
+	// acknowledgement (AckCompletions), and is marked unacknowledged when
+	// none comes within ack_timeout.
+	CompletionAck Completion = "ack"
+)
+
+// Valid reports whether c is a known completion.
+func (c Completion) Valid() bool { return c == CompletionRedelivered || c == CompletionAck }
+
 // enumValues lists the allowed values of the string enums that spec fields use,
 // so the decoder can say "must be one of ...".
 func enumValues(t reflect.Type) ([]string, bool) {
@@ -196,8 +216,20 @@ func enumValues(t reflect.Type) ([]string, bool) {
 		return []string{string(PruneDelete), string(PruneArchive)}, true
 	case reflect.TypeFor[TopicState]():
 		return []string{string(TopicActive), string(TopicPaused), string(TopicDraining)}, true
+	case reflect.TypeFor[Completion]():
+		return []string{string(CompletionRedelivered), string(CompletionAck)}, true
 	}
 	return nil, false
+}
+
+// enumAliases are other spellings an enum accepts, each decoded as the value
+// it stands for (and written back as that value).
+func enumAliases(t reflect.Type) map[string]string {
+	if t == reflect.TypeFor[Strategy]() {
+		// "Constant backoff" is what most retry libraries call it.
+		return map[string]string{"constant": string(StrategyNone)}
+	}
+	return nil
 }
 
 // retrySpecOf returns the spec that sets every field of r, the inverse of

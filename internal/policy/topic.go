@@ -43,6 +43,13 @@ type Topic struct {
 	Redelivery Redelivery
 	// State is the topic's lifecycle state. Default active.
 	State TopicState
+	// Completion is what completes a redelivered record: its produce
+	// (CompletionRedelivered, the default) or the consumer's acknowledgement
+	// (CompletionAck).
+	Completion Completion
+	// AckTimeout is how long a record redelivered under CompletionAck waits
+	// for its acknowledgement before it is marked unacknowledged. Default PT1H.
+	AckTimeout time.Duration
 	// ReplayRules are the rules that apply to this topic's dead letters, merged
 	// by name across layers, in declaration order. Disabled rules are included.
 	ReplayRules []ReplayRule
@@ -100,9 +107,14 @@ type ReplayRule struct {
 	WindowSpec *WindowSpec
 }
 
+// DefaultAckTimeout is how long a record redelivered under completion ack
+// waits for its acknowledgement unless the policy says otherwise.
+const DefaultAckTimeout = time.Hour
+
 // DefaultTopic returns the system defaults, the bottom layer of every Topic: the
 // OJS default retry policy, dead letters kept P180D / 10000, discarded P30D,
-// completed P7D, pruning delete, no max_age, no rate limit, state active.
+// completed P7D, pruning delete, no max_age, no rate limit, state active,
+// completion redelivered (ack_timeout PT1H).
 func DefaultTopic() Topic {
 	return Topic{
 		Layers:        []string{"system defaults"},
@@ -111,8 +123,15 @@ func DefaultTopic() Topic {
 		Retention:     Retention{Discarded: 30 * day, Completed: 7 * day},
 		PruningPolicy: PruneDelete,
 		State:         TopicActive,
+		Completion:    CompletionRedelivered,
+		AckTimeout:    DefaultAckTimeout,
 	}
 }
+
+// AwaitsAck reports whether the topic's redelivered records wait for the
+// consumer's acknowledgement (completion ack) instead of completing when
+// they are produced.
+func (t Topic) AwaitsAck() bool { return t.Completion == CompletionAck }
 
 // Expired reports whether a record that first failed at failedAt is past max_age
 // at now. A zero failedAt or MaxAge never expires.
@@ -245,6 +264,12 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		if s.State != nil {
 			t.State = *s.State
 		}
+		if s.Completion != nil {
+			t.Completion = *s.Completion
+		}
+		if s.AckTimeout != nil {
+			t.AckTimeout = s.AckTimeout.Std()
+		}
 		for j, rs := range s.ReplayRules {
 			path := index(child(ly.name, "replay_rules"), j)
 			k := slices.IndexFunc(rules, func(a *ruleAcc) bool { return a.spec.Name == rs.Name })
@@ -367,7 +392,7 @@ func (t Topic) Spec() *TopicSpec {
 		Duration(t.Retention.Discarded), Duration(t.Retention.Completed)
 	count, rate, target, keep := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
 		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition
-	pp, st := t.PruningPolicy, t.State
+	pp, st, completion, ackTimeout := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout)
 	rules := make([]ReplayRuleSpec, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
 		rules[i] = specOfRule(r)
@@ -380,6 +405,8 @@ func (t Topic) Spec() *TopicSpec {
 		PruningPolicy: &pp,
 		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep},
 		State:         &st,
+		Completion:    &completion,
+		AckTimeout:    &ackTimeout,
 		ReplayRules:   rules,
 	}
 }
@@ -406,6 +433,8 @@ type topicJSON struct {
 		KeepPartition bool    `json:"keep_partition"`
 	} `json:"redelivery"`
 	State       TopicState       `json:"state"`
+	Completion  Completion       `json:"completion"`
+	AckTimeout  Duration         `json:"ack_timeout"`
 	ReplayRules []replayRuleJSON `json:"replay_rules"`
 }
 
@@ -435,6 +464,8 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.Redelivery.TargetTopic = t.Redelivery.TargetTopic
 	j.Redelivery.KeepPartition = t.Redelivery.KeepPartition
 	j.State = t.State
+	j.Completion = t.Completion
+	j.AckTimeout = Duration(t.AckTimeout)
 	j.ReplayRules = make([]replayRuleJSON, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
 		f := r.Filter

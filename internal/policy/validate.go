@@ -135,8 +135,8 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 		if dl.Retention.MaxAge != nil && *dl.Retention.MaxAge <= 0 {
 			l.addf(child(rp, "max_age"), "must be greater than zero: dead letters are never kept without a bound")
 		}
-		if dl.Retention.MaxCount != nil && *dl.Retention.MaxCount < 1 {
-			l.addf(child(rp, "max_count"), "must be >= 1, got %d", *dl.Retention.MaxCount)
+		if dl.Retention.MaxCount != nil && *dl.Retention.MaxCount < 0 {
+			l.addf(child(rp, "max_count"), "must be >= 0 (0: no limit on the count; max_age still applies), got %d", *dl.Retention.MaxCount)
 		}
 	}
 	if r := s.Retention; r != nil {
@@ -152,6 +152,23 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 	}
 	if s.State != nil && !s.State.Valid() {
 		l.addf(child(p, "state"), "must be one of active, paused, draining, got %q", *s.State)
+	}
+	if s.Completion != nil && !s.Completion.Valid() {
+		l.addf(child(p, "completion"), "must be one of redelivered, ack, got %q", *s.Completion)
+	}
+	if s.AckTimeout != nil {
+		l.checkPositive(s.AckTimeout.Std(), child(p, "ack_timeout"))
+	}
+	if lvl == levelType {
+		// The scheduler settles a topic's redeliveries together, whatever
+		// their type.
+		const perTopic = "is set per topic, not per type: a topic's redeliveries are settled together; set it in the topics entry"
+		if s.Completion != nil {
+			l.addf(child(p, "completion"), perTopic)
+		}
+		if s.AckTimeout != nil {
+			l.addf(child(p, "ack_timeout"), perTopic)
+		}
 	}
 	if r := s.Redelivery; r != nil {
 		rp := child(p, "redelivery")

@@ -57,14 +57,16 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 	if header(first[0], "redrive.id") != rec.ID {
 		t.Fatalf("the child produced %q before dying, want %s", header(first[0], "redrive.id"), rec.ID)
 	}
-	// The claim was committed before the produce: the record is available,
-	// attempt 2, and its lease runs on.
+	// The claim was committed before the produce: the record is completed by
+	// its redelivery (completion: redelivered), attempt 2, in flight while
+	// its lease runs on.
 	got, err := b.store.Get(context.Background(), rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != dlq.StateAvailable || got.Attempt != 2 || got.NextRetryAt != nil {
-		t.Fatalf("after the crash the record is %s attempt %d next %v; want available, attempt 2, claimed", got.State, got.Attempt, got.NextRetryAt)
+	if got.State != dlq.StateCompleted || got.Attempt != 2 || got.NextRetryAt != nil || !got.InFlight {
+		t.Fatalf("after the crash the record is %s attempt %d next %v in flight %t; want completed, attempt 2, claimed",
+			got.State, got.Attempt, got.NextRetryAt, got.InFlight)
 	}
 	survivor := b.scheduler(t, nil)
 	if n, err := survivor.RunOnce(context.Background()); err != nil || n != 0 {
@@ -84,8 +86,8 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 			t.Fatalf("redelivery %v: want redrive.id %s attempt 2 (a consumer can dedupe)", r.Headers, rec.ID)
 		}
 	}
-	if got, _ := b.store.Get(context.Background(), rec.ID); got.State != dlq.StateAvailable || got.Attempt != 2 {
-		t.Fatalf("after redelivery the record is %s attempt %d, want available 2", got.State, got.Attempt)
+	if got, _ := b.store.Get(context.Background(), rec.ID); got.State != dlq.StateCompleted || got.Attempt != 2 || got.InFlight {
+		t.Fatalf("after redelivery the record is %s attempt %d in flight %t, want completed 2, settled", got.State, got.Attempt, got.InFlight)
 	}
 	var claims int
 	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM redrive_claim").Scan(&claims); err != nil || claims != 0 {
@@ -111,9 +113,9 @@ func TestShutdownAfterProduceSettlesTheBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != dlq.StateAvailable || got.Attempt != 2 || got.NextRetryAt != nil {
-			t.Fatalf("record %s after a shutdown mid-batch: %s attempt %d next %v; want available 2 (it was produced)",
-				r.ID, got.State, got.Attempt, got.NextRetryAt)
+		if got.State != dlq.StateCompleted || got.Attempt != 2 || got.NextRetryAt != nil || got.InFlight {
+			t.Fatalf("record %s after a shutdown mid-batch: %s attempt %d next %v in flight %t; want completed 2, settled (it was produced)",
+				r.ID, got.State, got.Attempt, got.NextRetryAt, got.InFlight)
 		}
 	}
 	var claims int

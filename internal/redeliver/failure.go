@@ -140,23 +140,32 @@ func newFailureLog(log *slog.Logger) *failureLog {
 	return &failureLog{log: log, interval: time.Minute, seen: map[[2]string]*logged{}}
 }
 
-// failed logs (or counts) n failed records of queue; f is one of them.
-func (l *failureLog) failed(msg, queue, topic, id string, n int, f *dlq.DeliveryFailure) {
-	key := [2]string{queue, f.Reason}
+// due reports whether n more records of queue and reason are to be logged
+// now, and how many went unlogged since the last line; otherwise it counts
+// them.
+func (l *failureLog) due(queue, reason string, n int) (missed int, ok bool) {
+	key := [2]string{queue, reason}
 	now := time.Now()
 	l.mu.Lock()
-	e, ok := l.seen[key]
-	if ok && now.Sub(e.at) < l.interval {
+	defer l.mu.Unlock()
+	e, seen := l.seen[key]
+	if seen && now.Sub(e.at) < l.interval {
 		e.missed += n
-		l.mu.Unlock()
-		return
+		return 0, false
 	}
-	missed := 0
-	if ok {
+	if seen {
 		missed = e.missed
 	}
 	l.seen[key] = &logged{at: now}
-	l.mu.Unlock()
+	return missed, true
+}
+
+// failed logs (or counts) n failed records of queue; f is one of them.
+func (l *failureLog) failed(msg, queue, topic, id string, n int, f *dlq.DeliveryFailure) {
+	missed, ok := l.due(queue, f.Reason, n)
+	if !ok {
+		return
+	}
 	attrs := []any{"queue", queue, "topic", topic, "reason", f.Reason, "records", n, "example_id", id}
 	if !f.NextAttemptAt.IsZero() {
 		attrs = append(attrs, "retry_in", f.NextAttemptAt.Sub(f.FailedAt))

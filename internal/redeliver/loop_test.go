@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -160,16 +163,18 @@ topics:
 	}
 }
 
+// completion: ack — a redelivered record waits, available, for the
+// consumer's acknowledgement, and the acknowledgement completes it.
 func TestCompletionAckMarksTheRecordCompleted(t *testing.T) {
 	b := setup(t, "orders")
-	b.ingest(t, ingest.Config{})
-	sched := b.scheduler(t, nil)
+	set := policies(t, "topics: {orders: {completion: ack}}\n")
+	b.ingest(t, ingest.Config{Policies: set})
+	sched := b.scheduler(t, set)
 
 	// Fails the first time, succeeds on redelivery and acknowledges it.
-	calls := 0
+	var calls atomic.Int32
 	consume(t, b.brokers, "orders", func(context.Context, *kgo.Record) error {
-		calls++
-		if calls == 1 {
+		if calls.Add(1) == 1 {
 			return errors.New("transient")
 		}
 		return nil
@@ -182,7 +187,115 @@ func TestCompletionAckMarksTheRecordCompleted(t *testing.T) {
 		t.Fatalf("redelivered %d: %v", n, err)
 	}
 	r := b.waitRecord(t, "orders", "the completion", func(r *dlq.Record) bool { return r.State == dlq.StateCompleted })
-	if r.CompletedAt == nil || r.Attempt != 2 || len(r.Errors) != 1 {
+	if r.CompletedAt == nil || r.CompletedBy != dlq.CompletedByAck || r.Attempt != 2 || len(r.Errors) != 1 || r.AckDueAt != nil {
 		t.Fatalf("completed record: %+v", r)
+	}
+}
+
+// completion: redelivered (the default) — a consumer that never
+// acknowledges (AckCompletions off, a Spring or Connect consumer) leaves
+// nothing waiting: its record is completed once it is produced back, and a
+// repeat failure of that redelivery that comes back still joins the record
+// and re-opens it.
+func TestCompletionRedeliveredCompletesAndARepeatFailureReopens(t *testing.T) {
+	b := setup(t, "orders")
+	set := policies(t, `
+topics:
+  orders:
+    retry: {max_attempts: 5, initial_interval: PT10S, backoff_coefficient: 1.0, max_interval: PT10S, jitter: false}
+`)
+	b.ingest(t, ingest.Config{Policies: set})
+	sched := b.scheduler(t, set)
+	ctx := context.Background()
+
+	// Fails the original and the first redelivery, then succeeds; never acks.
+	var calls atomic.Int32
+	consume(t, b.brokers, "orders", func(context.Context, *kgo.Record) error {
+		if calls.Add(1) <= 2 {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), &kgo.Record{Topic: "orders", Value: []byte("x")})
+
+	b.waitRecord(t, "orders", "the failure", func(r *dlq.Record) bool { return r.State == dlq.StateRetryable })
+	b.clock.Advance(10 * time.Second)
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("redelivered %d: %v", n, err)
+	}
+	// Completed as soon as it is produced back, before the consumer says
+	// anything...
+	r := b.waitRecord(t, "orders", "the redelivery", func(r *dlq.Record) bool { return r.Attempt == 2 })
+	if r.State != dlq.StateCompleted && len(r.Errors) == 1 {
+		t.Fatalf("redelivered record: %s, want completed", r.State)
+	}
+	// ...and re-opened when the redelivery fails.
+	r = b.waitRecord(t, "orders", "the repeat failure", func(r *dlq.Record) bool { return len(r.Errors) == 2 })
+	if r.State != dlq.StateRetryable || r.Attempt != 2 || r.CompletedAt != nil || r.CompletedBy != "" || r.NextRetryAt == nil {
+		t.Fatalf("after the repeat failure: %s attempt %d completed %v by %q next %v; want retryable, re-opened",
+			r.State, r.Attempt, r.CompletedAt, r.CompletedBy, r.NextRetryAt)
+	}
+	b.clock.Advance(10 * time.Second)
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("redelivered %d: %v", n, err)
+	}
+	for calls.Load() < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r = b.waitRecord(t, "orders", "the completion", func(r *dlq.Record) bool { return r.Attempt == 3 })
+	if r.State != dlq.StateCompleted || r.CompletedBy != dlq.CompletedByRedelivered || len(r.Errors) != 2 || r.InFlight {
+		t.Fatalf("after the last redelivery: %s by %q, %d errors", r.State, r.CompletedBy, len(r.Errors))
+	}
+}
+
+// completion: ack with a consumer that never acknowledges — the record is
+// marked unacknowledged after ack_timeout (and counted), and an operator
+// may retry it.
+func TestAckTimeoutMarksTheRecordUnacknowledged(t *testing.T) {
+	b := setup(t, "orders")
+	set := policies(t, "topics: {orders: {completion: ack, ack_timeout: PT5M}}\n")
+	m := metrics.New()
+	sched := b.scheduler(t, set, func(c *redeliver.Config) { c.Metrics = m })
+	ctx := context.Background()
+	rec := b.due(t, "orders", 1)[0]
+
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("redelivered %d: %v", n, err)
+	}
+	r, err := b.store.Get(ctx, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != dlq.StateAvailable || r.InFlight || r.AckDueAt == nil || !r.AckDueAt.Equal(b.clock.Now().Add(5*time.Minute)) {
+		t.Fatalf("redelivered record: %s in flight %t ack due %v", r.State, r.InFlight, r.AckDueAt)
+	}
+	b.clock.Advance(5*time.Minute - time.Second)
+	if _, err := sched.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := b.store.Get(ctx, rec.ID); r.UnacknowledgedAt != nil {
+		t.Fatalf("marked unacknowledged before ack_timeout")
+	}
+	b.clock.Advance(time.Second)
+	if _, err := sched.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = b.store.Get(ctx, rec.ID)
+	if r.State != dlq.StateAvailable || r.UnacknowledgedAt == nil || !r.UnacknowledgedAt.Equal(b.clock.Now()) {
+		t.Fatalf("after ack_timeout: %s unacknowledged %v", r.State, r.UnacknowledgedAt)
+	}
+	if n := counterValue(t, m.Redelivery.Unacknowledged.WithLabelValues("orders")); n != 1 {
+		t.Fatalf("redrive_unacknowledged_total = %v, want 1", n)
+	}
+	// An operator retries it: it goes out again, and waits for an ack anew.
+	if _, err := b.store.RetryRecord(ctx, &store.RetryParams{ID: rec.ID}); err != nil {
+		t.Fatalf("retrying an unacknowledged record: %v", err)
+	}
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("redelivered %d after the retry: %v", n, err)
+	}
+	r, _ = b.store.Get(ctx, rec.ID)
+	if r.State != dlq.StateAvailable || r.UnacknowledgedAt != nil || r.Attempt != 1 || r.AckDueAt == nil {
+		t.Fatalf("after the retry: %s unacknowledged %v attempt %d ack due %v", r.State, r.UnacknowledgedAt, r.Attempt, r.AckDueAt)
 	}
 }

@@ -75,10 +75,10 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	start := time.Now()
-	for b.countState(t, "orders", dlq.StateAvailable) < int64(len(healthy)) {
+	for b.countState(t, "orders", dlq.StateCompleted) < int64(len(healthy)) {
 		if time.Since(start) > 20*time.Second {
 			t.Fatalf("only %d of %d healthy records redelivered in 20s next to the poison records",
-				b.countState(t, "orders", dlq.StateAvailable), len(healthy))
+				b.countState(t, "orders", dlq.StateCompleted), len(healthy))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -42,7 +42,7 @@ func TestRecreatedSourceTopicGetsItsRedeliveries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.State != dlq.StateAvailable || r.RedeliveryFailure != nil {
+		if r.State != dlq.StateCompleted || r.RedeliveryFailure != nil {
 			t.Fatalf("record %s after the recreation: %s, failure %+v; want redelivered", r.ID, r.State, r.RedeliveryFailure)
 		}
 	}

@@ -96,7 +96,7 @@ func TestReservedTargetsAreNeverProducedTo(t *testing.T) {
 	if id := header(got[0], "redrive.id"); id != healthy.ID {
 		t.Fatalf("orders got record %s, want the healthy one %s", id, healthy.ID)
 	}
-	if r, _ := b.store.Get(ctx, healthy.ID); r.State != dlq.StateAvailable || r.RedeliveryFailure != nil {
+	if r, _ := b.store.Get(ctx, healthy.ID); r.State != dlq.StateCompleted || r.RedeliveryFailure != nil {
 		t.Fatalf("healthy record: %s %+v", r.State, r.RedeliveryFailure)
 	}
 	for q, want := range map[string]float64{dlqTopic: 1, "__consumer_offsets": 1, "payments": 1, "orders": 1} {

@@ -168,7 +168,8 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			res.next = earliest(res.next, now.Add(wait))
 			continue
 		}
-		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease})
+		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease,
+			AwaitAck: t.AwaitsAck(), AckTimeout: t.AckTimeout})
 		got := 0
 		if c != nil {
 			got = len(c.Records)
@@ -290,8 +291,10 @@ func (s *Scheduler) release(queue string) {
 	s.total--
 }
 
-// rescue puts back the records of claims whose lease passed, at most once a
-// second per scheduler (the claim table is tiny and indexed on expiry).
+// rescue puts back the records of claims whose lease passed, and marks
+// records whose acknowledgement is overdue as unacknowledged, at most once a
+// second per scheduler (the claim table is tiny and indexed on expiry, the
+// overdue records are found by a partial index).
 func (s *Scheduler) rescue(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	if now.Sub(s.rescuedAt) < time.Second && !s.rescuedAt.IsZero() {
@@ -300,12 +303,10 @@ func (s *Scheduler) rescue(ctx context.Context, now time.Time) error {
 	}
 	s.rescuedAt = now
 	s.mu.Unlock()
+	unacked := s.markUnacknowledged(ctx, now)
 	rescued, err := s.store.RescueExpired(ctx, now)
-	if err != nil {
-		return err
-	}
-	if len(rescued) == 0 {
-		return nil
+	if err != nil || len(rescued) == 0 {
+		return errors.Join(unacked, err)
 	}
 	byQueue := map[string]int{}
 	for _, r := range rescued {
@@ -316,7 +317,42 @@ func (s *Scheduler) rescue(ctx context.Context, now time.Time) error {
 		s.cfg.Logger.Warn("rescued records of an expired claim; they are redelivered again with the same attempt",
 			"component", "redeliver", "queue", q, "records", n)
 	}
+	return unacked
+}
+
+// unacknowledgedBatch is the most records one pass marks unacknowledged;
+// more wait for the next pass, a second later.
+const unacknowledgedBatch = 1000
+
+// markUnacknowledged marks the records whose acknowledgement is overdue
+// (completion: ack) as unacknowledged, counts them and says so in the log.
+func (s *Scheduler) markUnacknowledged(ctx context.Context, now time.Time) error {
+	marked, err := s.store.MarkUnacknowledged(ctx, now, unacknowledgedBatch)
+	if err != nil || len(marked) == 0 {
+		return err
+	}
+	byQueue := map[string]int{}
+	for _, r := range marked {
+		byQueue[r.Queue]++
+	}
+	for q, n := range byQueue {
+		s.cfg.Metrics.Redelivery.Unacknowledged.WithLabelValues(q).Add(float64(n))
+		// Once a minute per queue at most, however many there are.
+		if missed, ok := s.fails.due(q, "unacknowledged", n); ok {
+			s.fails.log.Warn("redelivered records were not acknowledged within the topic's ack_timeout; marked unacknowledged, they may be retried",
+				"queue", q, "records", n, "example_id", firstOf(marked, q), "marked_since_last_log", missed)
+		}
+	}
 	return nil
+}
+
+func firstOf(rs []store.Unacknowledged, queue string) string {
+	for _, r := range rs {
+		if r.Queue == queue {
+			return r.ID
+		}
+	}
+	return ""
 }
 
 // reserve takes rate-limit tokens for up to BatchSize records of a queue. It

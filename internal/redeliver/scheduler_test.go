@@ -184,8 +184,8 @@ func TestTwoSchedulersUnderContentionNeverRedeliverTheSameRecordTwice(t *testing
 	if len(recs) != n || len(ids) != n {
 		t.Fatalf("orders has %d records with %d distinct ids, want %d and %d", len(recs), len(ids), n, n)
 	}
-	if got := b.countState(t, "orders", dlq.StateAvailable); got != n {
-		t.Fatalf("%d records available, want %d", got, n)
+	if got := b.countState(t, "orders", dlq.StateCompleted); got != n {
+		t.Fatalf("%d records redelivered (completed), want %d", got, n)
 	}
 }
 
@@ -210,7 +210,7 @@ func TestRateLimitHoldsAcrossConcurrentWorkers(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if got := b.countState(t, "slow", dlq.StateAvailable); got != 20 {
+	if got := b.countState(t, "slow", dlq.StateCompleted); got != 20 {
 		t.Fatalf("%d redelivered in the first second, want 20 (rate_limit 20/s)", got)
 	}
 }
@@ -231,22 +231,22 @@ topics:
 	if _, err := s.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if slow, frozen, fast := b.countState(t, "slow", dlq.StateAvailable), b.countState(t, "frozen", dlq.StateAvailable),
-		b.countState(t, "fast", dlq.StateAvailable); slow != 5 || frozen != 0 || fast != 30 {
+	if slow, frozen, fast := b.countState(t, "slow", dlq.StateCompleted), b.countState(t, "frozen", dlq.StateCompleted),
+		b.countState(t, "fast", dlq.StateCompleted); slow != 5 || frozen != 0 || fast != 30 {
 		t.Fatalf("after the first second: slow %d (want 5), frozen %d (want 0), fast %d (want 30)", slow, frozen, fast)
 	}
 	b.clock.Advance(time.Second)
 	if _, err := s.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if slow := b.countState(t, "slow", dlq.StateAvailable); slow != 10 {
+	if slow := b.countState(t, "slow", dlq.StateCompleted); slow != 10 {
 		t.Fatalf("after two seconds slow has %d redelivered, want 10 (5/s)", slow)
 	}
 	b.clock.Advance(time.Hour)
 	if _, err := s.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if frozen := b.countState(t, "frozen", dlq.StateAvailable); frozen != 0 {
+	if frozen := b.countState(t, "frozen", dlq.StateCompleted); frozen != 0 {
 		t.Fatalf("a paused topic was redelivered: %d", frozen)
 	}
 }

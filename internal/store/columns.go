@@ -33,7 +33,8 @@ var insertColumns = strings.Join(recordColumns, ", ")
 // sorting; the redelivery and archive columns are set after insert.
 var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
 	return c == "payload" || c == "error_type" || c == "failed_at"
-}), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure"), ", ")
+}), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure",
+	"completed_by", "ack_due_at", "unacknowledged_at"), ", ")
 
 // Encoding names how a byte string is shown as text.
 const (

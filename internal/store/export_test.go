@@ -31,3 +31,7 @@ func ListScans(p *ListParams) []struct {
 	}
 	return out
 }
+
+// SettleSQL and RescueSQL are Settle's and RescueExpired's statements, for
+// their EXPLAIN.
+var SettleSQL, RescueSQL = settleSQL, rescueSQL

@@ -52,6 +52,12 @@ type Filter struct {
 	// topics are ("__…"): retries leave them out as they leave out
 	// Redrive's own topics (dlq.ReservedTopics).
 	NotInternal bool
+	// Unacknowledged, when set, keeps only records marked unacknowledged
+	// (true) or only the others (false).
+	Unacknowledged *bool
+	// InFlight, when set, keeps only records a scheduler is producing right
+	// now (true: claimed, the claim not settled) or only the others (false).
+	InFlight *bool
 }
 
 // PathMatch is a JSON match on the payload: the value at Path (object keys,
@@ -72,7 +78,7 @@ type HeaderMatch struct {
 // table, so that its total can be read from there.
 func (f *Filter) dimsOnly() bool {
 	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Paths) == 0 &&
-		len(f.Headers) == 0 && f.MaxID == "" && len(f.IDs) == 0
+		len(f.Headers) == 0 && f.MaxID == "" && len(f.IDs) == 0 && f.Unacknowledged == nil && f.InFlight == nil
 }
 
 // containment builds the jsonb documents whose containment (@>) in the payload
@@ -180,6 +186,20 @@ func (f *Filter) where(args []any) (string, []any) {
 	}
 	if len(f.IDs) > 0 {
 		add("id = ANY($%d::uuid[])", f.IDs)
+	}
+	if f.Unacknowledged != nil {
+		if *f.Unacknowledged {
+			conds = append(conds, "(state = 'available' AND unacknowledged_at IS NOT NULL)")
+		} else {
+			conds = append(conds, "(state <> 'available' OR unacknowledged_at IS NULL)")
+		}
+	}
+	if f.InFlight != nil {
+		if *f.InFlight {
+			conds = append(conds, inFlightIDsSQL)
+		} else {
+			conds = append(conds, "NOT "+inFlightSQL)
+		}
 	}
 	if len(conds) == 0 {
 		return "TRUE", args
@@ -347,10 +367,29 @@ func (f *Filter) countWhere() (string, []any) {
 	return cond, args
 }
 
-// Get returns one record by id, or ErrNotFound.
+// Get returns one record by id, or ErrNotFound. It says whether the record
+// is in flight (InFlight): claimed by a scheduler that has not settled the
+// claim yet.
 func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
-	return collectOne(ctx, s.pool, "get record "+id, scanRecord, "SELECT "+readColumns+" FROM redrive_record WHERE id = $1", id)
+	var inFlight bool
+	scan := func(row pgx.CollectableRow) (dlq.Record, error) {
+		var headers []byte
+		r, err := scanRecord(extraRow{CollectableRow: row, extra: []any{&inFlight}, headers: &headers})
+		r.InFlight = inFlight
+		return r, err
+	}
+	return collectOne(ctx, s.pool, "get record "+id, scan,
+		"SELECT "+readColumns+", "+inFlightSQL+" FROM redrive_record WHERE id = $1", id)
 }
+
+// inFlightSQL is true for a record a scheduler has claimed and not settled
+// yet: it is being produced right now (or, if its scheduler died, until the
+// claim is rescued, within its lease). Settling and rescuing delete the claim.
+const inFlightSQL = "EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = claim_token)"
+
+// inFlightIDsSQL is the records of open claims: with a record's claim
+// token, the same as inFlightSQL, found from the (small) claim table.
+const inFlightIDsSQL = "(id, claim_token) IN (SELECT unnest(c.ids), c.token FROM redrive_claim c)"
 
 // Count returns how many records match the filter, exactly.
 func (s *Store) Count(ctx context.Context, f *Filter) (int64, error) {
@@ -377,6 +416,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		archiveReason          *string
 		failure, archiveFail   []byte
 		payloadOmitted         *string
+		completedBy            *string
 	)
 	err := row.Scan(
 		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
@@ -386,6 +426,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
 		&archiveState, &r.Fingerprint, &payloadOmitted,
 		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
+		&completedBy, &r.AckDueAt, &r.UnacknowledgedAt,
 	)
 	if err != nil {
 		return r, err
@@ -399,6 +440,14 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 	}
 	if exhaustion != nil {
 		r.Exhaustion = dlq.Exhaustion(*exhaustion)
+	}
+	switch {
+	case completedBy != nil:
+		r.CompletedBy = dlq.CompletedBy(*completedBy)
+	case r.State == dlq.StateCompleted:
+		// Stored before completion policies (migration 00090), when only an
+		// acknowledgement completed a record.
+		r.CompletedBy = dlq.CompletedByAck
 	}
 	if sourceTS != nil {
 		r.Source.Timestamp = *sourceTS

@@ -60,6 +60,11 @@ type ClaimParams struct {
 	// Lease is how long the claim lasts unless it is ended: after that
 	// RescueExpired puts its records back.
 	Lease time.Duration
+	// AwaitAck says the queue's records wait for the consumer's
+	// acknowledgement once produced (policy completion: ack), for AckTimeout;
+	// otherwise (completion: redelivered) a record is completed by its produce.
+	AwaitAck   bool
+	AckTimeout time.Duration
 }
 
 // Claim is a committed claim of records for redelivery (River's model: claim
@@ -87,9 +92,15 @@ type prior struct {
 }
 
 // ClaimDue claims up to Limit records of a queue due at Now, skipping records
-// other claims are taking, and marks them redelivered at Now — state
-// available, attempt + 1, nothing waiting — and records the claim, all in one
-// statement that commits at once. An empty claim (nothing due) has no token.
+// other claims are taking, and marks them redelivered at Now — attempt + 1,
+// nothing waiting — in the state their produce will leave them in: completed
+// by their redelivery, or (AwaitAck) available until AckTimeout — and records
+// the claim, all in one statement that commits at once. Completing records as
+// they are claimed costs nothing (the claim writes each row anyway), where
+// completing them when the claim is settled would write every row twice; a
+// record whose produce fails is put back by Settle, and while the claim is
+// open the record is in flight (Record.InFlight) and no retry touches it. An
+// empty claim (nothing due) has no token.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
 	rows, err := s.pool.Query(ctx, `
@@ -99,7 +110,12 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 		claimed AS (
 			UPDATE redrive_record r
-			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+			SET state = CASE WHEN $7 THEN 'available' ELSE 'completed' END,
+			    completed_at = CASE WHEN $7 THEN NULL ELSE $2::timestamptz END,
+			    completed_by = CASE WHEN $7 THEN NULL ELSE 'redelivered' END,
+			    ack_due_at = CASE WHEN $7 THEN $2::timestamptz + $8 * interval '1 millisecond' END,
+			    unacknowledged_at = NULL,
+			    attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
 			    discarded_at = NULL, redelivered_at = $2, updated_at = $2, redelivery_failure = NULL, claim_token = $4
 			FROM due WHERE r.id = due.id
 			RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
@@ -109,7 +125,7 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 			INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
 			SELECT $4, $5, $1, $2, $2::timestamptz + $6 * interval '1 millisecond', array_agg(id), array_agg(state)
 			FROM claimed HAVING count(*) > 0)
-		SELECT * FROM claimed`, p.Queue, p.Now, p.Limit, token, p.Owner, p.Lease.Milliseconds())
+		SELECT * FROM claimed`, p.Queue, p.Now, p.Limit, token, p.Owner, p.Lease.Milliseconds(), p.AwaitAck, p.AckTimeout.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
@@ -127,7 +143,12 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	}
 	for i := range c.Records {
 		r := &c.Records[i]
-		r.State, r.RedeliveredAt = dlq.StateAvailable, &p.Now
+		r.RedeliveredAt, r.InFlight = &p.Now, true
+		if p.AwaitAck {
+			r.State = dlq.StateAvailable
+		} else {
+			r.State, r.CompletedAt, r.CompletedBy = dlq.StateCompleted, &p.Now, dlq.CompletedByRedelivered
+		}
 	}
 	return c, nil
 }
@@ -172,12 +193,14 @@ type FailedDelivery struct {
 }
 
 // Settle ends the claim. Records whose produce failed are put back as they
-// were — state, attempt and redelivered_at — with the failure stored on them
-// and due again at its NextAttemptAt (or, with Discard, discarded as dead
-// letters, attempt and redelivered_at put back); the others stay redelivered, and are
-// counted as retried in the queue's activity for the minute of now. One
-// statement, guarded by the claim's token: a record that changed since (a
-// repeat failure joined it, an operator retried it) is left alone.
+// were — state, attempt and redelivered_at, not completed, no acknowledgement
+// awaited — with the failure stored on them and due again at its
+// NextAttemptAt (or, with Discard, discarded as dead letters, attempt and
+// redelivered_at put back); the others stay as the claim left them
+// (completed, or waiting for their acknowledgement), and are counted as
+// retried in the queue's activity for the minute of now. One statement,
+// guarded by the claim's token: a record that changed since (a repeat
+// failure joined it, an acknowledgement completed it) is left alone.
 func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, now time.Time) error {
 	if c.Token == "" {
 		return nil
@@ -198,24 +221,7 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 		}
 	}
 	var ended bool
-	err := s.pool.QueryRow(ctx, `
-		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
-		undo AS (
-			UPDATE redrive_record r
-			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
-			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
-			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
-			    attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
-			    redelivery_failure = f.failure, updated_at = $7,
-			    `+archiveAgainIf("f.discard")+`
-			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[], $10::bool[])
-			     AS f(id, state, redelivered_at, failure, next, discard)
-			WHERE r.id = f.id AND r.claim_token = lease.token AND r.state = 'available' AND r.next_retry_at IS NULL
-			RETURNING r.id),
-		activity AS (
-			INSERT INTO redrive_queue_activity (queue, minute, retried)
-			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
-		SELECT EXISTS (SELECT 1 FROM lease)`, c.Token, ids, states, redeliveredAt, failures, next, now,
+	err := s.pool.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
 		now.Truncate(time.Minute), n, discard).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
@@ -226,6 +232,40 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	}
 	return nil
 }
+
+// asClaimed holds for a record (r) that is as its claim left it: redelivered
+// and waiting for nothing but its outcome — not joined by a repeat failure
+// (which sets next_retry_at or discards it), not acknowledged.
+const asClaimed = `r.next_retry_at IS NULL
+	AND (r.state = 'available' OR r.state = 'completed' AND r.completed_by = 'redelivered')`
+
+// undoCompletion renders the SET assignments that take back what a claim set
+// about completion.
+const undoCompletion = `completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
+
+// settleSQL is Settle's statement: $1 the claim's token, $2–$6 and $10 the
+// failed records (id, prior state, prior redelivered_at, failure, next
+// attempt, discard), $7 now, $8 its minute, $9 how many failed.
+var settleSQL = `
+		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
+		undo AS (
+			UPDATE redrive_record r
+			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
+			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
+			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
+			    attempt = r.attempt - 1, next_retry_at = f.next, redelivered_at = f.redelivered_at,
+			    redelivery_failure = f.failure, updated_at = $7, ` + undoCompletion + `,
+			    ` + archiveAgainIf("f.discard") + `
+			FROM lease, unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::timestamptz[], $10::bool[])
+			     AS f(id, state, redelivered_at, failure, next, discard)
+			-- r.id = ANY($2): the failed records are found by their ids, never
+			-- by a scan of the completed records asClaimed would allow.
+			WHERE r.id = f.id AND r.id = ANY($2) AND r.claim_token = lease.token AND ` + asClaimed + `
+			RETURNING r.id),
+		activity AS (
+			INSERT INTO redrive_queue_activity (queue, minute, retried)
+			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
+		SELECT EXISTS (SELECT 1 FROM lease)`
 
 // Rescued is a record whose claim expired and was put back.
 type Rescued struct{ ID, Queue string }
@@ -240,17 +280,66 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time) ([]Rescued, er
 		var r Rescued
 		err := row.Scan(&r.ID, &r.Queue)
 		return r, err
-	}, `
+	}, rescueSQL, now)
+}
+
+// rescueSQL is RescueExpired's statement ($1: now). The records are found by
+// their ids (r.id = ANY), never by a scan of the completed records asClaimed
+// would allow: it runs every second.
+var rescueSQL = `
 		WITH expired AS (
 			DELETE FROM redrive_claim WHERE token IN (
 				SELECT token FROM redrive_claim WHERE expires_at < $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED)
 			RETURNING token, ids, prior_states),
 		back AS (SELECT e.token, u.id, u.state FROM expired e, unnest(e.ids, e.prior_states) AS u(id, state))
 		UPDATE redrive_record r
-		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1
+		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, ` + undoCompletion + `
 		FROM back
-		WHERE r.id = back.id AND r.claim_token = back.token AND r.state = 'available' AND r.next_retry_at IS NULL
-		RETURNING r.id, r.queue`, now)
+		WHERE r.id = back.id AND r.id = ANY (ARRAY(SELECT id FROM back)) AND r.claim_token = back.token AND ` + asClaimed + `
+		RETURNING r.id, r.queue`
+
+// Unacknowledged is a record just marked unacknowledged.
+type Unacknowledged struct {
+	ID, Queue string
+	Attempt   int
+}
+
+// MarkUnacknowledged marks up to limit records whose acknowledgement was due
+// before now (completion: ack) as unacknowledged, oldest due first, and
+// returns them. They stay available, and may be retried. Records a scheduler
+// is producing right now are left for a later pass; rows another statement
+// holds are skipped. Index redrive_record_ack_due keeps it a range scan.
+func (s *Store) MarkUnacknowledged(ctx context.Context, now time.Time, limit int) ([]Unacknowledged, error) {
+	return collect(ctx, s.pool, "mark unacknowledged records", func(row pgx.CollectableRow) (Unacknowledged, error) {
+		var u Unacknowledged
+		err := row.Scan(&u.ID, &u.Queue, &u.Attempt)
+		return u, err
+	}, `
+		WITH due AS (
+			SELECT id FROM redrive_record
+			WHERE state = 'available' AND ack_due_at IS NOT NULL AND unacknowledged_at IS NULL AND ack_due_at <= $1
+			  AND next_retry_at IS NULL AND NOT `+inFlightSQL+`
+			ORDER BY ack_due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE redrive_record r SET unacknowledged_at = $1, updated_at = $1
+		FROM due WHERE r.id = due.id
+		RETURNING r.id, r.queue, r.attempt`, now, limit)
+}
+
+// UnacknowledgedQueues counts, for each of queues, its records marked
+// unacknowledged. Queues with none are absent. A partial index keeps it cheap.
+func (s *Store) UnacknowledgedQueues(ctx context.Context, queues []string) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FROM redrive_record
+		WHERE state = 'available' AND unacknowledged_at IS NOT NULL AND queue = ANY($1) GROUP BY queue`, queues)
+	if err != nil {
+		return nil, fmt.Errorf("unacknowledged records per queue: %w", err)
+	}
+	out := map[string]int64{}
+	var q string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("unacknowledged records per queue: %w", err)
+	}
+	return out, nil
 }
 
 // Blocked is a queue's records whose redelivery keeps failing.

@@ -17,8 +17,8 @@ var ErrRuleExists = errors.New("replay rule already exists")
 type ReplayParams struct {
 	// Rule is the rule's name, recorded in the record's meta.
 	Rule string
-	// Filter selects records (State, States and Exhaustion are ignored: a
-	// rule only replays dead letters).
+	// Filter selects records (State, States, Exhaustion, Unacknowledged and
+	// InFlight are ignored: a rule only replays dead letters).
 	Filter Filter
 	// Queue, when set, restricts the rule to one queue (a rule from a topic's
 	// policy); it is ANDed with Filter.Queue.
@@ -68,7 +68,7 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 		return nil, errors.New("replay: limit must be > 0")
 	}
 	f := p.Filter
-	f.State, f.Exhaustion, f.States = "", "", nil
+	f.State, f.Exhaustion, f.States, f.Unacknowledged, f.InFlight = "", "", nil, nil, nil
 	cond, args := f.where([]any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
 	args = append(args, p.DiscardedBefore)
 	cond += fmt.Sprintf(" AND discarded_at <= $%d", len(args))

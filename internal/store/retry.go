@@ -12,20 +12,31 @@ import (
 )
 
 // ErrConflict is returned when a record exists but is in no state for the
-// change asked (a retry of a completed or already redelivered record).
+// change asked (a retry of a completed record).
 var ErrConflict = errors.New("record is in a conflicting state")
 
-// RetryableStates are the states an operator may retry a record from: a dead
-// letter or discard, or a record still waiting for an automatic retry (which
-// a manual retry brings forward). An available record was already redelivered
-// and its outcome is pending; retrying it again would only duplicate it.
-var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable}
+// ErrInFlight is the conflict of a retry of a record a scheduler is
+// producing right now (see Record.InFlight); it is an ErrConflict.
+var ErrInFlight = fmt.Errorf("%w: the record is being redelivered right now", ErrConflict)
+
+// RetryableStates are the states an operator may retry a record from: every
+// state but completed. A dead letter or discard comes back, a waiting retry is
+// brought forward, and an available record — queued, waiting for an
+// acknowledgement, or unacknowledged — is sent again; but never one a
+// scheduler is producing right now (in flight), which retries leave out
+// (Filter.InFlight, ErrInFlight).
+var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.StateAvailable}
 
 // retrySet is the one definition of a manual retry (docs/api.md, OJS
 // dead-letter spec §6.1): available, attempt reset, redelivered as soon as the
 // scheduler sees it; the id and error history are kept.
 const retrySet = `state = 'available', attempt = 0, next_retry_at = now(), enqueued_at = now(),
-	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = now()`
+	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = now(),
+	completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
+
+// notInFlight is the condition a record must meet to be retried besides its
+// state (RetryableStates).
+var notInFlight = "NOT " + inFlightSQL
 
 // RetryParams is a manual retry of one record with optional changes.
 type RetryParams struct {
@@ -43,8 +54,8 @@ type RetryParams struct {
 }
 
 // RetryRecord retries one record: ErrNotFound when it does not exist,
-// ErrConflict when its state does not allow a retry (see RetryableStates). A
-// record the scheduler has claimed is available already, which is a conflict.
+// ErrConflict when its state does not allow a retry (see RetryableStates),
+// ErrInFlight when a scheduler is producing it right now.
 func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, error) {
 	redeliv, err := encodeRedelivery(p.Redelivery)
 	if err != nil {
@@ -62,8 +73,8 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 		meta = CASE WHEN $3::jsonb IS NULL THEN meta ELSE meta || $3::jsonb END,
 		retry = coalesce($4::jsonb, retry),
 		max_attempts = CASE WHEN $4::jsonb IS NULL THEN max_attempts ELSE $5 END
-		WHERE id = $1 AND state = ANY($6)
-		RETURNING %s`, retrySet, readColumns)
+		WHERE id = $1 AND state = ANY($6) AND %s
+		RETURNING %s`, retrySet, notInFlight, readColumns)
 	rows, err := s.pool.Query(ctx, q, p.ID, redeliv, meta, retry, p.MaxAttempts, stateStrings(RetryableStates))
 	if err != nil {
 		return nil, fmt.Errorf("retry record %s: %w", p.ID, err)
@@ -78,14 +89,18 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 	return &r, nil
 }
 
-// whyNot tells ErrNotFound from ErrConflict after a guarded update matched nothing.
+// whyNot tells ErrNotFound, ErrInFlight and ErrConflict apart after a
+// guarded retry matched nothing.
 func (s *Store) whyNot(ctx context.Context, id string) error {
-	var exists bool
-	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE id = $1)", id).Scan(&exists); err != nil {
-		return fmt.Errorf("look up record %s: %w", id, err)
-	}
-	if !exists {
+	var exists, inFlight bool
+	err := s.pool.QueryRow(ctx, "SELECT true, "+inFlightSQL+" FROM redrive_record WHERE id = $1", id).Scan(&exists, &inFlight)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return ErrNotFound
+	case err != nil:
+		return fmt.Errorf("look up record %s: %w", id, err)
+	case inFlight:
+		return ErrInFlight
 	}
 	return ErrConflict
 }
@@ -147,11 +162,10 @@ type BatchResult struct {
 // statement holds (a claim being taken, ingest joining a repeat failure) are
 // waited for, not skipped: the keyset cursor moves past every id of a batch,
 // so a skipped row would never be seen again. Those statements are short and
-// none waits on Kafka, so the waits are too. Only RetryableStates are
-// retried, whatever the filter says.
+// none waits on Kafka, so the waits are too. Only records in
+// RetryableStates and not in flight are retried, whatever the filter says.
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
-	f := p.Filter
-	f.States = intersectStates(f.States, RetryableStates)
+	f := retryFilter(p.Filter)
 	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING "+batchRowColumns)
 }
 
@@ -193,7 +207,7 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter,
 // records remain, when every row it locked changed under it meanwhile.
 func (s *Store) RemainsAfter(ctx context.Context, kind string, f Filter, afterID string) (bool, error) {
 	if kind == "retry" {
-		f.States = intersectStates(f.States, RetryableStates)
+		f = retryFilter(f)
 	}
 	cond, args := f.where(nil)
 	if afterID != "" {
@@ -207,18 +221,35 @@ func (s *Store) RemainsAfter(ctx context.Context, kind string, f Filter, afterID
 	return ok, nil
 }
 
-// CountRetryable counts the records a bulk retry with f would retry.
+// retryFilter narrows f to what a retry may touch: RetryableStates, not in
+// flight.
+func retryFilter(f Filter) Filter {
+	f.States = intersectStates(f.States, RetryableStates)
+	notInFlight := false
+	f.InFlight = &notInFlight
+	return f
+}
+
+// CountRetryable counts the records a bulk retry with f would retry: those in
+// RetryableStates, from the count table when the filter allows, less those in
+// flight (a few batches at most, found from the claim table).
 func (s *Store) CountRetryable(ctx context.Context, f *Filter) (int64, error) {
 	g := *f
 	g.States = intersectStates(g.States, RetryableStates)
-	return s.Count(ctx, &g)
+	n, err := s.Count(ctx, &g)
+	if err != nil || g.InFlight != nil {
+		return n, err
+	}
+	inFlight := true
+	g.InFlight = &inFlight
+	busy, err := s.Count(ctx, &g)
+	return n - busy, err
 }
 
 // RetryOldest retries up to n of the oldest records matching f (a
 // compatibility requeue) and returns their ids.
 func (s *Store) RetryOldest(ctx context.Context, f *Filter, n int) ([]string, error) {
-	g := *f
-	g.States = intersectStates(g.States, RetryableStates)
+	g := retryFilter(*f)
 	cond, args := g.where(nil)
 	args = append(args, n)
 	q := fmt.Sprintf(`UPDATE redrive_record SET %s WHERE id IN (

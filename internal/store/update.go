@@ -16,8 +16,9 @@ import (
 //
 // The saved fields are those a failure, an acknowledgement or an operator
 // changes: state, exhaustion, attempt, max_attempts, errors, retry,
-// next_retry_at, discarded_at, completed_at, updated_at (and failed_at, from
-// the errors). A record that becomes
+// next_retry_at, discarded_at, completed_at, completed_by, ack_due_at,
+// unacknowledged_at, updated_at (and failed_at, from the errors). A record
+// that becomes
 // discarded is (again) due to be archived, with its longer history.
 //
 // If Postgres refuses the new error history for what it holds (details that
@@ -62,11 +63,12 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 			batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
 				errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
 				updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint), failed_at = $14,
+				completed_by = $15, ack_due_at = $16, unacknowledged_at = $17,
 				`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
 				WHERE id = $1`,
 				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 				errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
-				r.UpdatedAt, r.Fingerprint, FailedAt(r))
+				r.UpdatedAt, r.Fingerprint, FailedAt(r), nullIfEmptyString(string(r.CompletedBy)), r.AckDueAt, r.UnacknowledgedAt)
 		}
 		saved = len(updates)
 		return tx.SendBatch(ctx, batch).Close()

@@ -14,7 +14,7 @@ import { activityChart } from "../lib/activity.js";
 import { incidentsTable } from "./incidents.js";
 
 // SORTS are the orders the queue list offers (the API's sort values).
-const SORTS = [["depth", "Waiting"], ["dead_letter", "Dead letters"], ["total", "Total"], ["oldest", "Oldest record"], ["name", "Name"]];
+const SORTS = [["depth", "Open (waiting + available)"], ["dead_letter", "Dead letters"], ["total", "Total"], ["oldest", "Oldest record"], ["name", "Name"]];
 const TOP = 20;
 const MAX_LIMIT = 1000; // the API's largest page
 const SEARCH_DELAY = 250; // ms of no typing before a search is sent
@@ -153,23 +153,58 @@ export function liveIndicator() {
   return span;
 }
 
+// STATE_COLUMNS split a queue's records into columns that add up to its
+// total, each linking to the records it counts: [label, title, count, filter].
+export const STATE_COLUMNS = [
+  ["Waiting", "retryable: waiting for their next automatic retry",
+    (s) => s.retryable, "state=retryable"],
+  ["Available", "queued for redelivery, being produced, or waiting for the consumer's acknowledgement (completion: ack)",
+    (s) => s.available - s.unacknowledged, "state=available&unacknowledged=false"],
+  ["Unacked", "unacknowledged: redelivered under completion: ack, and not acknowledged within ack_timeout; retry them",
+    (s) => s.unacknowledged, "state=available&unacknowledged=true"],
+  ["Completed", "redelivered and done: produced with no failure back, or acknowledged",
+    (s) => s.completed, "state=completed"],
+  ["Dead letters", "discarded and kept as dead letters", (s) => s.dead_letter, "exhaustion=dead_letter"],
+  ["Discards", "discarded and kept as discards (retention.discarded)", (s) => s.discard, "exhaustion=discard"],
+];
+
+// stateCells are a queue's STATE_COLUMNS cells and its total, each a link
+// to the records it counts.
+export function stateCells(q) {
+  const records = (filter) => `/ui/records?queue=${encodeURIComponent(q.name)}${filter ? "&" + filter : ""}`;
+  return [
+    ...STATE_COLUMNS.map(([label, , count, filter]) => {
+      const n = count(q.stats);
+      return el("td", { class: "num" + (label === "Unacked" && n > 0 ? " unacked" : "") }, link(records(filter), String(n)));
+    }),
+    el("td", { class: "num" }, link(records(""), String(q.stats.total))),
+  ];
+}
+
 function queuesTable(qs) {
-  return table(
-    ["Queue", "State", "Delivery", "Waiting", "Dead letters", "Discarded", "Total", "Oldest", "Added (1 h)", "Retried (1 h)"],
+  const wrap = table(
+    ["Queue", "State", "Delivery", ...STATE_COLUMNS.map(([label]) => label), "Total", "Oldest", "Added (1 h)", "Retried (1 h)"],
     qs.map((q) => el("tr", {},
       el("td", { class: "qname" }, link(`/ui/queues/${encodeURIComponent(q.name)}`, q.name,
         q.name === "_default" ? { title: "A topic named _default: it follows the default layer, which its page shows" } : {})),
       el("td", { class: `qstate-${q.state}` }, q.state),
       el("td", { class: q.delivery.state === "blocked" ? "blocked" : "" },
         q.delivery.state === "blocked" ? `blocked: ${plural(q.delivery.blocked_records, "record")} (${q.delivery.reason})` : "ok"),
-      el("td", { class: "num" }, link(`/ui/records?queue=${encodeURIComponent(q.name)}&state=retryable`, String(q.stats.depth))),
-      el("td", { class: "num" }, link(`/ui/records?queue=${encodeURIComponent(q.name)}&exhaustion=dead_letter`, String(q.stats.dead_letter))),
-      el("td", { class: "num" }, String(q.stats.discarded)),
-      el("td", { class: "num" }, link(`/ui/records?queue=${encodeURIComponent(q.name)}`, String(q.stats.total))),
+      ...stateCells(q),
       el("td", {}, ago(q.oldest_at)),
       el("td", { class: "num" }, q.last_hour ? String(q.last_hour.added) : "—"),
       el("td", { class: "num" }, q.last_hour ? String(q.last_hour.retried) : "—"))),
     { class: "queues" });
+  titleColumns(wrap);
+  return wrap;
+}
+
+// titleColumns explains each state column in its header's title.
+function titleColumns(t) {
+  const titles = Object.fromEntries(STATE_COLUMNS.map(([label, title]) => [label, title]));
+  for (const th of t.querySelectorAll("thead th")) {
+    if (titles[th.textContent]) th.title = titles[th.textContent];
+  }
 }
 
 export { incidentsTable }; // the incidents list's, shown here too

@@ -15,6 +15,7 @@ import { reload } from "../lib/nav.js";
 import { writeButton, confirmThen } from "../lib/write.js";
 import { scheduleView } from "../lib/schedule.js";
 import { replayRules } from "./replay.js";
+import { STATE_COLUMNS, stateCells } from "./overview.js";
 
 const ACTIONS = [["pause", "Pause", "paused"], ["resume", "Resume", "active"], ["drain", "Drain", "draining"]];
 
@@ -49,8 +50,7 @@ export async function queuePage(signal, name) {
     el("p", { class: "muted" }, "Paused: failures are still stored, nothing is redelivered. Draining: scheduled retries go out, replay rules start nothing new."),
     outcome,
     el("h2", {}, "Stats"),
-    table(["Retryable", "Available", "Completed", "Discarded", "Dead letters", "Discarded by policy", "Total"], [el("tr", {},
-      ["retryable", "available", "completed", "discarded", "dead_letter", "discard", "total"].map((k) => el("td", { class: "num" }, String(q.stats[k]))))]),
+    table([...STATE_COLUMNS.map(([label]) => label), "Total"], [el("tr", {}, stateCells(q))], { class: "stats" }),
     ...policySections(q, path, "the defaults"),
     replayRules(q.name, rules.items || []),
   );

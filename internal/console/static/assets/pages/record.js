@@ -14,9 +14,9 @@ import { scheduleView } from "../lib/schedule.js";
 import { stateText } from "./records.js";
 import { retryEditor } from "./retry_edit.js";
 
-// Records that can be retried: a waiting retry is brought forward, a
-// discarded one comes back; available and completed ones are in flight or done.
-const retryable = (r) => r.state === "discarded" || r.state === "retryable";
+// Any record can be retried but one a scheduler is producing right now (in
+// flight) and a completed one.
+const retryable = (r) => !r.in_flight && r.state !== "completed";
 
 // From LARGE_VALUE bytes on, a value's download is offered before the value
 // (lib/value.js lays out one of a megabyte or more only when asked).
@@ -69,7 +69,9 @@ export async function record(signal, id) {
       go(`/ui/records?queue=${encodeURIComponent(r.queue)}`);
     } catch (e) { outcome.fail(e.message); }
   };
-  const cannot = retryable(r) ? null : `A ${r.state} record cannot be retried: it is ${r.state === "available" ? "being redelivered" : "done"}.`;
+  const cannot = retryable(r) ? null : r.in_flight
+    ? "It is being redelivered right now: retry it once the produce is settled (reload in a few seconds)."
+    : `It is completed (${r.completed_by === "ack" ? "the consumer acknowledged its redelivery" : "its redelivery was produced and no failure came back"}): there is nothing to retry.`;
   // A binary or large value is offered for download up front, under the actions.
   const notice = valueNotice(r, kind, download("value"));
   const exhausted = r.state === "discarded";

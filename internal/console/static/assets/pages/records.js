@@ -20,6 +20,7 @@ const PRIMARY = [
 ];
 const MORE = [
   ["key", "Key"], ["type", "Type"], ["exhaustion", "Exhaustion", ["dead_letter", "discard"]],
+  ["unacknowledged", "Unacknowledged", ["true", "false"]],
   ["since", "Stored since (RFC 3339)", null, "2026-02-13T10:00:00Z"], ["until", "Stored until (RFC 3339)", null, "2026-02-13T12:00:00Z"],
   ["q", "Text in value"], ["path", "JSON path", null, "customer.id"], ["value", "JSON value at path"],
   ["header", "Header (key, key:value or key=value)", null, "tenant:acme"], ["incident", "Incident"],
@@ -396,4 +397,8 @@ function keyCell(r) {
     r.key_encoding === "base64" ? [" ", el("span", { class: "tag" }, "base64")] : null);
 }
 
-export const stateText = (r) => (r.exhaustion ? `${r.state} (${r.exhaustion})` : r.state);
+export const stateText = (r) => r.in_flight ? `${r.state} (being redelivered now)`
+  : r.exhaustion ? `${r.state} (${r.exhaustion})`
+  : r.state === "available" && r.unacknowledged_at ? "available (unacknowledged)"
+  : r.state === "completed" && r.completed_by ? `completed (${r.completed_by === "ack" ? "acknowledged" : "redelivered"})`
+  : r.state;
