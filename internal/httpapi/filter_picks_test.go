@@ -73,7 +73,9 @@ func TestHeaderFiltersTakeColonOrEquals(t *testing.T) {
 // 1,000, each a record id; a retry or purge of them touches only them.
 func TestBulkOperationsTakePickedIDs(t *testing.T) {
 	b := setup(t)
+	// Paused: retried records stay available (a redelivery would complete them).
 	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/queues/orders/pause", nil, nil), http.StatusOK)
+	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/queues/billing/pause", nil, nil), http.StatusOK)
 	ids := b.seed(t, rec{}, rec{}, rec{}, rec{}, rec{queue: "billing"})
 	var a bulkAnswer
 	pick := map[string]any{"ids": []string{ids[0], ids[2], ids[4]}}
