@@ -173,7 +173,7 @@ func (a *App) init(ctx context.Context) error {
 		a.closeProducers()
 		return err
 	}
-	a.tasks, err = task.New(task.Config{Decode: httpapi.DecodeFilter, Wake: a.sched.Wake, Logger: a.log, OwnTopics: reservedTopics(cfg),
+	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, OwnTopics: reservedTopics(cfg),
 		OnBatch: func(kind string, rows []store.BatchRow) {
 			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
 		}}, st)

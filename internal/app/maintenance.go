@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -12,12 +11,10 @@ import (
 
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/events"
-	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/recreate"
-	"github.com/redrive/redrive/internal/store"
 )
 
 // maint holds the background upkeep: lifecycle events, the pruner, replay
@@ -104,15 +101,9 @@ func (a *App) initMaintenance() error {
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
-		// Rules filter like bulk retries, which leave Redrive's own topics
-		// (and Kafka's internal ones) alone.
-		DecodeFilter: func(raw json.RawMessage) (store.Filter, error) {
-			f, err := httpapi.DecodeFilter(raw)
-			f.NotQueues = append(f.NotQueues, reservedTopics(cfg)...)
-			f.NotInternal = true
-			return f, err
-		},
-		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+		// Rules leave Redrive's own topics (and Kafka's internal ones) alone,
+		// as bulk retries do.
+		OwnTopics: reservedTopics(cfg), Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
 	})
 	if err != nil {
 		m.close()

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/internal/httpapi"
+	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/task"
 )
 
 // A path filter deeper than 32 keys, or any filter field beyond its bound, is
@@ -59,9 +61,9 @@ func TestFilterBoundsAre400NamingTheField(t *testing.T) {
 
 	// A task filter stored before the bound existed is refused when read back.
 	raw, _ := json.Marshal(map[string]any{"path": deep, "value": 1})
-	_, err := httpapi.DecodeFilter(raw)
-	var apiErr *httpapi.APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || apiErr.Details["parameter"] != "filter.path" {
-		t.Errorf("DecodeFilter(deep path) = %v, want a 400 naming filter.path", err)
+	_, _, err := task.Selection(&store.Task{Kind: store.TaskRetry, Filter: raw}, nil)
+	var fe *filter.Error
+	if !errors.As(err, &fe) || fe.Field != "filter.path" {
+		t.Errorf("task.Selection(deep path) = %v, want an error naming filter.path", err)
 	}
 }

@@ -193,7 +193,7 @@ func TestBulkValidation(t *testing.T) {
 		{`{"filter":{"path":"a..b","value":1}}`, 400, "filter.path"},
 		{`{"filter":{"path":"a","value":{"x":1}}}`, 400, "filter.value"},
 		{`{"filter":{"header":[":v"]}}`, 400, "filter.header"},
-		{`{"filter":{"colour":"red"}}`, 400, "colour"},
+		{`{"filter":{"colour":"red"}}`, 400, "filter.colour"},
 		{`{"filter":{"queue":17}}`, 400, "filter.queue"},
 		{`{"confirm":"yes"}`, 400, "confirm"},
 		{`{"rate_limit":-1}`, 400, "rate_limit"},

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -150,7 +151,7 @@ func (s *Server) compatJobs(c echo.Context) error {
 		}
 	}
 	page, err := s.store.ListPreviews(c.Request().Context(), &store.ListParams{
-		Filter: store.Filter{Queue: topic, State: dlq.StateDiscarded}, Limit: limit, Offset: start})
+		Filter: filter.Filter{Queue: topic, State: dlq.StateDiscarded}, Limit: limit, Offset: start})
 	if err != nil {
 		return err
 	}
@@ -178,13 +179,13 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 			n = maxRequeueAll
 		}
 		ctx := c.Request().Context()
-		f := store.Filter{Queue: topic, State: dlq.StateDiscarded, NotQueues: s.cfg.Reserved.Names(), NotInternal: true}
-		noteAudit(c, topic, f, nil)
-		ids, err := s.store.RetryOldest(ctx, &f, n)
+		f := filter.Filter{Queue: topic, State: dlq.StateDiscarded}
+		noteAudit(c, topic, f.Canonical(), nil)
+		ids, err := s.store.RetryOldest(ctx, &f, filter.Scope{NotQueues: s.cfg.Reserved.Names(), NotInternal: true}, n)
 		if err != nil {
 			return err
 		}
-		noteAudit(c, topic, f, count64(len(ids)))
+		noteAudit(c, topic, f.Canonical(), count64(len(ids)))
 		if len(ids) == 0 {
 			return c.JSON(http.StatusOK, map[string]any{"success": false, "message": "No jobs to requeue in " + name, "job": nil})
 		}
@@ -236,9 +237,9 @@ func (s *Server) compatClear(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := store.Filter{Queue: topic, State: dlq.StateDiscarded}
+	f := filter.Filter{Queue: topic, State: dlq.StateDiscarded}
 	n, err := s.store.PurgeAll(c.Request().Context(), &f)
-	noteAudit(c, topic, f, &n)
+	noteAudit(c, topic, f.Canonical(), &n)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -290,7 +291,8 @@ func (s *Server) deleteRecord(c echo.Context) error {
 
 // bulkBody is the body of the bulk operations.
 type bulkBody struct {
-	Filter *FilterJSON `json:"filter"`
+	// Filter is read by filter.ParseJSON; absent or null matches every record.
+	Filter json.RawMessage `json:"filter"`
 	// Confirm runs the operation; without it only the count is returned.
 	Confirm bool `json:"confirm"`
 	// RateLimit bounds records per second (0: unlimited).
@@ -315,13 +317,11 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	if err := decodeStrict(body, &b); err != nil {
 		return err
 	}
-	if b.Filter == nil {
-		b.Filter = &FilterJSON{}
-	}
-	f, err := b.Filter.toStore("filter.")
+	f, err := filter.ParseJSON(b.Filter, filter.Bulk, "filter")
 	if err != nil {
 		return err
 	}
+	canon := f.Canonical()
 	rate := 0.0
 	if b.RateLimit != nil {
 		rate = *b.RateLimit
@@ -334,21 +334,20 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	if kind == store.TaskRetry {
 		// Records of Redrive's own topics have nowhere to go back to: a bulk
 		// retry skips them and says how many.
-		all, err := s.store.CountRetryable(ctx, &f)
+		all, err := s.store.CountRetryable(ctx, &f, filter.Scope{})
 		if err != nil {
 			return err
 		}
-		f.NotQueues, f.NotInternal = s.cfg.Reserved.Names(), true
-		if n, err = s.store.CountRetryable(ctx, &f); err != nil {
+		if n, err = s.store.CountRetryable(ctx, &f, filter.Scope{NotQueues: s.cfg.Reserved.Names(), NotInternal: true}); err != nil {
 			return err
 		}
 		skipped = all - n
 	} else if n, err = s.store.Count(ctx, &f); err != nil {
 		return err
 	}
-	noteAudit(c, "dry_run", b.Filter, &n)
+	noteAudit(c, "dry_run", canon, &n)
 	if !b.Confirm {
-		out := map[string]any{"dry_run": true, "would_affect": n, "filter": b.Filter,
+		out := map[string]any{"dry_run": true, "would_affect": n, "filter": canon,
 			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"}
 		if kind == store.TaskRetry {
 			out["skipped"] = skipped
@@ -359,16 +358,12 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
-	raw, err := json.Marshal(b.Filter)
-	if err != nil {
-		return err
-	}
-	t, err := s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: kind, Filter: raw, RateLimit: rate,
+	t, err := s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: kind, Filter: canon, RateLimit: rate,
 		BatchSize: 500, Total: n, CreatedBy: keyName(c)})
 	if err != nil {
 		return err
 	}
-	noteAudit(c, "task:"+t.ID, b.Filter, &n)
+	noteAudit(c, "task:"+t.ID, canon, &n)
 	s.cfg.KickTasks()
 	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/tasks/"+t.ID)
 	return c.JSON(http.StatusAccepted, map[string]any{"dry_run": false, "would_affect": n, "task": toTaskJSON(t)})

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // errorTypesParams are the query parameters of GET /dead-letter/error-types.
@@ -38,8 +40,9 @@ func (s *Server) listErrorTypes(c echo.Context) error {
 			return invalidParam(name, "must be valid UTF-8 without NUL characters")
 		}
 	}
-	if msg := dlq.FilterFieldProblem("queue", queue); msg != "" {
-		return invalidParam("queue", msg)
+	// queue is the record filter's, bounded as it is.
+	if _, err := filter.ParseQuery(url.Values{"queue": {queue}}, filter.List); err != nil {
+		return err
 	}
 	if len(search) > maxErrorTypeSearch {
 		return invalidParam("q", "must be at most 255 bytes (the longest error type stored)")

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // Error codes of the OJS error envelope (docs/api.md, Conventions).
@@ -71,8 +73,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	var apiErr *APIError
 	var httpErr *echo.HTTPError
+	var filterErr *filter.Error
 	switch {
 	case errors.As(err, &apiErr):
+	case errors.As(err, &filterErr):
+		apiErr = invalidParam(filterErr.Field, filterErr.Msg)
 	case errors.As(err, &httpErr):
 		msg, _ := httpErr.Message.(string)
 		if msg == "" {

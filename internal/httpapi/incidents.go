@@ -3,11 +3,11 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -110,6 +110,4 @@ func (s *Server) getIncident(c echo.Context) error {
 
 // validIncidentID reports whether id looks like a fingerprint (lowercase
 // hex), so that anything else is refused before it reaches a query.
-func validIncidentID(id string) bool {
-	return id != "" && len(id) <= 64 && strings.Trim(id, "0123456789abcdef") == ""
-}
+func validIncidentID(id string) bool { return filter.ValidIncident(id) }

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -43,11 +44,12 @@ type listJSON struct {
 	Pagination paginationJSON `json:"pagination"`
 }
 
-// listParams are the query parameters GET /dead-letter accepts.
+// listParams are the query parameters GET /dead-letter accepts: its filter's
+// keys, and these.
 var listParams = map[string]bool{"limit": true, "cursor": true, "offset": true, "sort": true}
 
 func init() {
-	for _, p := range filterParams {
+	for _, p := range filter.Names(filter.List) {
 		listParams[p] = true
 	}
 }
@@ -263,11 +265,7 @@ func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
 	if len(q["sort"]) > 1 {
 		return nil, none, invalidParam("sort", "given more than once")
 	}
-	fj, err := filterFromQuery(q)
-	if err != nil {
-		return nil, none, err
-	}
-	f, err := fj.toStore("")
+	f, err := filter.ParseQuery(q, filter.List)
 	if err != nil {
 		return nil, none, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
@@ -21,7 +22,7 @@ import (
 // "policy" and the queues they apply to; they are read-only here.
 type replayRuleJSON struct {
 	Name       string          `json:"name"`
-	Filter     map[string]any  `json:"filter"`
+	Filter     json.RawMessage `json:"filter"`
 	Delay      policy.Duration `json:"delay"`
 	MaxReplays int             `json:"max_replays"`
 	Enabled    bool            `json:"enabled"`
@@ -43,13 +44,14 @@ type windowJSON struct {
 // max_replays are required; enabled defaults to true, rate_limit to 0
 // (unlimited), window to none.
 type replayRuleBody struct {
-	Name       string         `json:"name"`
-	Filter     map[string]any `json:"filter"`
-	Delay      *string        `json:"delay"`
-	MaxReplays *int           `json:"max_replays"`
-	Enabled    *bool          `json:"enabled"`
-	RateLimit  *float64       `json:"rate_limit"`
-	Window     *windowJSON    `json:"window"`
+	Name string `json:"name"`
+	// Filter is read by filter.ParseJSON (the keys replay rules take).
+	Filter     json.RawMessage `json:"filter"`
+	Delay      *string         `json:"delay"`
+	MaxReplays *int            `json:"max_replays"`
+	Enabled    *bool           `json:"enabled"`
+	RateLimit  *float64        `json:"rate_limit"`
+	Window     *windowJSON     `json:"window"`
 }
 
 func (s *Server) listReplayRules(c echo.Context) error {
@@ -233,7 +235,7 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 		return nil, invalidParam("name", "required")
 	case len(b.Name) > 200:
 		return nil, invalidParam("name", "longer than 200 characters")
-	case b.Filter == nil:
+	case len(b.Filter) == 0 || string(b.Filter) == "null":
 		return nil, invalidParam("filter", "required: an object such as {\"error_type\": \"ConnectionError\"} ({} matches every dead letter)")
 	case b.Delay == nil:
 		return nil, invalidParam("delay", "required: an ISO 8601 duration such as PT1H")
@@ -244,22 +246,16 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 	case b.RateLimit != nil && !(*b.RateLimit == 0 || *b.RateLimit >= policy.MinRateLimit && !math.IsInf(*b.RateLimit, 1)):
 		return nil, invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or at least %v replays per second, got %v", policy.MinRateLimit, *b.RateLimit))
 	}
-	filter, err := json.Marshal(b.Filter)
+	f, err := filter.ParseJSON(b.Filter, filter.Rule, "filter")
 	if err != nil {
-		return nil, invalidParam("filter", err.Error())
-	}
-	// The bulk-retry filter, exactly as POST /dead-letter/retry reads it.
-	if f, err := DecodeFilter(filter); err != nil {
-		return nil, underFilter(err)
-	} else if len(f.IDs) > 0 {
-		return nil, invalidParam("filter.ids", "a replay rule selects records by what they are, not by id; retry picked records with POST /ojs/v1/dead-letter/retry")
+		return nil, err
 	}
 	delay, err := policy.ParseDuration(*b.Delay)
 	if err != nil || delay < 0 {
 		return nil, invalidParam("delay", fmt.Sprintf("%q is not an ISO 8601 duration (e.g. PT1H, P1D)", *b.Delay))
 	}
 	r := &store.ReplayRule{Name: b.Name, Delay: delay, MaxReplays: *b.MaxReplays, Enabled: true, TimeZone: "UTC"}
-	r.Filter = filter
+	r.Filter = f.Canonical()
 	if b.Enabled != nil {
 		r.Enabled = *b.Enabled
 	}
@@ -282,7 +278,7 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 func storedRuleJSON(r *store.ReplayRule) replayRuleJSON {
 	out := replayRuleJSON{Name: r.Name, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 		RateLimit: r.RateLimit, Source: maintenance.SourceAPI, CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt}
-	_ = json.Unmarshal(r.Filter, &out.Filter)
+	out.Filter = r.Filter
 	if r.WindowStart != "" {
 		out.Window = &windowJSON{Start: r.WindowStart, End: r.WindowEnd, TimeZone: r.TimeZone}
 	}
@@ -290,24 +286,6 @@ func storedRuleJSON(r *store.ReplayRule) replayRuleJSON {
 }
 
 func policyRuleJSON(r maintenance.Rule) replayRuleJSON {
-	f := r.FilterSpec
-	if f == nil {
-		f = map[string]any{}
-	}
-	return replayRuleJSON{Name: r.Name, Filter: f, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays,
+	return replayRuleJSON{Name: r.Name, Filter: r.Filter.Canonical(), Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays,
 		Enabled: r.Enabled, Source: maintenance.SourcePolicy, Queues: r.Queues}
-}
-
-// underFilter names the offending field as filter.<field>.
-func underFilter(err error) error {
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
-		return err
-	}
-	out := *apiErr
-	if p, ok := out.Details["parameter"].(string); ok && !strings.HasPrefix(p, "filter.") {
-		out.Details = map[string]any{"parameter": "filter." + p}
-		out.Message = "filter." + p + ": " + strings.TrimPrefix(apiErr.Message, p+": ")
-	}
-	return &out
 }

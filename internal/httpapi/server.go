@@ -189,6 +189,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords},
 		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
 		{method: http.MethodGet, path: "/dead-letter/error-types", handler: s.listErrorTypes},
+		{method: http.MethodGet, path: "/dead-letter/filter-keys", handler: s.listFilterKeys},
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
 		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},

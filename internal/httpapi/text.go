@@ -5,11 +5,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // byteParams are the query parameters matched byte for byte against bytea
-// columns: they may hold anything, NUL and invalid UTF-8 included.
-var byteParams = map[string]bool{"key": true, "q": true}
+// columns: they may hold anything, NUL and invalid UTF-8 included. They are
+// the filter keys marked so (key, q).
+var byteParams = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range filter.Keys(0) {
+		if k.Bytes {
+			m[k.Name] = true
+		}
+	}
+	return m
+}()
 
 // needValue are the query parameters that are refused when given empty
 // (limit= is a mistake, not the default).
@@ -53,12 +64,23 @@ func rejectBadText(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // repeatable reports whether a query parameter may be given more than once:
-// header matches, and the event stream's type and topic filters.
+// the list's repeatable filter keys (header), and the event stream's type and
+// topic filters.
 func repeatable(c echo.Context, name string) bool {
-	if name == "header" {
+	if listRepeatable[name] {
 		return true
 	}
 	return c.Path() == BasePath+"/events" && (name == "type" || name == "topic" || name == "queue")
 }
+
+var listRepeatable = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range filter.Keys(filter.List) {
+		if k.Repeatable {
+			m[k.Name] = true
+		}
+	}
+	return m
+}()
 
 func validText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }

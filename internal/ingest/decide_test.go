@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/policy"
@@ -79,7 +80,7 @@ topics:
 		"closing":  {dlq.StateDiscarded, dlq.ExhaustionDeadLetter, 4}, // draining topics take no new retries
 		"override": {dlq.StateDiscarded, dlq.ExhaustionDiscard, 1},    // the record's redrive.retry header
 	} {
-		page, err := b.store.List(context.Background(), &store.ListParams{Filter: store.Filter{Queue: queue}, Limit: 1})
+		page, err := b.store.List(context.Background(), &store.ListParams{Filter: filter.Filter{Queue: queue}, Limit: 1})
 		if err != nil || len(page.Records) != 1 {
 			t.Fatalf("%s: %v", queue, err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
@@ -95,7 +96,7 @@ func waitForCount(t *testing.T, st *store.Store, want int64) {
 	var n int64
 	for time.Now().Before(deadline) {
 		var err error
-		if n, err = st.Count(context.Background(), &store.Filter{}); err == nil && n >= want {
+		if n, err = st.Count(context.Background(), &filter.Filter{}); err == nil && n >= want {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -319,7 +320,7 @@ func TestStopsAtRandomPointsOfThePipelineLoseAndDuplicateNothing(t *testing.T) {
 		s := start(t, b, b.store, "crash")
 		// Let it get going, then stop it wherever it is.
 		waitFor(t, "progress", func() bool {
-			n, err := b.store.Count(context.Background(), &store.Filter{})
+			n, err := b.store.Count(context.Background(), &filter.Filter{})
 			return err == nil && (n >= int64(round*400) || n == total)
 		})
 		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond)

@@ -2,18 +2,14 @@ package maintenance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
@@ -29,10 +25,8 @@ const (
 // a rate limit and a daily window).
 type Rule struct {
 	Name string
-	// Filter is FilterSpec decoded.
-	Filter store.Filter
-	// FilterSpec is the filter as written (JSON values).
-	FilterSpec map[string]any
+	// Filter selects the dead letters the rule replays.
+	Filter     filter.Filter
 	Delay      time.Duration
 	MaxReplays int
 	Enabled    bool
@@ -47,63 +41,9 @@ type Rule struct {
 	Queues []string
 }
 
-// FilterKeys are the filter fields a replay rule understands.
-var FilterKeys = []string{"queue", "type", "error_type", "since", "until"}
-
-// ParseFilter reads a replay rule's filter (the bulk-retry filter shape).
-// Unknown keys and values of the wrong type are errors naming the key.
-func ParseFilter(m map[string]any) (store.Filter, error) {
-	var f store.Filter
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := m[k]
-		s, ok := v.(string)
-		if !ok {
-			return f, fmt.Errorf("filter.%s: must be a string, got %v", k, v)
-		}
-		if msg := dlq.FilterFieldProblem(k, s); msg != "" {
-			return f, fmt.Errorf("filter.%s: %s", k, msg)
-		}
-		switch k {
-		case "queue":
-			f.Queue = s
-		case "type":
-			f.Type = s
-		case "error_type":
-			f.ErrorType = s
-		case "since", "until":
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				return f, fmt.Errorf("filter.%s: %q is not an RFC 3339 time", k, s)
-			}
-			if k == "since" {
-				f.Since = t
-			} else {
-				f.Until = t
-			}
-		default:
-			return f, fmt.Errorf("filter.%s: unknown filter field (known: %s)", k, strings.Join(FilterKeys, ", "))
-		}
-	}
-	return f, nil
-}
-
-// DecodeFilter reads a rule's filter (a JSON object) with ParseFilter; the
-// app uses the API's bulk-retry filter decoder instead.
-func DecodeFilter(raw json.RawMessage) (store.Filter, error) {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return store.Filter{}, fmt.Errorf("filter: %w", err)
-	}
-	return ParseFilter(m)
-}
-
-// RuleFromStore converts an API rule, decoding its filter with decode.
-func RuleFromStore(r *store.ReplayRule, decode func(json.RawMessage) (store.Filter, error)) (Rule, error) {
-	var m map[string]any
-	if err := json.Unmarshal(r.Filter, &m); err != nil {
-		return Rule{}, fmt.Errorf("filter: %w", err)
-	}
-	f, err := decode(r.Filter)
+// RuleFromStore converts an API rule, reading its stored filter back.
+func RuleFromStore(r *store.ReplayRule) (Rule, error) {
+	f, err := filter.ParseJSON(r.Filter, filter.Rule, "filter")
 	if err != nil {
 		return Rule{}, err
 	}
@@ -111,7 +51,7 @@ func RuleFromStore(r *store.ReplayRule, decode func(json.RawMessage) (store.Filt
 	if err != nil {
 		return Rule{}, err
 	}
-	return Rule{Name: r.Name, Filter: f, FilterSpec: m, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+	return Rule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 		RateLimit: r.RateLimit, Window: w, Source: SourceAPI}, nil
 }
 
@@ -125,10 +65,10 @@ type ReplayerConfig struct {
 	Interval time.Duration
 	// BatchSize is the most records one rule replays per pass. Default 500.
 	BatchSize int
-	// DecodeFilter reads a rule's filter. Default DecodeFilter (queue, type,
-	// error_type, since, until); the app passes the API's bulk-retry filter
-	// decoder, so rules filter exactly like POST /dead-letter/retry.
-	DecodeFilter func(json.RawMessage) (store.Filter, error)
+	// OwnTopics are Redrive's own topics (DLQ, archive, events): rules leave
+	// their records alone, as they leave Kafka's internal topics alone, since
+	// such records have no topic to go back to.
+	OwnTopics []string
 	// Wake asks the redelivery scheduler to pick replayed records up now. Optional.
 	Wake func()
 	// Events receives dead_letter.replayed. Optional.
@@ -152,9 +92,6 @@ func (c ReplayerConfig) withDefaults() ReplayerConfig {
 	}
 	if c.Wake == nil {
 		c.Wake = func() {}
-	}
-	if c.DecodeFilter == nil {
-		c.DecodeFilter = DecodeFilter
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewDeadLetter(nil, nil)
@@ -246,23 +183,14 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 			continue
 		}
 		for _, pr := range t.ReplayRules {
-			raw, err := json.Marshal(pr.Filter)
-			var f store.Filter
-			if err == nil {
-				f, err = r.cfg.DecodeFilter(raw)
-			}
-			if err != nil {
-				r.warnOnce("replay rule from policy skipped", pr.Name, q, err)
-				continue
-			}
-			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%v\x00%v\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter,
+			key := fmt.Sprintf("%s\x00%t\x00%d\x00%d\x00%s\x00%v\x00%v", pr.Name, pr.Enabled, pr.Delay, pr.MaxReplays, pr.Filter.Canonical(),
 				pr.RateLimit, pr.WindowSpec)
 			if i, ok := byName[key]; ok {
 				rules[i].Queues = append(rules[i].Queues, q)
 				continue
 			}
 			byName[key] = len(rules)
-			rules = append(rules, Rule{Name: pr.Name, Filter: f, FilterSpec: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
+			rules = append(rules, Rule{Name: pr.Name, Filter: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
 				Enabled: pr.Enabled, RateLimit: pr.RateLimit, Window: pr.Window, Source: SourcePolicy, Queues: []string{q}})
 		}
 	}
@@ -271,7 +199,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 		return nil, nil, err
 	}
 	for i := range stored {
-		rule, err := RuleFromStore(&stored[i], r.cfg.DecodeFilter)
+		rule, err := RuleFromStore(&stored[i])
 		if err != nil {
 			r.warnOnce("replay rule from API skipped", stored[i].Name, "", err)
 			continue
@@ -343,10 +271,9 @@ func (r *Replayer) replay(ctx context.Context, db *store.Maint, res *ReplayResul
 			if limit == 0 {
 				continue
 			}
-			f := rule.Filter
-			f.NotInternal = true // Kafka's internal topics are never redelivery targets
 			done, err := db.Replay(ctx, &store.ReplayParams{
-				Rule: rule.Name, Filter: f, Queue: q, ExcludeQueues: draining,
+				Rule: rule.Name, Filter: rule.Filter, Scope: filter.Scope{NotQueues: r.cfg.OwnTopics, NotInternal: true},
+				Queue: q, ExcludeQueues: draining,
 				DiscardedBefore: now.Add(-rule.Delay), MaxReplays: rule.MaxReplays, Limit: limit, Now: now,
 			})
 			for _, d := range done {

@@ -6,32 +6,36 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
 )
 
 // A replay rule never replays the dead letters of a Kafka internal topic
-// ("__…"): they have no topic to go back to, whatever the rule's filter.
+// ("__…") or of Redrive's own topics (OwnTopics): they have no topic to go
+// back to, whatever the rule's filter.
 func TestReplayRuleLeavesInternalTopicsAlone(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	now := b.clock.now()
 	dead := rec{state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now.Add(-2 * time.Hour)}
-	orders, internal := dead, dead
-	orders.queue, internal.queue = "orders", "__consumer_offsets"
-	ids := b.insert(t, orders, internal)
+	orders, internal, own := dead, dead, dead
+	orders.queue, internal.queue, own.queue = "orders", "__consumer_offsets", "dead_letter_queue"
+	ids := b.insert(t, orders, internal, own)
 	everything := topicPolicy(func(t *policy.Topic) {
-		t.ReplayRules = []policy.ReplayRule{{Name: "all", Filter: map[string]any{}, Delay: time.Hour, MaxReplays: 5, Enabled: true}}
+		t.ReplayRules = []policy.ReplayRule{{Name: "all", Filter: filter.Filter{}, Delay: time.Hour, MaxReplays: 5, Enabled: true}}
 	})
-	r := b.replayer(t, everything, maintenance.ReplayerConfig{})
+	r := b.replayer(t, everything, maintenance.ReplayerConfig{OwnTopics: []string{"dead_letter_queue"}})
 	res, err := r.RunOnce(ctx)
 	mustNoErr(t, err)
 	if len(res.Replayed) != 1 || res.Replayed[0].ID != ids[0] {
 		t.Fatalf("replayed %+v; want the orders record only", res.Replayed)
 	}
-	got, err := b.store.Get(ctx, ids[1])
-	mustNoErr(t, err)
-	if got.State != dlq.StateDiscarded {
-		t.Fatalf("the __consumer_offsets record was replayed: %s", got.State)
+	for _, id := range ids[1:] {
+		got, err := b.store.Get(ctx, id)
+		mustNoErr(t, err)
+		if got.State != dlq.StateDiscarded {
+			t.Fatalf("the %s record was replayed: %s", got.Queue, got.State)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -104,7 +103,7 @@ func explain(t Topic, w io.Writer) error {
 		if !rr.Enabled {
 			state = "disabled"
 		}
-		filter, _ := json.Marshal(rr.Filter)
+		filter := rr.Filter.Canonical()
 		row("replay_rules."+rr.Name, fmt.Sprintf("%s, delay %s, max_replays %d, filter %s",
 			state, FormatDuration(rr.Delay), rr.MaxReplays, filter))
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // These tests keep api/policy.schema.json honest in two ways: every shipped and
@@ -385,6 +387,49 @@ func TestSchemaMatchesDecoder(t *testing.T) {
 	for k, want := range defMap {
 		if got := retryProps[k].(map[string]any)["default"]; !reflect.DeepEqual(got, want) {
 			t.Errorf("retry.%s: schema default %v, Default() %v", k, got, want)
+		}
+	}
+}
+
+// The schema's replay filter lists exactly the filter keys replay rules take,
+// each of its kind, with the table's enums and byte bounds.
+func TestSchemaFilterIsTheKeyTable(t *testing.T) {
+	t.Parallel()
+	def := schemaDef(loadSchema(t), "replayFilter")
+	if def["additionalProperties"] != false {
+		t.Error("replayFilter: additionalProperties must be false, as the filter package refuses unknown keys")
+	}
+	props := def["properties"].(map[string]any)
+	if got, want := slices.Sorted(maps.Keys(props)), slices.Sorted(slices.Values(filter.Names(filter.Rule))); !slices.Equal(got, want) {
+		t.Errorf("replayFilter properties %q, rule keys %q", got, want)
+	}
+	for _, k := range filter.Keys(filter.Rule) {
+		p, ok := props[k.Name].(map[string]any)
+		if !ok {
+			continue
+		}
+		if k.Repeatable {
+			if p["type"] != "array" {
+				t.Errorf("%s: type %v, want array", k.Name, p["type"])
+				continue
+			}
+			p = p["items"].(map[string]any)
+		}
+		want := map[filter.Kind]any{filter.String: "string", filter.Enum: "string", filter.Time: "string", filter.Bool: "boolean",
+			filter.Scalar: []any{"string", "number", "boolean", "null"}}[k.Kind]
+		if !reflect.DeepEqual(p["type"], want) {
+			t.Errorf("%s: type %v, want %v", k.Name, p["type"], want)
+		}
+		if k.Kind == filter.Enum {
+			var got []string
+			for _, e := range p["enum"].([]any) {
+				got = append(got, e.(string))
+			}
+			if !slices.Equal(got, k.Enum) {
+				t.Errorf("%s: enum %q, want %q", k.Name, got, k.Enum)
+			}
+		} else if n, _ := p["maxLength"].(float64); k.MaxBytes > 0 && int(n) != k.MaxBytes {
+			t.Errorf("%s: maxLength %v, want %d", k.Name, p["maxLength"], k.MaxBytes)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // Each testdata/*.good.yaml (and .yml) loads on its own.
@@ -95,6 +96,11 @@ var badFiles = map[string][]string{
 	"rule_filter_bounds": {"replay_rules[0].filter.path: must have at most 32 dot-separated keys, got 33",
 		"topics.orders.replay_rules[0].filter.header: must be at most 4096 bytes, got 4097",
 		"topics.orders.replay_rules[0].filter.q: must be at most 1024 bytes, got 1025"},
+	"rule_filter_keys": {"replay_rules[0].filter.error_typ: unknown filter key (known: queue, type, error_type, state,",
+		"replay_rules[0].filter.state: must be a string, got 7",
+		"topics.orders.replay_rules[0].filter.ids: not a filter key of replay rules (only of bulk operations)",
+		"topics.orders.replay_rules[1].filter.since: must be an RFC 3339 timestamp like 2026-02-13T10:00:00Z",
+		`topics.orders.replay_rules[1].filter.unacknowledged: must be a boolean (true or false), got "yes"`},
 	"bad_merge_key": {"_default.retry: a merge key (<<) must refer to a mapping"},
 	"alias_bomb":    {"alias_bomb.bad.yaml: document too large once aliases and merge keys are expanded (over 100000 nodes)"},
 	"many": {
@@ -236,7 +242,7 @@ func TestLoadDirSplitAcrossFiles(t *testing.T) {
 	}
 	// The rule disabled by name keeps its inherited fields.
 	r := got.ReplayRules[0]
-	if r.Name != "retry-connection-errors" || r.Enabled || r.MaxReplays != 3 || r.Delay != time.Hour || r.Filter["error_type"] != "ConnectionError" {
+	if r.Name != "retry-connection-errors" || r.Enabled || r.MaxReplays != 3 || r.Delay != time.Hour || r.Filter.ErrorType != "ConnectionError" {
 		t.Errorf("disabled rule = %+v", r)
 	}
 }
@@ -339,23 +345,30 @@ func TestEmptyDocuments(t *testing.T) {
 	}
 }
 
-// A filter read from YAML holds JSON types, like one read from JSON.
+// A filter read from YAML is the filter read from JSON: a YAML timestamp or
+// number reads as the JSON string or number would.
 func TestReplayFilterIsJSON(t *testing.T) {
 	t.Parallel()
 	set, err := load([]source{{"x.yaml", []byte(`replay_rules:
-  - {name: r, filter: {since: 2026-02-12T00:00:00Z, min_attempt: 3, tags: [a, b], nested: {ok: true}}, delay: PT1H, max_replays: 1}
+  - {name: r, filter: {since: 2026-02-12T00:00:00Z, path: n, value: 3, header: [a, "b:c"], unacknowledged: false}, delay: PT1H, max_replays: 1}
 `)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := set.Resolve("t", "").ReplayRules[0].Filter
-	want := map[string]any{"since": "2026-02-12T00:00:00Z", "min_attempt": 3.0, "tags": []any{"a", "b"}, "nested": map[string]any{"ok": true}}
+	no := false
+	want := filter.Filter{Since: time.Date(2026, 2, 12, 0, 0, 0, 0, time.UTC), Path: []string{"n"}, Value: "3",
+		Headers: []filter.Header{{Key: "a"}, {Key: "b", Value: "c", ValueSet: true}}, Unacknowledged: &no}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("filter = %#v", got)
 	}
-	fromJSON := mustTopicSpec(t, `{"replay_rules":[{"name":"r","filter":{"since":"2026-02-12T00:00:00Z","min_attempt":3,"tags":["a","b"],"nested":{"ok":true}}}]}`)
-	if !reflect.DeepEqual(fromJSON.ReplayRules[0].Filter, want) {
-		t.Errorf("JSON filter = %#v", fromJSON.ReplayRules[0].Filter)
+	fromJSON := mustTopicSpec(t, `{"replay_rules":[{"name":"r","filter":{"since":"2026-02-12T00:00:00Z","path":"n","value":3,"header":["a","b:c"],"unacknowledged":false},"delay":"PT1H","max_replays":1}]}`)
+	top, err := DefaultTopic().Apply("api", fromJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(top.ReplayRules[0].Filter, want) {
+		t.Errorf("JSON filter = %#v", top.ReplayRules[0].Filter)
 	}
 }
 

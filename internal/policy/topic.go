@@ -3,12 +3,12 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // Topic is the effective policy for one source topic (and optionally one record
@@ -90,8 +90,9 @@ type Redelivery struct {
 // ReplayRule is an effective automatic replay rule (OJS dead-letter spec §7).
 type ReplayRule struct {
 	Name string
-	// Filter selects dead letters like a bulk-retry filter; read-only.
-	Filter map[string]any
+	// Filter selects the dead letters the rule replays: the filter of the
+	// spec, read by the filter package.
+	Filter filter.Filter
 	// Delay is how long after a record is discarded it is replayed.
 	Delay time.Duration
 	// MaxReplays is how many times this rule may replay one record.
@@ -345,11 +346,18 @@ func mergeRule(base, s ReplayRuleSpec) ReplayRuleSpec {
 	return base
 }
 
-// ruleOf completes a merged rule spec; missing lists the required fields it lacks.
+// ruleOf completes a merged rule spec; missing lists the required fields it
+// lacks. A filter the filter package refuses counts as missing: specs are
+// checked (checkReplayFilter) before they are merged, so only a spec built in
+// Go can hold one.
 func ruleOf(s ReplayRuleSpec) (r ReplayRule, missing []string) {
-	r = ReplayRule{Name: s.Name, Filter: s.Filter, Enabled: true}
+	r = ReplayRule{Name: s.Name, Enabled: true}
 	if s.Filter == nil {
 		missing = append(missing, "filter")
+	} else if f, err := filter.ParseMap(s.Filter, filter.Rule, "filter"); err != nil {
+		missing = append(missing, "a valid filter ("+err.Error()+")")
+	} else {
+		r.Filter = f
 	}
 	if s.Delay == nil {
 		missing = append(missing, "delay")
@@ -377,12 +385,8 @@ func ruleOf(s ReplayRuleSpec) (r ReplayRule, missing []string) {
 
 func specOfRule(r ReplayRule) ReplayRuleSpec {
 	d, n, e := Duration(r.Delay), r.MaxReplays, r.Enabled
-	f := r.Filter
-	if f == nil {
-		f = map[string]any{}
-	}
 	rate := r.RateLimit
-	return ReplayRuleSpec{Name: r.Name, Filter: f, Delay: &d, MaxReplays: &n, Enabled: &e, RateLimit: &rate, Window: r.WindowSpec}
+	return ReplayRuleSpec{Name: r.Name, Filter: r.Filter.Map(), Delay: &d, MaxReplays: &n, Enabled: &e, RateLimit: &rate, Window: r.WindowSpec}
 }
 
 // Spec returns the TopicSpec that sets every field of t (no types): the inverse
@@ -439,13 +443,13 @@ type topicJSON struct {
 }
 
 type replayRuleJSON struct {
-	Name       string         `json:"name"`
-	Filter     map[string]any `json:"filter"`
-	Delay      Duration       `json:"delay"`
-	MaxReplays int            `json:"max_replays"`
-	Enabled    bool           `json:"enabled"`
-	RateLimit  float64        `json:"rate_limit"`
-	Window     *WindowSpec    `json:"window,omitempty"`
+	Name       string          `json:"name"`
+	Filter     json.RawMessage `json:"filter"`
+	Delay      Duration        `json:"delay"`
+	MaxReplays int             `json:"max_replays"`
+	Enabled    bool            `json:"enabled"`
+	RateLimit  float64         `json:"rate_limit"`
+	Window     *WindowSpec     `json:"window,omitempty"`
 }
 
 // MarshalJSON writes the effective policy in policy-file shape with every field
@@ -468,11 +472,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.AckTimeout = Duration(t.AckTimeout)
 	j.ReplayRules = make([]replayRuleJSON, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
-		f := r.Filter
-		if f == nil {
-			f = map[string]any{}
-		}
-		j.ReplayRules[i] = replayRuleJSON{Name: r.Name, Filter: maps.Clone(f), Delay: Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
+		j.ReplayRules[i] = replayRuleJSON{Name: r.Name, Filter: r.Filter.Canonical(), Delay: Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 			RateLimit: r.RateLimit, Window: r.WindowSpec}
 	}
 	return json.Marshal(j)

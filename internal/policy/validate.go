@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // Range checks for decoded policies (OJS retry spec §11, RET-16/RET-20). Types and
@@ -249,29 +251,17 @@ func topicNameProblem(name string, glob bool) string {
 	return ""
 }
 
-// checkReplayFilter bounds a replay rule's filter as the API bounds every
-// record filter (dlq.FilterFieldProblem): a path too deep for Postgres, or a
-// field too long, is refused when the file loads instead of failing every
-// replay pass. The replay engine checks the rest of the filter.
+// checkReplayFilter reads a replay rule's filter as the replay engine will
+// (filter.ParseMap): an unknown key, a value of the wrong kind or past its
+// bound is refused when the file loads instead of failing every replay pass.
 func (l *errorList) checkReplayFilter(f map[string]any, p string) {
-	for _, k := range slices.Sorted(maps.Keys(f)) {
-		var values []string
-		switch v := f[k].(type) {
-		case string:
-			values = []string{v}
-		case []any:
-			for _, e := range v {
-				if s, ok := e.(string); ok {
-					values = append(values, s)
-				}
-			}
-		}
-		for _, v := range values {
-			if msg := dlq.FilterFieldProblem(k, v); msg != "" {
-				l.addf(child(p, k), "%s", msg)
-				break
-			}
-		}
+	_, err := filter.ParseMap(f, filter.Rule, "")
+	var errs filter.Errors
+	if !errors.As(err, &errs) {
+		return
+	}
+	for _, e := range errs {
+		l.addf(child(p, e.Field), "%s", e.Msg)
 	}
 }
 

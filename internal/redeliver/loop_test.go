@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
@@ -70,7 +71,7 @@ func (b *bundle) waitRecord(t *testing.T, queue, what string, cond func(*dlq.Rec
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		page, err := b.store.List(context.Background(), &store.ListParams{Filter: store.Filter{Queue: queue}, Limit: 2})
+		page, err := b.store.List(context.Background(), &store.ListParams{Filter: filter.Filter{Queue: queue}, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/policy"
@@ -133,7 +134,7 @@ func (b *bundle) due(t *testing.T, queue string, n int) []dlq.Record {
 
 func (b *bundle) countState(t *testing.T, queue string, state dlq.State) int64 {
 	t.Helper()
-	n, err := b.store.Count(context.Background(), &store.Filter{Queue: queue, State: state})
+	n, err := b.store.Count(context.Background(), &filter.Filter{Queue: queue, State: state})
 	if err != nil {
 		t.Fatal(err)
 	}

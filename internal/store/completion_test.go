@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -42,10 +43,10 @@ func TestAckTimeoutMarksRecordsUnacknowledged(t *testing.T) {
 	if _, err := s.RetryRecord(ctx, &store.RetryParams{ID: a.ID}); !errors.Is(err, store.ErrInFlight) {
 		t.Fatalf("retrying a record in flight: %v", err)
 	}
-	if n, err := s.CountRetryable(ctx, &store.Filter{Queue: "orders"}); err != nil || n != 0 {
+	if n, err := s.CountRetryable(ctx, &filter.Filter{Queue: "orders"}, filter.Scope{}); err != nil || n != 0 {
 		t.Fatalf("CountRetryable while in flight = %d, %v", n, err)
 	}
-	if res := retryBatch(t, pool, s, store.Filter{Queue: "orders"}); res.N != 0 {
+	if res := retryBatch(t, pool, s, filter.Filter{Queue: "orders"}); res.N != 0 {
 		t.Fatalf("bulk retry took %d records in flight", res.N)
 	}
 	// Overdue but still being produced: left for a later pass.
@@ -80,7 +81,7 @@ func TestAckTimeoutMarksRecordsUnacknowledged(t *testing.T) {
 		t.Fatalf("unacknowledged per queue: %v, %v", n, err)
 	}
 	yes := true
-	if k, err := s.Count(ctx, &store.Filter{Queue: "orders", Unacknowledged: &yes}); err != nil || k != 2 {
+	if k, err := s.Count(ctx, &filter.Filter{Queue: "orders", Unacknowledged: &yes}); err != nil || k != 2 {
 		t.Fatalf("unacknowledged=true counts %d, %v", k, err)
 	}
 
@@ -97,7 +98,7 @@ func TestAckTimeoutMarksRecordsUnacknowledged(t *testing.T) {
 		t.Fatalf("after the retry: %v unacknowledged", n)
 	}
 	// The other one by a bulk retry of the unacknowledged records.
-	res := retryBatch(t, pool, s, store.Filter{Queue: "orders", Unacknowledged: &yes})
+	res := retryBatch(t, pool, s, filter.Filter{Queue: "orders", Unacknowledged: &yes})
 	if res.N != 1 || res.Rows[0].ID != b.ID {
 		t.Fatalf("bulk retry of unacknowledged records: %+v", res)
 	}
@@ -167,24 +168,24 @@ func TestRetryLeavesOutRecordsInFlightAndCompleted(t *testing.T) {
 			t.Errorf("retrying a completed record: %v, want ErrConflict", err)
 		}
 	}
-	if n, err := s.CountRetryable(ctx, &store.Filter{}); err != nil || n != 1 {
+	if n, err := s.CountRetryable(ctx, &filter.Filter{}, filter.Scope{}); err != nil || n != 1 {
 		t.Errorf("CountRetryable = %d, %v; want 1 (the waiting record)", n, err)
 	}
-	if n, err := s.CountRetryable(ctx, &store.Filter{State: dlq.StateCompleted}); err != nil || n != 0 {
+	if n, err := s.CountRetryable(ctx, &filter.Filter{State: dlq.StateCompleted}, filter.Scope{}); err != nil || n != 0 {
 		t.Errorf("CountRetryable(completed) = %d, %v", n, err)
 	}
-	res := retryBatch(t, pool, s, store.Filter{})
+	res := retryBatch(t, pool, s, filter.Filter{})
 	if res.N != 1 || res.Rows[0].ID != waiting.ID {
 		t.Errorf("bulk retry retried %+v, want only the waiting record", res.Rows)
 	}
-	if more, err := s.RemainsAfter(ctx, "retry", store.Filter{}, res.LastID); err != nil || more {
+	if more, err := s.RemainsAfter(ctx, "retry", &filter.Filter{}, filter.Scope{}, res.LastID); err != nil || more {
 		t.Errorf("RemainsAfter = %t, %v", more, err)
 	}
 }
 
 func retryBatch(t *testing.T, pool interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, s *store.Store, f store.Filter) store.BatchResult {
+}, s *store.Store, f filter.Filter) store.BatchResult {
 	t.Helper()
 	var res store.BatchResult
 	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {

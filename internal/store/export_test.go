@@ -9,9 +9,6 @@ var (
 // QueueActivitySQL is QueueActivity's statement, for its EXPLAIN.
 const QueueActivitySQL = queueActivitySQL
 
-// Where renders a filter's SQL condition, for EXPLAINs of the queries using it.
-func Where(f *Filter) (string, []any) { return f.where(nil) }
-
 // ListScans renders the statements a listing runs (one per segment it
 // reads), for their EXPLAINs.
 func ListScans(p *ListParams) []struct {

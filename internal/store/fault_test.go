@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -154,7 +155,7 @@ func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "53100" || res.N != 0 {
 		t.Fatalf("InsertEncoded = %+v, %v; want the server's error", res, err)
 	}
-	if n, err := s.Count(ctx, &store.Filter{}); err != nil || n != 0 {
+	if n, err := s.Count(ctx, &filter.Filter{}); err != nil || n != 0 {
 		t.Fatalf("%d records stored, %v; want none", n, err)
 	}
 	if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_record`); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -145,7 +146,7 @@ func TestHostileRecordsAreStored(t *testing.T) {
 			t.Fatalf("encoded=%v: batch again stored %d: %v; want every record a duplicate", encoded, res.N, err)
 		}
 	}
-	if n, err := s.Count(ctx, &store.Filter{}); err != nil || n != 4*int64(len(cases)) {
+	if n, err := s.Count(ctx, &filter.Filter{}); err != nil || n != 4*int64(len(cases)) {
 		t.Fatalf("count = %d, %v; want %d", n, err, 4*len(cases))
 	}
 }
@@ -233,7 +234,7 @@ func TestMinimalFormBoundsIdentifiers(t *testing.T) {
 		t.Errorf("Degraded(0) = %q", reason)
 	}
 	// Searchable by what it was stored as.
-	if n, err := s.Count(ctx, &store.Filter{Type: got.Type, ErrorType: got.LastError().Type}); err != nil || n != 1 {
+	if n, err := s.Count(ctx, &filter.Filter{Type: got.Type, ErrorType: got.LastError().Type}); err != nil || n != 1 {
 		t.Errorf("count by bounded type = %d, %v", n, err)
 	}
 }

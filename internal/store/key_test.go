@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -32,7 +33,7 @@ func TestKeyFilterFindsLongKeysThroughThePrefixIndex(t *testing.T) {
 		t.Fatalf("InsertRecords = %+v, %v", res, err)
 	}
 	key := fmt.Appendf(nil, "%d-%s", 7, long)
-	page, err := s.List(ctx, &store.ListParams{Filter: store.Filter{Key: key}, Limit: 10})
+	page, err := s.List(ctx, &store.ListParams{Filter: filter.Filter{Key: key}, Limit: 10})
 	if err != nil || len(page.Records) != 3 || page.Total != 3 {
 		t.Fatalf("List by key = %v; want 3 records", err)
 	}
@@ -44,7 +45,7 @@ func TestKeyFilterFindsLongKeysThroughThePrefixIndex(t *testing.T) {
 	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
 		t.Fatal(err)
 	}
-	cond, args := store.Where(&store.Filter{Key: key})
+	cond, args := store.Where(&filter.Filter{Key: key}, nil)
 	rows, err := pool.Query(ctx, "EXPLAIN SELECT id FROM redrive_record WHERE "+cond+" ORDER BY id DESC LIMIT 50", args...)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -45,7 +46,7 @@ func TestListPreviewsCutsInPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	page, err := s.ListPreviews(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 10})
+	page, err := s.ListPreviews(ctx, &store.ListParams{Filter: filter.Filter{Queue: "orders"}, Limit: 10})
 	if err != nil || len(page.Records) != 2 || page.Total != 2 {
 		t.Fatalf("ListPreviews = %+v, %v", page, err)
 	}
@@ -92,7 +93,7 @@ func TestListPreviewsCutsInPostgres(t *testing.T) {
 	}
 
 	// List still reads whole records.
-	full, err := s.List(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 10})
+	full, err := s.List(ctx, &store.ListParams{Filter: filter.Filter{Queue: "orders"}, Limit: 10})
 	if err != nil || !bytes.Equal(full.Records[1].Value, big.Value) || len(full.Records[1].Headers) != 30 {
 		t.Errorf("List: %v", err)
 	}

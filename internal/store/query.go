@@ -14,91 +14,34 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
-// Filter selects records. Zero fields do not filter; set fields are ANDed.
-type Filter struct {
-	Queue      string
-	Type       string
-	ErrorType  string
-	State      dlq.State
-	Exhaustion dlq.Exhaustion
-	// Since and Until bound created_at (when Redrive first stored the failure):
-	// Since inclusive, Until exclusive.
-	Since time.Time
-	Until time.Time
-	// Key matches the record key byte for byte.
-	Key []byte
-	// Q is a substring of the value, matched byte for byte (case-sensitive).
-	Q string
-	// Paths match JSON values in the payload: each is a key path and the value
-	// found there (a JSON scalar, or text compared as a JSON string).
-	Paths []PathMatch
-	// Headers match record headers: a header with that key (and, when
-	// ValueSet, that UTF-8 value) must be present.
-	Headers []HeaderMatch
-	// States, when set, restricts to these states (ANDed with State).
-	States []dlq.State
-	// MaxID, when set, excludes records with a greater id (created later).
-	MaxID string
-	// Incident is a fingerprint: records whose latest error has it.
-	Incident string
-	// NotQueues excludes records of these queues (bulk retries leave out
-	// Redrive's own topics: such records need a target topic of their own).
-	NotQueues []string
-	// IDs, when set, restricts to these records (an operator's selection).
-	IDs []string
-	// NotInternal excludes records whose queue is named as Kafka's internal
-	// topics are ("__…"): retries leave them out as they leave out
-	// Redrive's own topics (dlq.ReservedTopics).
-	NotInternal bool
-	// Unacknowledged, when set, keeps only records marked unacknowledged
-	// (true) or only the others (false).
-	Unacknowledged *bool
-	// InFlight, when set, keeps only records a scheduler is producing right
-	// now (true: claimed, the claim not settled) or only the others (false).
-	InFlight *bool
-}
-
-// PathMatch is a JSON match on the payload: the value at Path (object keys,
-// outermost first) equals Value.
-type PathMatch struct {
-	Path  []string
-	Value string
-}
-
-// HeaderMatch is a header that must be present.
-type HeaderMatch struct {
-	Key      string
-	Value    string
-	ValueSet bool
-}
-
-// dimsOnly reports whether the filter uses only the dimensions of the count
-// table, so that its total can be read from there.
-func (f *Filter) dimsOnly() bool {
-	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Paths) == 0 &&
-		len(f.Headers) == 0 && f.MaxID == "" && len(f.IDs) == 0 && f.Unacknowledged == nil && f.InFlight == nil
+// dimsOnly reports whether f, narrowed by sc, uses only the dimensions of
+// the count table, so that its total can be read from there.
+func dimsOnly(f *filter.Filter, sc *filter.Scope) bool {
+	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Path) == 0 &&
+		len(f.Headers) == 0 && len(f.IDs) == 0 && f.Unacknowledged == nil && (sc == nil || sc.MaxID == "" && sc.InFlight == nil)
 }
 
 // containment builds the jsonb documents whose containment (@>) in the payload
 // means "the value at path equals v": v as JSON when it is a JSON scalar, and
 // always v as a JSON string, so that ?path=id&value=17 finds 17 and "17".
-func (m PathMatch) containment() ([][]byte, error) {
+func containment(path []string, value string) ([][]byte, error) {
 	var vals []any
 	var scalar any
-	if err := json.Unmarshal([]byte(m.Value), &scalar); err == nil {
+	if err := json.Unmarshal([]byte(value), &scalar); err == nil {
 		switch scalar.(type) {
 		case float64, bool, nil:
-			vals = append(vals, json.RawMessage(m.Value))
+			vals = append(vals, json.RawMessage(value))
 		}
 	}
-	vals = append(vals, m.Value)
+	vals = append(vals, value)
 	out := make([][]byte, 0, len(vals))
 	for _, v := range vals {
 		doc := v
-		for i := len(m.Path) - 1; i >= 0; i-- {
-			doc = map[string]any{m.Path[i]: doc}
+		for i := len(path) - 1; i >= 0; i-- {
+			doc = map[string]any{path[i]: doc}
 		}
 		b, err := json.Marshal(doc)
 		if err != nil {
@@ -109,9 +52,18 @@ func (m PathMatch) containment() ([][]byte, error) {
 	return out, nil
 }
 
-// where renders the filter as a SQL condition with its arguments, numbering
-// placeholders from len(args)+1.
-func (f *Filter) where(args []any) (string, []any) {
+// Where is the SQL condition that selects the records of f narrowed by sc
+// (nil: not narrowed), with its arguments ($1 up): what every statement over
+// a filter runs. For EXPLAINs, and for tests that compare what the sources
+// of one filter (a query string, a task, a replay rule) select.
+func Where(f *filter.Filter, sc *filter.Scope) (string, []any) { return where(f, sc, nil) }
+
+// where renders f, narrowed by sc (nil: not narrowed), as a SQL condition
+// with its arguments, numbering placeholders from len(args)+1.
+func where(f *filter.Filter, sc *filter.Scope, args []any) (string, []any) {
+	if sc == nil {
+		sc = &filter.Scope{}
+	}
 	var conds []string
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -129,18 +81,18 @@ func (f *Filter) where(args []any) (string, []any) {
 	if f.Incident != "" {
 		add("fingerprint = $%d", f.Incident)
 	}
-	if len(f.NotQueues) > 0 {
-		add("queue <> ALL($%d)", f.NotQueues)
+	if len(sc.NotQueues) > 0 {
+		add("queue <> ALL($%d)", sc.NotQueues)
 	}
-	if f.NotInternal {
+	if sc.NotInternal {
 		conds = append(conds, "left(queue, 2) <> '__'")
 	}
 	if f.State != "" {
 		add("state = $%d", string(f.State))
 	}
-	if len(f.States) > 0 {
-		ss := make([]string, len(f.States))
-		for i, s := range f.States {
+	if len(sc.States) > 0 {
+		ss := make([]string, len(sc.States))
+		for i, s := range sc.States {
 			ss[i] = string(s)
 		}
 		add("state = ANY($%d)", ss)
@@ -164,8 +116,8 @@ func (f *Filter) where(args []any) (string, []any) {
 	if f.Q != "" {
 		add("position($%d::bytea in value) > 0", []byte(f.Q))
 	}
-	for _, m := range f.Paths {
-		docs, _ := m.containment()
+	if len(f.Path) > 0 {
+		docs, _ := containment(f.Path, f.Value)
 		var ors []string
 		for _, d := range docs {
 			args = append(args, string(d))
@@ -181,8 +133,8 @@ func (f *Filter) where(args []any) (string, []any) {
 		b, _ := json.Marshal([]any{doc})
 		add("headers @> $%d::jsonb", string(b))
 	}
-	if f.MaxID != "" {
-		add("id <= $%d", f.MaxID)
+	if sc.MaxID != "" {
+		add("id <= $%d", sc.MaxID)
 	}
 	if len(f.IDs) > 0 {
 		add("id = ANY($%d::uuid[])", f.IDs)
@@ -194,8 +146,8 @@ func (f *Filter) where(args []any) (string, []any) {
 			conds = append(conds, "(state <> 'available' OR unacknowledged_at IS NULL)")
 		}
 	}
-	if f.InFlight != nil {
-		if *f.InFlight {
+	if sc.InFlight != nil {
+		if *sc.InFlight {
 			conds = append(conds, inFlightIDsSQL)
 		} else {
 			conds = append(conds, "NOT "+inFlightSQL)
@@ -210,7 +162,7 @@ func (f *Filter) where(args []any) (string, []any) {
 // ListParams selects a page of records, newest first unless Sort says
 // otherwise.
 type ListParams struct {
-	Filter
+	filter.Filter
 	// Limit is the page size (must be > 0).
 	Limit int
 	// Sort orders the listing (zero: newest first).
@@ -271,7 +223,7 @@ type listTotal struct {
 func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns string, scan pgx.RowToFunc[T]) ([]T, listTotal, error) {
 	var total listTotal
 	var err error
-	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter)
+	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter, nil)
 	if err != nil {
 		return nil, total, err
 	}
@@ -294,15 +246,16 @@ func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns strin
 // cannot answer; past it, a listing shows the planner's estimate instead.
 const countBudget = 25 * time.Millisecond
 
-// countFor counts the records matching f: exactly from the count table when f
-// uses only its dimensions, else by scanning at most countCap+1 rows within
-// countBudget; beyond the budget it returns the planner's estimate (estimated).
-func (s *Store) countFor(ctx context.Context, f *Filter) (n int64, capped, estimated bool, err error) {
-	if f.dimsOnly() {
-		n, err = s.countDims(ctx, f)
+// countFor counts the records matching f narrowed by sc: exactly from the
+// count table when they use only its dimensions, else by scanning at most
+// countCap+1 rows within countBudget; beyond the budget it returns the
+// planner's estimate (estimated).
+func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope) (n int64, capped, estimated bool, err error) {
+	if dimsOnly(f, sc) {
+		n, err = s.countDims(ctx, f, sc)
 		return n, false, false, err
 	}
-	cond, args := f.where(nil)
+	cond, args := where(f, sc, nil)
 	args = append(args, countCap+1)
 	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE %s LIMIT $%d) c", cond, len(args))
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -345,9 +298,9 @@ func (s *Store) estimate(ctx context.Context, query string, args []any) (int64, 
 	return int64(plan[0].Plan.Rows), nil
 }
 
-// countDims sums the count table over the filter's dimensions.
-func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
-	cond, args := f.countWhere()
+// countDims sums the count table over the dimensions of f and sc.
+func (s *Store) countDims(ctx context.Context, f *filter.Filter, sc *filter.Scope) (int64, error) {
+	cond, args := countWhere(f, sc)
 	var n int64
 	if err := s.pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM redrive_record_count WHERE "+cond, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count records: %w", err)
@@ -355,11 +308,14 @@ func (s *Store) countDims(ctx context.Context, f *Filter) (int64, error) {
 	return n, nil
 }
 
-// countWhere renders the dimension part of f over redrive_record_count.
-func (f *Filter) countWhere() (string, []any) {
-	g := Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, States: f.States, Incident: f.Incident,
-		NotQueues: f.NotQueues, NotInternal: f.NotInternal}
-	cond, args := g.where(nil)
+// countWhere renders the dimension part of f and sc over redrive_record_count.
+func countWhere(f *filter.Filter, sc *filter.Scope) (string, []any) {
+	g := filter.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, Incident: f.Incident}
+	var h filter.Scope
+	if sc != nil {
+		h = filter.Scope{States: sc.States, NotQueues: sc.NotQueues, NotInternal: sc.NotInternal}
+	}
+	cond, args := where(&g, &h, nil)
 	if f.Exhaustion != "" {
 		args = append(args, string(f.Exhaustion))
 		cond += fmt.Sprintf(" AND exhaustion = $%d", len(args))
@@ -392,11 +348,16 @@ const inFlightSQL = "EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = claim
 const inFlightIDsSQL = "(id, claim_token) IN (SELECT unnest(c.ids), c.token FROM redrive_claim c)"
 
 // Count returns how many records match the filter, exactly.
-func (s *Store) Count(ctx context.Context, f *Filter) (int64, error) {
-	if f.dimsOnly() {
-		return s.countDims(ctx, f)
+func (s *Store) Count(ctx context.Context, f *filter.Filter) (int64, error) {
+	return s.count(ctx, f, nil)
+}
+
+// count returns how many records match f narrowed by sc, exactly.
+func (s *Store) count(ctx context.Context, f *filter.Filter, sc *filter.Scope) (int64, error) {
+	if dimsOnly(f, sc) {
+		return s.countDims(ctx, f, sc)
 	}
-	cond, args := f.where(nil)
+	cond, args := where(f, sc, nil)
 	var n int64
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count records: %w", err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // ErrRuleExists is returned when creating a replay rule whose name is taken.
@@ -17,9 +19,11 @@ var ErrRuleExists = errors.New("replay rule already exists")
 type ReplayParams struct {
 	// Rule is the rule's name, recorded in the record's meta.
 	Rule string
-	// Filter selects records (State, States, Exhaustion, Unacknowledged and
-	// InFlight are ignored: a rule only replays dead letters).
-	Filter Filter
+	// Filter selects records (State, Exhaustion and Unacknowledged are
+	// ignored: a rule only replays dead letters).
+	Filter filter.Filter
+	// Scope narrows Filter (States and InFlight are ignored, as above).
+	Scope filter.Scope
 	// Queue, when set, restricts the rule to one queue (a rule from a topic's
 	// policy); it is ANDed with Filter.Queue.
 	Queue string
@@ -67,9 +71,9 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 	if p.Limit <= 0 {
 		return nil, errors.New("replay: limit must be > 0")
 	}
-	f := p.Filter
-	f.State, f.Exhaustion, f.States, f.Unacknowledged, f.InFlight = "", "", nil, nil, nil
-	cond, args := f.where([]any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
+	f, sc := p.Filter, p.Scope
+	f.State, f.Exhaustion, f.Unacknowledged, sc.States, sc.InFlight = "", "", nil, nil, nil
+	cond, args := where(&f, &sc, []any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
 	args = append(args, p.DiscardedBefore)
 	cond += fmt.Sprintf(" AND discarded_at <= $%d", len(args))
 	args = append(args, p.MaxReplays)

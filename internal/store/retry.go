@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 )
 
 // ErrConflict is returned when a record exists but is in no state for the
@@ -24,7 +25,7 @@ var ErrInFlight = fmt.Errorf("%w: the record is being redelivered right now", Er
 // brought forward, and an available record — queued, waiting for an
 // acknowledgement, or unacknowledged — is sent again; but never one a
 // scheduler is producing right now (in flight), which retries leave out
-// (Filter.InFlight, ErrInFlight).
+// (filter.Scope.InFlight, ErrInFlight).
 var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.StateAvailable}
 
 // retrySet is the one definition of a manual retry (docs/api.md, OJS
@@ -141,7 +142,10 @@ var batchRowColumns = fmt.Sprintf("id, queue, type, substring(key from 1 for %d)
 
 // BatchParams is one batch of a bulk operation.
 type BatchParams struct {
-	Filter Filter
+	Filter filter.Filter
+	// Scope narrows Filter to what the operation may touch (a retry is
+	// narrowed further to RetryableStates, not in flight).
+	Scope filter.Scope
 	// AfterID is the keyset cursor: only records with a greater id are touched.
 	AfterID string
 	// Limit is the most records touched.
@@ -165,19 +169,18 @@ type BatchResult struct {
 // none waits on Kafka, so the waits are too. Only records in
 // RetryableStates and not in flight are retried, whatever the filter says.
 func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
-	f := retryFilter(p.Filter)
-	return s.batch(ctx, tx, p, &f, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING "+batchRowColumns)
+	sc := retryScope(p.Scope)
+	return s.batch(ctx, tx, p, &sc, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING "+batchRowColumns)
 }
 
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
-	f := p.Filter
-	return s.batch(ctx, tx, p, &f, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING "+batchRowColumns)
+	return s.batch(ctx, tx, p, &p.Scope, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING "+batchRowColumns)
 }
 
-func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter, stmt string) (BatchResult, error) {
-	cond, args := f.where(nil)
+func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, sc *filter.Scope, stmt string) (BatchResult, error) {
+	cond, args := where(&p.Filter, sc, nil)
 	if p.AfterID != "" {
 		args = append(args, p.AfterID)
 		cond += fmt.Sprintf(" AND id > $%d", len(args))
@@ -202,14 +205,15 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, f *Filter,
 	return res, nil
 }
 
-// RemainsAfter reports whether a record matching f (with kind's state
-// restriction) is left after the cursor: a batch can change nothing while
-// records remain, when every row it locked changed under it meanwhile.
-func (s *Store) RemainsAfter(ctx context.Context, kind string, f Filter, afterID string) (bool, error) {
+// RemainsAfter reports whether a record matching f narrowed by sc (and by
+// kind's state restriction) is left after the cursor: a batch can change
+// nothing while records remain, when every row it locked changed under it
+// meanwhile.
+func (s *Store) RemainsAfter(ctx context.Context, kind string, f *filter.Filter, sc filter.Scope, afterID string) (bool, error) {
 	if kind == "retry" {
-		f = retryFilter(f)
+		sc = retryScope(sc)
 	}
-	cond, args := f.where(nil)
+	cond, args := where(f, &sc, nil)
 	if afterID != "" {
 		args = append(args, afterID)
 		cond += fmt.Sprintf(" AND id > $%d", len(args))
@@ -221,36 +225,36 @@ func (s *Store) RemainsAfter(ctx context.Context, kind string, f Filter, afterID
 	return ok, nil
 }
 
-// retryFilter narrows f to what a retry may touch: RetryableStates, not in
+// retryScope narrows sc to what a retry may touch: RetryableStates, not in
 // flight.
-func retryFilter(f Filter) Filter {
-	f.States = intersectStates(f.States, RetryableStates)
+func retryScope(sc filter.Scope) filter.Scope {
+	sc.States = intersectStates(sc.States, RetryableStates)
 	notInFlight := false
-	f.InFlight = &notInFlight
-	return f
+	sc.InFlight = &notInFlight
+	return sc
 }
 
-// CountRetryable counts the records a bulk retry with f would retry: those in
-// RetryableStates, from the count table when the filter allows, less those in
-// flight (a few batches at most, found from the claim table).
-func (s *Store) CountRetryable(ctx context.Context, f *Filter) (int64, error) {
-	g := *f
-	g.States = intersectStates(g.States, RetryableStates)
-	n, err := s.Count(ctx, &g)
-	if err != nil || g.InFlight != nil {
+// CountRetryable counts the records a bulk retry with f narrowed by sc would
+// retry: those in RetryableStates, from the count table when the filter
+// allows, less those in flight (a few batches at most, found from the claim
+// table).
+func (s *Store) CountRetryable(ctx context.Context, f *filter.Filter, sc filter.Scope) (int64, error) {
+	sc.States = intersectStates(sc.States, RetryableStates)
+	n, err := s.count(ctx, f, &sc)
+	if err != nil || sc.InFlight != nil {
 		return n, err
 	}
 	inFlight := true
-	g.InFlight = &inFlight
-	busy, err := s.Count(ctx, &g)
+	sc.InFlight = &inFlight
+	busy, err := s.count(ctx, f, &sc)
 	return n - busy, err
 }
 
-// RetryOldest retries up to n of the oldest records matching f (a
-// compatibility requeue) and returns their ids.
-func (s *Store) RetryOldest(ctx context.Context, f *Filter, n int) ([]string, error) {
-	g := retryFilter(*f)
-	cond, args := g.where(nil)
+// RetryOldest retries up to n of the oldest records matching f narrowed by
+// sc (a compatibility requeue) and returns their ids.
+func (s *Store) RetryOldest(ctx context.Context, f *filter.Filter, sc filter.Scope, n int) ([]string, error) {
+	sc = retryScope(sc)
+	cond, args := where(f, &sc, nil)
 	args = append(args, n)
 	q := fmt.Sprintf(`UPDATE redrive_record SET %s WHERE id IN (
 		SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE) RETURNING id`,
@@ -279,7 +283,7 @@ func (s *Store) Redelivered(ctx context.Context, ids []string) (int, error) {
 }
 
 // PurgeAll deletes every record matching f in batches and returns how many.
-func (s *Store) PurgeAll(ctx context.Context, f *Filter) (int64, error) {
+func (s *Store) PurgeAll(ctx context.Context, f *filter.Filter) (int64, error) {
 	var total int64
 	for {
 		var res BatchResult

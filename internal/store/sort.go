@@ -201,7 +201,7 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, []any) {
 	segs := sort.segments()
 	seg := segs[i]
 	ascending := sort.Asc != p.Backward
-	cond, args := p.where(nil)
+	cond, args := where(&p.Filter, nil, nil)
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -28,7 +29,7 @@ func TestEverySortIsReadFromAnIndex(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	// Any filter in the default order; a queue (and what narrows within it)
 	// in the others, which need one.
-	filters := map[string]store.Filter{"none": {}, "state": {State: dlq.StateDiscarded}, "error type": {ErrorType: "db.timeout"},
+	filters := map[string]filter.Filter{"none": {}, "state": {State: dlq.StateDiscarded}, "error type": {ErrorType: "db.timeout"},
 		"queue": {Queue: "orders"}, "queue and state": {Queue: "orders", State: dlq.StateRetryable},
 		"queue and error type": {Queue: "orders", ErrorType: "db.timeout"}}
 	positions := map[string]*store.Position{"start": nil, "keyed": {ID: id, Attempt: 3, At: at}, "null": {ID: id, Null: true}}

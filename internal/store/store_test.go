@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -54,7 +55,7 @@ func TestInsertRecordsIsIdempotentOnDLQCoordinates(t *testing.T) {
 	if err != nil || res.N != 1 || res.New(0) || res.New(1) || !res.New(2) {
 		t.Fatalf("second insert: %+v err=%v, want only the third inserted", res, err)
 	}
-	total, err := s.Count(ctx, &store.Filter{})
+	total, err := s.Count(ctx, &filter.Filter{})
 	if err != nil || total != 3 {
 		t.Fatalf("count = %d, %v; want 3", total, err)
 	}
@@ -101,14 +102,14 @@ func TestListFiltersAndPaginates(t *testing.T) {
 	if _, err := s.InsertRecords(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.List(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 2})
+	page, err := s.List(ctx, &store.ListParams{Filter: filter.Filter{Queue: "orders"}, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Total != 3 || len(page.Records) != 2 || !page.HasMore || page.Records[0].ID != recs[4].ID {
 		t.Fatalf("page 1 = total %d, %d records, more %v", page.Total, len(page.Records), page.HasMore)
 	}
-	page, err = s.List(ctx, &store.ListParams{Filter: store.Filter{Queue: "orders"}, Limit: 2, BeforeID: page.Records[1].ID})
+	page, err = s.List(ctx, &store.ListParams{Filter: filter.Filter{Queue: "orders"}, Limit: 2, BeforeID: page.Records[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}

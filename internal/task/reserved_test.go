@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
@@ -27,7 +28,7 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond, OwnTopics: []string{"dlq"}}, st)
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, OwnTopics: []string{"dlq"}}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for q, want := range map[string]int64{"orders": 0, "_orders": 0, "dlq": 2, "__consumer_offsets": 2} {
-		n, err := st.Count(ctx, &store.Filter{Queue: q, State: dlq.StateDiscarded})
+		n, err := st.Count(ctx, &filter.Filter{Queue: q, State: dlq.StateDiscarded})
 		if err != nil || n != want {
 			t.Errorf("%s: %d dead letters left (%v), want %d", q, n, err, want)
 		}

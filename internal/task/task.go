@@ -5,23 +5,25 @@
 // its owner dies. A rate limit (records/s) keeps a million-record retry from
 // flooding a topic; small batches keep it from locking the table.
 //
-// It never decides which records a filter means: the API turns its filter
-// into a store.Filter when the task is created and this package decodes it.
+// It never decides which records a filter means: the API stores the task's
+// filter as filter.Canonical writes it, and this package reads it back with
+// the filter package (Selection).
 package task
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -33,8 +35,6 @@ type Config struct {
 	Lease time.Duration
 	// Poll is how often to look for open tasks when not woken. Default 1s.
 	Poll time.Duration
-	// Decode turns a task's stored filter into a store filter. Required.
-	Decode func(json.RawMessage) (store.Filter, error)
 	// Wake is called after records were retried, so that the scheduler
 	// redelivers them promptly. Optional.
 	Wake func()
@@ -103,9 +103,6 @@ type Runner struct {
 // New returns a Runner on st.
 func New(cfg Config, st *store.Store) (*Runner, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Decode == nil {
-		return nil, errors.New("task: Decode is required")
-	}
 	if cfg.BatchSize < 1 || cfg.Lease <= 0 {
 		return nil, errors.New("task: BatchSize and Lease must be positive")
 	}
@@ -154,18 +151,11 @@ const outageBackoffCap = 5 * time.Second
 func (r *Runner) work(ctx context.Context, t *store.Task) {
 	log := r.log.With("task", t.ID, "kind", t.Kind)
 	log.Info("task claimed", "processed", t.Processed, "total", t.Total)
-	filter, err := r.cfg.Decode(t.Filter)
+	f, scope, err := Selection(t, r.cfg.OwnTopics)
 	if err != nil {
 		_ = r.store.AddTaskError(ctx, t, "invalid stored filter: "+err.Error())
 		r.finish(ctx, t, store.TaskFailed, log)
 		return
-	}
-	if t.MaxID != nil {
-		filter.MaxID = *t.MaxID
-	}
-	if t.Kind == store.TaskRetry {
-		filter.NotQueues = append(filter.NotQueues, r.cfg.OwnTopics...)
-		filter.NotInternal = true
 	}
 	batch := t.BatchSize
 	if batch <= 0 || batch > r.cfg.BatchSize {
@@ -198,7 +188,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		if t.CursorID != nil {
 			cursor = *t.CursorID
 		}
-		p := &store.BatchParams{Filter: filter, AfterID: cursor, Limit: batch}
+		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
 		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx pgx.Tx) (store.BatchResult, error) {
 			if t.Kind == store.TaskPurge {
 				return r.store.PurgeBatch(ctx, tx, p)
@@ -266,13 +256,34 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				after = *t.CursorID
 			}
 			empty++
-			if more, err := r.store.RemainsAfter(ctx, t.Kind, filter, after); err == nil && more && empty < 5 {
+			if more, err := r.store.RemainsAfter(ctx, t.Kind, &f, scope, after); err == nil && more && empty < 5 {
 				continue // the rows it locked all changed meanwhile; go on
 			}
 			r.finish(ctx, t, store.TaskCompleted, log)
 			return
 		}
 	}
+}
+
+// Selection is what task t touches, each time it is claimed: its stored
+// filter, read back, and the scope its creation and kind impose — records
+// stored after it was created are left alone, and a retry leaves ownTopics
+// (Redrive's own) and Kafka's internal topics alone, since their records have
+// no topic to go back to.
+func Selection(t *store.Task, ownTopics []string) (filter.Filter, filter.Scope, error) {
+	var scope filter.Scope
+	f, err := filter.ParseJSON(t.Filter, filter.Bulk, "filter")
+	if err != nil {
+		return f, scope, err
+	}
+	if t.MaxID != nil {
+		scope.MaxID = *t.MaxID
+	}
+	if t.Kind == store.TaskRetry {
+		scope.NotQueues = slices.Clone(ownTopics)
+		scope.NotInternal = true
+	}
+	return f, scope, nil
 }
 
 func (r *Runner) finish(ctx context.Context, t *store.Task, state string, log *slog.Logger) {

@@ -14,20 +14,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-func decode(raw json.RawMessage) (store.Filter, error) {
-	var f struct {
-		Queue string `json:"queue"`
-	}
-	err := json.Unmarshal(raw, &f)
-	return store.Filter{Queue: f.Queue}, err
-}
 
 var offsets atomic.Int64
 
@@ -67,7 +60,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 		t.Fatalf("claim = %+v, %v", dead, err)
 	}
 	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx pgx.Tx) (store.BatchResult, error) {
-		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: store.Filter{Queue: "orders"}, Limit: 500})
+		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: filter.Filter{Queue: "orders"}, Limit: 500})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +68,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 		t.Fatal("a live lease was taken over")
 	}
 	var batches atomic.Int64
-	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond, Owner: "alive",
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Owner: "alive",
 		OnBatch: func(string, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +102,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	if batches.Load() != 2 { // 700 left: 500 + 200
 		t.Errorf("%d batches after the takeover, want 2", batches.Load())
 	}
-	n, err := st.Count(ctx, &store.Filter{Queue: "other", State: dlq.StateDiscarded})
+	n, err := st.Count(ctx, &filter.Filter{Queue: "other", State: dlq.StateDiscarded})
 	if err != nil || n != 10 {
 		t.Errorf("another queue's records were touched: %d left, %v", n, err)
 	}
@@ -137,7 +130,7 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 	}
 	firstBatch := make(chan struct{})
 	var once sync.Once
-	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour,
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour,
 		OnBatch: func(string, []store.BatchRow) { once.Do(func() { close(firstBatch) }) }}, st)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +170,7 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n, err := st.Count(ctx, &store.Filter{Queue: "orders", State: dlq.StateDiscarded})
+	n, err := st.Count(ctx, &filter.Filter{Queue: "orders", State: dlq.StateDiscarded})
 	if err != nil || n != 0 {
 		t.Errorf("%d records of the task still discarded, %v", n, err)
 	}
@@ -225,7 +218,7 @@ func runPaced(t *testing.T, n int, perSecond float64) (time.Duration, []time.Dur
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := start
 	var slept []time.Duration
-	r, err := task.New(task.Config{Decode: decode, Poll: 20 * time.Millisecond,
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
 		Sleep: func(_ context.Context, d time.Duration) bool {
 			mu.Lock()
