@@ -98,7 +98,9 @@ type Scope struct {
 // Canonical is the filter as stored on tasks and replay rules: a JSON object
 // of the keys that are set, in the key table's order, with normalised values
 // (times in UTC, header matches written key:value with the key escaped,
-// value as text, ids lowercase). ParseJSON reads it back to an equal Filter.
+// value as text, ids lowercase). ParseJSON reads it back to an equal Filter,
+// and two equal filters write the same bytes (Postgres keeps them as jsonb,
+// in its own key order).
 // A Key or Q that is not UTF-8 (possible only from a query string) is written
 // with U+FFFD in place of the bad bytes.
 func (f *Filter) Canonical() json.RawMessage {

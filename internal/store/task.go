@@ -31,7 +31,7 @@ type Task struct {
 	ID              string
 	Kind            string
 	State           string
-	Filter          json.RawMessage // the API filter, as given
+	Filter          json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
 	RateLimit       float64         // records/s, 0 = unlimited
 	BatchSize       int
 	Total           int64

@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,52 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 		if err != nil || n != want {
 			t.Errorf("%s: %d dead letters left (%v), want %d", q, n, err, want)
 		}
+	}
+}
+
+// A task whose stored filter the filter package refuses (one stored before a
+// bound existed) fails, saying which field, and touches nothing.
+func TestATaskWithAnUnreadableFilterFails(t *testing.T) {
+	t.Parallel()
+	st := store.New(pgtest.New(t))
+	ctx := context.Background()
+	seed(t, st, "orders", 3)
+	deep, _ := json.Marshal(map[string]any{"path": strings.Repeat("a.", 40) + "a", "value": 1})
+	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskPurge, Filter: deep, BatchSize: 500, Total: 3, CreatedBy: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	var got *store.Task
+	for {
+		if got, err = st.GetTask(ctx, created.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got.State == store.TaskFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not failed: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(got.Errors) != 1 || !strings.HasPrefix(got.Errors[0].Message, "invalid stored filter: filter.path: must have at most 32 dot-separated keys") {
+		t.Errorf("errors = %+v", got.Errors)
+	}
+	if n, err := st.Count(ctx, &filter.Filter{Queue: "orders"}); err != nil || n != 3 {
+		t.Errorf("%d records left (%v), want 3", n, err)
 	}
 }
