@@ -138,6 +138,24 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "invalid_request (HTTP 400): state:") {
 		t.Fatalf("bad filter error = %v", err)
 	}
+	// Every filter key has its flag: picked ids, and unacknowledged.
+	out, _, err = run(t, base, "dlq", "purge", "--ids", ids[2], "--ids", strings.ToUpper(ids[3]), "--queue", "orders", "--header", "x=1",
+		"--unacknowledged=false")
+	if err != nil || !strings.Contains(out, "would delete 0 records") {
+		t.Fatalf("dlq purge --ids --header: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "purge", "--ids", ids[2], "--ids", strings.ToUpper(ids[3]), "--unacknowledged=false")
+	if err != nil || !strings.Contains(out, "would delete 2 records") {
+		t.Fatalf("dlq purge --ids: %v\n%s", err, out)
+	}
+	out, _, err = run(t, base, "dlq", "list", "--queue", "orders", "--unacknowledged", "--limit", "5")
+	if err != nil || strings.Contains(out, "orders") {
+		t.Fatalf("dlq list --unacknowledged: %v\n%s", err, out)
+	}
+	if _, _, err = run(t, base, "dlq", "retry", "--all", "--since", "yesterday"); err == nil ||
+		err.Error() != "--since: must be an RFC 3339 timestamp like 2026-02-13T10:00:00Z" {
+		t.Fatalf("bad bulk filter error = %v", err)
+	}
 	out, _, err = run(t, "", "apikey", "new", "--name", "ops", "--scope", "read")
 	if err != nil || !strings.Contains(out, "key:  rdk_") || !strings.Contains(out, `scope: read, sha256: `) {
 		t.Fatalf("apikey new: %v\n%s", err, out)

@@ -13,67 +13,76 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/redrive/redrive/internal/filter"
 )
 
-// dlqFilter holds the filter flags of dlq list, retry --all and purge.
+// dlqFilter is the filter flags of a command: one per key of the filter
+// package's table that src takes (dlq list: the list's; retry --all and
+// purge: the bulk operations'), named as the key with "-" for "_"
+// (--error-type).
 type dlqFilter struct {
-	queue, typ, errorType, state, exhaustion, since, until, key, q, path, value, incident string
-	headers                                                                               []string
+	src filter.Source
+	fs  *pflag.FlagSet
 }
+
+func newDLQFilter(src filter.Source) *dlqFilter { return &dlqFilter{src: src} }
+
+// flagName is a filter key's flag.
+func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 func (f *dlqFilter) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.queue, "queue", "", "source topic")
-	fs.StringVar(&f.typ, "type", "", "record type")
-	fs.StringVar(&f.errorType, "error-type", "", "type of the most recent error")
-	fs.StringVar(&f.state, "state", "", "retryable, available, completed or discarded")
-	fs.StringVar(&f.exhaustion, "exhaustion", "", "dead_letter or discard")
-	fs.StringVar(&f.since, "since", "", "created at or after (RFC 3339)")
-	fs.StringVar(&f.until, "until", "", "created before (RFC 3339)")
-	fs.StringVar(&f.key, "key", "", "record key (exact)")
-	fs.StringVar(&f.q, "q", "", "substring of the value")
-	fs.StringVar(&f.path, "path", "", "JSON path in the payload, e.g. customer.id (with --value)")
-	fs.StringVar(&f.value, "value", "", "value at --path (JSON scalar or text)")
-	fs.StringArrayVar(&f.headers, "header", nil, "header that must be present: key or key:value (repeatable)")
-	fs.StringVar(&f.incident, "incident", "", "incident id: records whose latest error has this fingerprint (see redrive incidents)")
-}
-
-// query renders the filter as query parameters.
-func (f *dlqFilter) query(cmd *cobra.Command) url.Values {
-	q := url.Values{}
-	set := func(flag, name, v string) {
-		if cmd.Flags().Changed(flag) {
-			q.Set(name, v)
+	f.fs = fs
+	for _, k := range filter.Keys(f.src) {
+		usage := k.Doc
+		if k.Kind == filter.Enum {
+			usage += ": " + strings.Join(k.Enum, ", ")
+		}
+		switch {
+		case k.Repeatable:
+			fs.StringArray(flagName(k.Name), nil, usage+" (repeatable)")
+		case k.Kind == filter.Bool:
+			fs.Bool(flagName(k.Name), false, usage+" (--"+flagName(k.Name)+"=false for the others)")
+		default:
+			fs.String(flagName(k.Name), "", usage)
 		}
 	}
-	set("queue", "queue", f.queue)
-	set("type", "type", f.typ)
-	set("error-type", "error_type", f.errorType)
-	set("state", "state", f.state)
-	set("exhaustion", "exhaustion", f.exhaustion)
-	set("since", "since", f.since)
-	set("until", "until", f.until)
-	set("key", "key", f.key)
-	set("q", "q", f.q)
-	set("path", "path", f.path)
-	set("value", "value", f.value)
-	set("incident", "incident", f.incident)
-	for _, h := range f.headers {
-		q.Add("header", h)
+}
+
+// query renders the flags given as query parameters.
+func (f *dlqFilter) query() url.Values {
+	q := url.Values{}
+	for _, k := range filter.Keys(f.src) {
+		name := flagName(k.Name)
+		if !f.fs.Changed(name) {
+			continue
+		}
+		switch {
+		case k.Repeatable:
+			q[k.Name], _ = f.fs.GetStringArray(name)
+		case k.Kind == filter.Bool:
+			b, _ := f.fs.GetBool(name)
+			q.Set(k.Name, strconv.FormatBool(b))
+		default:
+			v, _ := f.fs.GetString(name)
+			q.Set(k.Name, v)
+		}
 	}
 	return q
 }
 
-// body renders the filter as the JSON filter of the bulk operations.
-func (f *dlqFilter) body(cmd *cobra.Command) map[string]any {
-	out := map[string]any{}
-	for name, vs := range f.query(cmd) {
-		if name == "header" {
-			out[name] = vs
-			continue
-		}
-		out[name] = vs[0]
+// body reads the flags given as the filter of the bulk operations, as the API
+// stores it (filter.Canonical); a bad one is an error naming its flag.
+func (f *dlqFilter) body() (json.RawMessage, error) {
+	parsed, err := filter.ParseQuery(f.query(), f.src)
+	var fe *filter.Error
+	if errors.As(err, &fe) {
+		return nil, fmt.Errorf("--%s: %s", flagName(fe.Field), fe.Msg)
 	}
-	return out
+	if err != nil {
+		return nil, err
+	}
+	return parsed.Canonical(), nil
 }
 
 func dlqCmd() *cobra.Command {
@@ -143,7 +152,7 @@ func byteSize(n *int) string {
 }
 
 func dlqListCmd(cf *clientFlags) *cobra.Command {
-	var f dlqFilter
+	f := newDLQFilter(filter.List)
 	var limit int
 	var cursor string
 	cmd := &cobra.Command{
@@ -159,7 +168,7 @@ value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
 			if err != nil {
 				return err
 			}
-			q := f.query(cmd)
+			q := f.query()
 			q.Set("limit", strconv.Itoa(limit))
 			if cursor != "" {
 				q.Set("cursor", cursor)
@@ -282,7 +291,7 @@ was received, whatever its size or encoding, to stdout or to the file named by
 }
 
 func dlqRetryCmd(cf *clientFlags) *cobra.Command {
-	var f dlqFilter
+	f := newDLQFilter(filter.Bulk)
 	var all, yes, wait bool
 	var rateLimit float64
 	var target, value, valueFile, valueEncoding, meta, retry string
@@ -307,7 +316,11 @@ follow its progress.`,
 				return errors.New("give a record ID, or --all with filters")
 			}
 			if all {
-				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", f.body(cmd), yes, wait, rateLimit, "retry")
+				body, err := f.body()
+				if err != nil {
+					return err
+				}
+				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry")
 			}
 			override := map[string]any{}
 			if target != "" {
@@ -380,7 +393,7 @@ follow its progress.`,
 }
 
 func dlqPurgeCmd(cf *clientFlags) *cobra.Command {
-	var f dlqFilter
+	f := newDLQFilter(filter.Bulk)
 	var yes, wait bool
 	var rateLimit float64
 	cmd := &cobra.Command{
@@ -405,7 +418,11 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 				fmt.Fprintf(c.out, "deleted %s\n", args[0])
 				return nil
 			}
-			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", f.body(cmd), yes, wait, rateLimit, "delete")
+			body, err := f.body()
+			if err != nil {
+				return err
+			}
+			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete")
 		},
 	}
 	f.register(cmd.Flags())
@@ -416,8 +433,8 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 }
 
 // bulk runs a bulk operation: a dry run, or a task (followed with --wait).
-func bulk(cmd *cobra.Command, c *apiClient, method, path string, filter map[string]any, yes, wait bool, rate float64, verb string) error {
-	body := map[string]any{"filter": filter, "confirm": yes}
+func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessage, yes, wait bool, rate float64, verb string) error {
+	body := map[string]any{"filter": f, "confirm": yes}
 	if rate > 0 {
 		body["rate_limit"] = rate
 	}
