@@ -9,24 +9,20 @@ import { api } from "../lib/api.js";
 import { writeButton } from "../lib/write.js";
 import { go } from "../lib/nav.js";
 
-// bulkFilter turns the list's query into the bulk API's JSON filter:
-// header is a list there, and value a JSON scalar.
-export function bulkFilter(query) {
+// bulkFilter turns the list's query into the bulk API's JSON filter, key by
+// key as the key table (lib/filter.js) says: a repeatable key (header) is a
+// list there, a boolean (unacknowledged) true or false, and the rest text
+// (value too: the API matches the text 17 as 17 and as "17").
+export function bulkFilter(query, keys) {
+  const byName = new Map(keys.map((k) => [k.name, k]));
   const f = {};
-  for (const [k, v] of query) {
-    if (k === "header") (f.header ||= []).push(v);
-    else if (k === "value") f.value = jsonScalar(v);
-    else f[k] = v;
+  for (const [name, v] of query) {
+    const k = byName.get(name);
+    if (k?.repeatable) (f[name] ||= []).push(v);
+    else if (k?.kind === "bool") f[name] = v === "true";
+    else f[name] = v;
   }
   return f;
-}
-
-function jsonScalar(v) {
-  try {
-    const x = JSON.parse(v);
-    if (x === null || typeof x !== "object") return x;
-  } catch { /* text */ }
-  return v;
 }
 
 // bulkPanel is the Retry and Purge buttons with the panel of their dry run.

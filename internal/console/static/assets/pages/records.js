@@ -10,23 +10,25 @@ import { api, subscribe } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { go } from "../lib/nav.js";
 import { writeButton } from "../lib/write.js";
+import { filterKeys, choices } from "../lib/filter.js";
 import { bulkPanel, bulkFilter } from "./bulk.js";
 
-// PRIMARY are the filters in the bar; MORE those under "More filters".
-// Each is [query parameter, label, choices (a select) or null, hint].
-const PRIMARY = [
-  ["queue", "Queue"], ["error_type", "Error type"],
-  ["state", "State", ["retryable", "available", "completed", "discarded"]],
-];
-const MORE = [
-  ["key", "Key"], ["type", "Type"], ["exhaustion", "Exhaustion", ["dead_letter", "discard"]],
-  ["unacknowledged", "Unacknowledged", ["true", "false"]],
-  ["since", "Stored since (RFC 3339)", null, "2026-02-13T10:00:00Z"], ["until", "Stored until (RFC 3339)", null, "2026-02-13T12:00:00Z"],
-  ["q", "Text in value"], ["path", "JSON path", null, "customer.id"], ["value", "JSON value at path"],
-  ["header", "Header (key, key:value or key=value)", null, "tenant:acme"], ["incident", "Incident"],
-];
-// FILTERS are every filter the API takes, as the list's URL holds them.
-const FILTERS = [...PRIMARY, ...MORE];
+// BAR are the filters in the bar; the list's other filter keys go under
+// "More filters". Every field comes from the server's key table
+// (lib/filter.js): its label, its choices, its example as the hint.
+const BAR = ["queue", "error_type", "state"];
+
+// listFilters splits the keys the list takes into the bar's and the others
+// (in the table's order); all are every filter the API takes, as the list's
+// URL holds them.
+function listFilters(keys) {
+  const all = keys.filter((k) => k.sources.includes("list"));
+  return {
+    all,
+    primary: BAR.map((name) => all.find((k) => k.name === name)).filter(Boolean),
+    more: all.filter((k) => !BAR.includes(k.name)),
+  };
+}
 
 // WITHIN are the time presets: the console's "within" parameter, turned
 // into since= when the page asks the API, so a bookmarked "last hour" stays
@@ -47,8 +49,10 @@ const PICKS = 20; // suggestions in a pick-list
 
 export async function records(signal) {
   const params = new URLSearchParams(location.search);
+  const keys = await filterKeys();
+  const filters = listFilters(keys);
   const view = new URLSearchParams(); // the filters, as the URL holds them
-  for (const [f] of FILTERS) for (const v of params.getAll(f)) if (v) view.append(f, v);
+  for (const { name } of filters.all) for (const v of params.getAll(name)) if (v) view.append(name, v);
   const within = WITHIN.find(([w]) => w === params.get("within"));
   if (within) view.set("within", within[0]);
   const query = apiQuery(view); // the filters, as the API takes them
@@ -73,12 +77,12 @@ export async function records(signal) {
   const queue = query.get("queue");
   render(
     el("h1", {}, "Records"),
-    filterBar(params, view, signal),
+    filterBar(filters, params, view, signal),
     fresh,
     el("div", { class: "listbar" },
       el("p", { class: "muted", id: "total" }, `${pg.total.toLocaleString("en")}${pg.total_capped ? "+" : ""}${pg.total_estimated ? " (estimated)" : ""} matching`,
         params.get("cursor") ? ["; ", link(here(), "first page")] : null),
-      bulkPanel(() => bulkFilter(query), { filtered, queue: onlyQueue(query) })),
+      bulkPanel(() => bulkFilter(query, keys), { filtered, queue: onlyQueue(query) })),
     picked.bar,
     outcome,
     recordsTable(items, { sort, queue, sortHref: (s) => here({ sort: s }), picked, outcome }),
@@ -108,15 +112,15 @@ function onlyQueue(query) {
 
 // filterBar is the compact filter form: queue, error type, state and time
 // in a row, the rest under "More filters" (open when one of them is set).
-function filterBar(params, view, signal) {
-  const moreSet = MORE.filter(([f]) => params.get(f)).length;
+function filterBar(filters, params, view, signal) {
+  const moreSet = filters.more.filter((k) => params.get(k.name)).length;
   const presets = el("select", { name: "within", id: "filter-within" },
     el("option", { value: "" }, "any time"),
     WITHIN.map(([w, label]) => el("option", { value: w, selected: view.get("within") === w }, label)),
     el("option", { value: "custom", selected: !view.get("within") && (params.get("since") || params.get("until")) }, "between… (RFC 3339)"));
   const more = el("details", { class: "morefilters", open: moreSet > 0 },
     el("summary", {}, "More filters", moreSet ? ` (${moreSet} set)` : ""),
-    el("div", { class: "moregrid" }, MORE.map((f) => field(f, params))));
+    el("div", { class: "moregrid" }, filters.more.map((k) => field(k, params))));
   presets.addEventListener("change", () => {
     if (presets.value === "custom") {
       more.open = true;
@@ -126,9 +130,9 @@ function filterBar(params, view, signal) {
   const form = el("form", { class: "filters", "aria-label": "Filters", onsubmit: (e) => {
     e.preventDefault();
     const next = new URLSearchParams();
-    for (const [f] of FILTERS) {
-      const v = form.elements[f].value.trim();
-      if (v) next.set(f, v);
+    for (const { name } of filters.all) {
+      const v = form.elements[name].value.trim();
+      if (v) next.set(name, v);
     }
     const w = form.elements.within.value;
     if (w && w !== "custom") {
@@ -142,7 +146,7 @@ function filterBar(params, view, signal) {
     go(`/ui/records${next.toString() ? "?" + next : ""}`);
   } },
   el("div", { class: "filterbar" },
-    PRIMARY.map((f) => field(f, params)),
+    filters.primary.map((k) => field(k, params)),
     el("label", {}, "Stored", presets),
     el("div", { class: "formactions" },
       el("button", { type: "submit" }, "Filter"),
@@ -165,10 +169,13 @@ function filterBar(params, view, signal) {
   return form;
 }
 
-function field([f, label, choices, hint], params) {
-  return el("label", {}, label,
-    choices ? el("select", { name: f }, ["", ...choices].map((s) => el("option", { value: s, selected: params.get(f) === s }, s || "any")))
-      : el("input", { name: f, value: params.get(f) || "", autocomplete: "off", placeholder: hint }));
+// field is a key's form field: a select of its choices, or a text input
+// with its example as the hint.
+function field(k, params) {
+  const opts = choices(k);
+  return el("label", { title: k.doc }, k.label,
+    opts ? el("select", { name: k.name }, ["", ...opts].map((s) => el("option", { value: s, selected: params.get(k.name) === s }, s || "any")))
+      : el("input", { name: k.name, value: params.get(k.name) || "", autocomplete: "off", placeholder: k.example }));
 }
 
 // pickList offers what the API knows as the input's suggestions (a
