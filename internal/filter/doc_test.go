@@ -1,6 +1,7 @@
 package filter_test
 
 import (
+	"go/build"
 	"os"
 	"regexp"
 	"slices"
@@ -50,6 +51,21 @@ func TestAPIDocListsTheKeyTable(t *testing.T) {
 	for _, k := range filter.Keys(0) {
 		if sources[k.Name] != k.Sources {
 			t.Errorf("docs/api.md: %s is taken by %v, the table says %v", k.Name, sources[k.Name].Names(), k.Sources.Names())
+		}
+	}
+}
+
+// The package imports the standard library and dlq, nothing else: no Kafka,
+// Postgres or HTTP framework (its package doc says so).
+func TestImportsOnlyDLQ(t *testing.T) {
+	t.Parallel()
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.Contains(strings.Split(imp, "/")[0], ".") && imp != "github.com/redrive/redrive/internal/dlq" {
+			t.Errorf("filter imports %s", imp)
 		}
 	}
 }
