@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -261,7 +262,9 @@ func (l *errorList) checkReplayFilter(f map[string]any, p string) {
 		return
 	}
 	for _, e := range errs {
-		l.addf(child(p, e.Field), "%s", e.Msg)
+		// The filter's line: the decoder reads it as one value.
+		fp := child(p, e.Field)
+		l.add(&FieldError{File: l.file, Path: fp, Line: cmp.Or(l.lines[fp], l.lines[p]), Msg: e.Msg})
 	}
 }
 
