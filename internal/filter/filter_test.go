@@ -108,7 +108,7 @@ func TestParsedFields(t *testing.T) {
 	if got := string(f.Canonical()); got != `{"key":"","path":"a.b","value":"1e2","unacknowledged":true}` {
 		t.Errorf("Canonical = %s", got)
 	}
-	for _, raw := range []string{`null`, `{}`, ` { } `} {
+	for _, raw := range []string{`null`, `{}`, ` { } `, ``, `{"queue":null,"key":null,"header":null,"ids":null,"unacknowledged":null}`} {
 		if f, err := filter.ParseJSON([]byte(raw), filter.Bulk, "filter"); err != nil || !reflect.DeepEqual(f, filter.Filter{}) {
 			t.Errorf("%s: %#v, %v", raw, f, err)
 		}

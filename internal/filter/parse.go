@@ -92,7 +92,8 @@ func ParseJSON(data []byte, src Source, field string) (Filter, error) {
 
 // ParseMap reads a filter from a map of JSON values (a policy file's, or a
 // decoded JSON object): strings, a boolean for a Bool key, any scalar for a
-// Scalar key, a list of strings for a Repeatable key. Unknown keys, keys src
+// Scalar key, a list of strings for a Repeatable key; null is absent, but for
+// a Scalar key (value: null matches null). Unknown keys, keys src
 // does not take and values of the wrong kind are errors. Errors name the
 // field under field ("filter" gives "filter.path"; "" names the key alone),
 // every problem at once.
@@ -108,6 +109,9 @@ func ParseMap(m map[string]any, src Source, field string) (Filter, error) {
 		case !k.Sources.Has(src):
 			p.add(name, "not a filter key of "+src.what()+" (only of "+k.Sources.what()+")")
 			continue
+		}
+		if m[name] == nil && k.Kind != Scalar {
+			continue // null is absent, but for value, where it is a JSON scalar
 		}
 		vs, msg := k.fromJSON(m[name])
 		if msg != "" {
