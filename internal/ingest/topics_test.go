@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -216,7 +217,7 @@ func TestRecreatedDLQTopicWhilePostgresIsDownLosesNothing(t *testing.T) {
 	}
 	held, recs := failures("held", 50)
 	kafkatest.Produce(t, b.cl, recs...)
-	waitFor(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
+	eventually.True(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
 	kafkatest.Recreate(t, b.brokers, dlqTopic, 3) // "held" is only in ingest's memory now
 	fresh, recs := failures("fresh", 50)
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), recs...)

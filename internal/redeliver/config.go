@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -56,8 +57,9 @@ type Config struct {
 	FailureBackoff Backoff
 	// Owner names this scheduler in its claims. Default: hostname/pid/random.
 	Owner string
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time of claims, leases and due records, and what the
+	// scheduler waits on. Default: clock.Wall.
+	Clock clock.Clock
 	// Logger logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Metrics receives the redelivery metrics. Default: a private set.
@@ -102,9 +104,7 @@ func (c Config) withDefaults() Config {
 	if c.Owner == "" {
 		c.Owner = defaultOwner()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -155,8 +155,9 @@ type ArchiverConfig struct {
 	// FailureBackoff is how long a copy whose produce failed waits before it
 	// is tried again. Default: 5s doubling to 10m.
 	FailureBackoff Backoff
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time of claims and due copies, and what the archiver
+	// waits on. Default: clock.Wall.
+	Clock clock.Clock
 	// Logger logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Metrics receives the archive metrics. Default: a private set.
@@ -183,9 +184,7 @@ func (c ArchiverConfig) withDefaults() ArchiverConfig {
 		c.TopicCheckInterval = 30 * time.Second
 	}
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

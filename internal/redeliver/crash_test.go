@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/redeliver"
@@ -101,11 +102,15 @@ func TestShutdownAfterProduceSettlesTheBatch(t *testing.T) {
 	// One worker: the one claim takes all 20. (With two, a second claim may
 	// still be running when the shutdown cancels it; its records are then
 	// rightly never claimed, which is not what this test is about.)
-	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now, c.Workers = time.Now, 1 })
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Clock, c.Workers = clock.Wall, 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	// SIGTERM arrives while the batch is produced.
 	redeliver.SetAfterProduce(s, cancel)
-	if err := s.Run(ctx); err != nil {
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Done()
+	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {

@@ -31,29 +31,8 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := st.GetTask(ctx, created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State == store.TaskCompleted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not done: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	start(t, r)
+	waitFinished(t, st, created.ID)
 	for q, want := range map[string]int64{"orders": 0, "_orders": 0, "dlq": 2, "__consumer_offsets": 2} {
 		n, err := st.Count(ctx, &store.Filter{Queue: q, State: dlq.StateDiscarded})
 		if err != nil || n != want {
