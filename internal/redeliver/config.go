@@ -40,9 +40,12 @@ type Config struct {
 	// MaxInFlight bounds the claimed batches being produced at once, over all
 	// queues (memory). Default: 4 × Workers.
 	MaxInFlight int
-	// Lease is how long a claim lasts: a claim its scheduler has not settled
-	// by then (it died, or Postgres was unreachable) is rescued and its
-	// records are redelivered again. Must exceed ProduceTimeout. Default: 30s.
+	// Lease is how long a claim lasts, from the time of the claim on Clock:
+	// a claim its scheduler has not settled by then (it died, or Postgres
+	// was unreachable) is rescued by the next pass of any scheduler and its
+	// records are redelivered again. Must exceed twice ProduceTimeout: a
+	// batch whose topic was deleted and created again is produced a second
+	// time within the same claim. Default: 30s.
 	Lease time.Duration
 	// ProduceTimeout bounds one produce: a record that cannot be delivered
 	// fails within it, and its batch is settled. Default: 5s.
@@ -144,8 +147,10 @@ type ArchiverConfig struct {
 	TopicCheckInterval time.Duration
 	// BatchSize is the most copies claimed at once. Default: 500.
 	BatchSize int
-	// Lease is how long a claim of copies lasts; copies a dead archiver held
-	// are due again after it. Default: 30s.
+	// Lease is how long a claim of copies lasts, from the time of the claim
+	// on Clock; copies a dead archiver held are due again after it. Must
+	// exceed twice ProduceTimeout: a copy may be produced twice within one
+	// claim (again as a reference copy when too large). Default: 30s.
 	Lease time.Duration
 	// ProduceTimeout bounds one produce. Default: 5s.
 	ProduceTimeout time.Duration

@@ -26,7 +26,7 @@ const (
 )
 
 // crashChild runs a scheduler that dies, for real, right after producing and
-// before marking anything.
+// before settling its claim.
 func crashChild() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv(crashDBEnv))
@@ -43,7 +43,7 @@ func crashChild() {
 	os.Exit(0) // not reached when anything was due
 }
 
-func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
+func TestCrashBetweenProduceAndSettleRedeliversAgain(t *testing.T) {
 	b := setup(t, "orders")
 	rec := b.due(t, "orders", 1)[0]
 
@@ -52,7 +52,7 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 	err := child.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
-		t.Fatalf("child scheduler: %v, want exit code %d (killed between produce and mark)", err, crashExitCode)
+		t.Fatalf("child scheduler: %v, want exit code %d (killed between produce and settle)", err, crashExitCode)
 	}
 	first := kafkatest.Consume(t, b.brokers, "orders", 1, 10*time.Second)
 	if header(first[0], "redrive.id") != rec.ID {

@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
-		crashChild() // a child process of TestCrashBetweenProduceAndMarkRedeliversAgain
+		crashChild() // a child process of TestCrashBetweenProduceAndSettleRedeliversAgain
 		return
 	}
 	pgtest.Main(m)

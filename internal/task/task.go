@@ -152,7 +152,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 	log.Info("task claimed", "processed", t.Processed, "total", t.Total)
 	filter, err := r.cfg.Decode(t.Filter)
 	if err != nil {
-		_ = r.store.AddTaskError(ctx, t, "invalid stored filter: "+err.Error())
+		_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), "invalid stored filter: "+err.Error())
 		r.finish(ctx, t, store.TaskFailed, log)
 		return
 	}
@@ -224,7 +224,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		case err != nil:
 			failures++
 			log.Warn("task batch failed", "err", err, "consecutive", failures)
-			_ = r.store.AddTaskError(ctx, t, err.Error())
+			_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), err.Error())
 			if failures >= r.cfg.MaxBatchErrors {
 				r.finish(ctx, t, store.TaskFailed, log)
 				return
