@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
@@ -157,7 +158,7 @@ func TestFailuresOverTimeAndIncidents(t *testing.T) {
 		clk.set(step.lag)
 		s.produce(t, step.recs...)
 		stored += len(step.recs)
-		eventually(t, 30*time.Second, fmt.Sprintf("%d records stored", stored), func() bool { return len(s.storedRecords(t)) == stored })
+		eventually.True(t, fmt.Sprintf("%d records stored", stored), func() bool { return len(s.storedRecords(t)) == stored }, eventually.Within(30*time.Second))
 	}
 	clk.set(0)
 	// What the charts must show: the failures per minute and queue, all of
