@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/fingerprint"
 )
 
@@ -138,18 +139,6 @@ func noEvent(t *testing.T, events <-chan FloodEvent) {
 	case ev := <-events:
 		t.Fatalf("unexpected flood guard event %+v", ev)
 	default:
-	}
-}
-
-// waitFor polls cond until it holds (it fails the test after 15s).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -327,7 +316,7 @@ func TestFloodGuardHoldsRecordsThroughAnOutage(t *testing.T) {
 			// held records: nothing is committed after it while tripped.
 			settled := func() {
 				at := heldAfter.Load()
-				waitFor(t, "the loop to end its poll", func() bool { return iterations.Load() > at })
+				eventually.True(t, "the loop to end its poll", func() bool { return iterations.Load() > at }, eventually.Within(15*time.Second))
 			}
 			defer func() {
 				cancel()
@@ -397,7 +386,7 @@ func TestFloodGuardHoldsRecordsThroughAnOutage(t *testing.T) {
 				t.Errorf("resumed %+v", resumed)
 			}
 			end := b.endOffsets(t)
-			waitFor(t, "every record committed", func() bool { return fmt.Sprint(b.committed(t)) == fmt.Sprint(end) })
+			eventually.True(t, "every record committed", func() bool { return fmt.Sprint(b.committed(t)) == fmt.Sprint(end) }, eventually.Within(15*time.Second))
 			if state() != 0 || trips() != 1 {
 				t.Errorf("metrics after resuming: state %v trips %v, want 0 and 1", state(), trips())
 			}
@@ -523,7 +512,7 @@ func TestFloodGuardScatteredFailuresNeverTrip(t *testing.T) {
 			var iterations atomic.Int64
 			loopErr := make(chan error, 1)
 			go func() { loopErr <- consumeLoop(ctx, cl, d, h, false, &iterations) }()
-			waitFor(t, "every record committed", func() bool { return b.committed(t)[0] == records })
+			eventually.True(t, "every record committed", func() bool { return b.committed(t)[0] == records }, eventually.Within(15*time.Second))
 			cancel()
 			if err := <-loopErr; err != nil {
 				t.Fatal(err)

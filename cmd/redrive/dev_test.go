@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/pgtest"
 )
 
@@ -57,19 +59,19 @@ func TestDevPrintsTheConsoleURL(t *testing.T) {
 		}
 	}()
 	ready := regexp.MustCompile(`console  (http://localhost:(\d+)/ui/)\n  API      http://localhost:(\d+)/ojs/v1/dead-letter\n  Kafka    (127\.0\.0\.1:\d+)\n`)
-	deadline := time.Now().Add(60 * time.Second)
 	var m []string
-	for m = ready.FindStringSubmatch(out.String()); m == nil; m = ready.FindStringSubmatch(out.String()) {
+	eventually.Nil(t, "dev to say it is ready", func() error {
+		if m = ready.FindStringSubmatch(out.String()); m != nil {
+			return nil
+		}
 		select {
 		case err := <-done:
 			done <- err
 			t.Fatalf("dev ended before it was ready: %v; stdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev never said it was ready; stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-		}
-	}
+		return fmt.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}, eventually.Within(60*time.Second))
 	if got, want := out.String(), devBanner("127.0.0.1:"+m[2], []string{m[4]}); got != want {
 		t.Errorf("dev printed:\n%s\nwant:\n%s", got, want)
 	}

@@ -1,6 +1,11 @@
 // Package app wires the processor together — Postgres, ingest, the HTTP API —
 // from a config.Config. `redrive serve`, `redrive dev` and end-to-end tests all
 // run the same App.
+//
+// Every background part is a service.Service on one clock.Clock. New builds
+// them in order, adding each to the App's service.Group as soon as it holds
+// anything (a Kafka client, the listener), so that a failure half-way
+// releases what was opened; Run starts the group and stops it all at the end.
 package app
 
 import (
@@ -13,24 +18,25 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/console"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
-	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/redeliver"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
 )
@@ -41,8 +47,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ExtraKafkaOpts are appended to the Kafka client options (tests shorten fetch waits).
 	ExtraKafkaOpts []kgo.Opt
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time of every service: what they stamp, measure
+	// retention and due times at, and wait on. Default: clock.Wall.
+	Clock clock.Clock
 	// RequeueWait bounds how long the compatibility requeue routes wait for
 	// Kafka before answering 503. Default: 10s.
 	RequeueWait time.Duration
@@ -51,6 +58,7 @@ type Options struct {
 // App is a running processor.
 type App struct {
 	opts     Options
+	clock    clock.Clock
 	log      *slog.Logger
 	pool     *pgxpool.Pool
 	ingester *ingest.Ingester
@@ -65,10 +73,14 @@ type App struct {
 	listener net.Listener
 	metrics  *metrics.Metrics
 	maint    *maint // events, pruner, replay rules, gauges
+	// services are the background parts, in the order they start; New adds
+	// each as soon as it holds anything.
+	services service.Group
 }
 
-// New connects to Postgres, checks (or applies) migrations, creates the ingest
-// consumer and binds the HTTP listener. Run starts the work.
+// New connects to Postgres, checks (or applies) migrations, creates the
+// services and their Kafka clients and binds the HTTP listener. Run starts
+// the work. When New fails, everything it opened is closed again.
 func New(ctx context.Context, opts Options) (*App, error) {
 	cfg := opts.Config
 	log := opts.Logger
@@ -82,11 +94,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, log: log, pool: pool, metrics: metrics.New()}
+	a := &App{opts: opts, clock: clock.Or(opts.Clock), log: log, pool: pool, metrics: metrics.New()}
 	if err := a.init(ctx); err != nil {
-		if a.hangup != nil {
-			signal.Stop(a.hangup)
-		}
+		_ = a.services.Stop() // never started: each releases what it holds
 		pool.Close()
 		return nil, err
 	}
@@ -110,10 +120,12 @@ func (a *App) init(ctx context.Context) error {
 	if a.policies, err = limits.NewWatcher(cfg.PoliciesDir, reserved, a.log); err != nil {
 		return fmt.Errorf("policies: %w", err)
 	}
+	a.services.Add(a.policies.Poller(2*time.Second, a.clock))
 	// Registered now, not in Run: a SIGHUP that arrives in between must reload
 	// the policies, not kill the process.
 	a.hangup = make(chan os.Signal, 1)
 	signal.Notify(a.hangup, syscall.SIGHUP)
+	a.services.Add(service.NewFunc("policy reload on SIGHUP", a.reloadOnHangup, func() { signal.Stop(a.hangup) }))
 	keys, err := apiKeys(cfg, a.log)
 	if err != nil {
 		return err
@@ -124,6 +136,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.queues.Refresh(ctx); err != nil {
 		return fmt.Errorf("queue configs: %w", err)
 	}
+	a.services.Add(a.queues.Refresher(3*time.Second, a.clock))
 	a.boundLabels()
 	if err := a.initEvents(kopts); err != nil {
 		return err
@@ -133,27 +146,28 @@ func (a *App) init(ctx context.Context) error {
 		ClientOpts: a.clientOpts(kopts, "redeliver"),
 		Policies:   a.queues,
 		Reserved:   reserved,
-		Now:        a.opts.Now,
+		Clock:      a.clock,
 		Logger:     a.log,
 		Metrics:    a.metrics,
 	}, st)
 	if err != nil {
 		return err
 	}
+	a.services.Add(a.sched)
 	if cfg.ArchiveTopic != config.Off {
 		a.archiver, err = redeliver.NewArchiver(redeliver.ArchiverConfig{
 			Brokers:    cfg.KafkaBrokers,
 			ClientOpts: a.clientOpts(kopts, "archiver"),
 			Topic:      archiveTopic(cfg.ArchiveTopic),
 			DLQTopics:  cfg.DLQTopics,
-			Now:        a.opts.Now,
+			Clock:      a.clock,
 			Logger:     a.log,
 			Metrics:    a.metrics,
 		}, st)
 		if err != nil {
-			a.sched.Close()
 			return err
 		}
+		a.services.Add(a.archiver)
 	}
 	a.ingester, err = ingest.New(ingest.Config{
 		Brokers:     cfg.KafkaBrokers,
@@ -165,24 +179,23 @@ func (a *App) init(ctx context.Context) error {
 		Wake:        a.wake,
 		Events:      a.maint.events,
 		ClientOpts:  append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
-		Now:         a.opts.Now,
+		Clock:       a.clock,
 		Logger:      a.log,
 		Metrics:     a.metrics,
 	}, st)
 	if err != nil {
-		a.closeProducers()
 		return err
 	}
+	a.services.Add(a.ingester, a.topicSetup()) // the archive and events topics, in the background
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, OwnTopics: reservedTopics(cfg),
 		OnBatch: func(kind string, rows []store.BatchRow) {
 			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
-		}}, st)
+		}, Clock: a.clock}, st)
 	if err != nil {
-		a.closeProducers()
 		return err
 	}
+	a.services.Add(a.tasks)
 	if err := a.initMaintenance(); err != nil {
-		a.closeProducers()
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
@@ -199,7 +212,7 @@ func (a *App) init(ctx context.Context) error {
 		Events:          a.maint.events,
 		Replay:          a.maint.replayer,
 		Registry:        a.metrics.Registry,
-		Now:             a.opts.Now,
+		Now:             a.clock.Now,
 		Logger:          a.log,
 		Ready: []httpapi.Check{
 			{Name: "postgres", Check: st.Ping},
@@ -208,10 +221,11 @@ func (a *App) init(ctx context.Context) error {
 			{Name: "dlq_topics", Check: a.checkDLQTopics},
 		},
 	})
-	a.listener, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr)
+	listener, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
+	a.listener = listener
 	// A client that never finishes its request is cut off; a response that
 	// cannot be written in time is dropped. The event stream lifts both
 	// deadlines for itself. Idle keep-alive connections are closed.
@@ -223,6 +237,7 @@ func (a *App) init(ctx context.Context) error {
 	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	a.services.Add(&httpServer{srv: a.server, listener: a.listener, grace: cfg.ShutdownGrace, log: a.log})
 	return nil
 }
 
@@ -276,57 +291,80 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // Metrics exposes the App's metrics.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 
-// Run serves until ctx is done, then shuts down gracefully within the
-// configured grace period. It returns the first component failure.
+// Run starts every service and serves until ctx is done or a service
+// fails, then stops them all (the HTTP server gracefully, within the
+// configured grace period) and closes the Postgres pool. It returns the
+// first failure.
 func (a *App) Run(ctx context.Context) error {
 	defer a.pool.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.ingester.Run(gctx) })
-	g.Go(func() error { a.ensureTopics(gctx); return nil }) // archive and events topics, in the background
-	g.Go(func() error { return a.sched.Run(gctx) })
-	if a.archiver != nil {
-		g.Go(func() error { return a.archiver.Run(gctx) })
+	if err := a.services.Start(ctx); err != nil {
+		return err // Start stopped every service
 	}
-	g.Go(func() error { a.policies.Run(gctx, 2*time.Second); return nil })
-	g.Go(func() error { a.queues.Run(gctx, 3*time.Second); return nil })
-	g.Go(func() error { return a.tasks.Run(gctx) })
-	a.runMaintenance(gctx, g)
-	g.Go(func() error { a.compactCounts(gctx, 5*time.Second); return nil })
-	g.Go(func() error { maintenance.BackfillFingerprints(gctx, a.store, a.log); return nil })
-	g.Go(func() error { maintenance.FillFailedAt(gctx, a.store, a.log); return nil })
-	g.Go(func() error { a.reloadOnHangup(gctx); return nil })
-	g.Go(func() error {
-		a.log.Info("http api listening", "component", "app", "addr", a.Addr())
-		if err := a.server.Serve(a.listener); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http server: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		grace := a.opts.Config.ShutdownGrace
-		if grace <= 0 {
-			grace = 15 * time.Second
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		return a.server.Shutdown(sctx)
-	})
-	return g.Wait()
+	if err := a.services.Wait(ctx); err != nil {
+		_ = a.services.Stop()
+		return err
+	}
+	return a.services.Stop()
 }
 
-// reloadOnHangup reloads the policy files on SIGHUP; a broken file keeps the
-// last good policies (the watcher logs why).
-func (a *App) reloadOnHangup(ctx context.Context) {
-	defer signal.Stop(a.hangup)
+// reloadOnHangup reloads the policy files on each SIGHUP until ctx ends; a
+// broken file keeps the last good policies (the watcher logs why).
+func (a *App) reloadOnHangup(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-a.hangup:
 			_ = a.policies.Reload()
 		}
 	}
+}
+
+// httpServer serves the API on the listener New bound, as a service.
+type httpServer struct {
+	service.Base
+	srv      *http.Server
+	listener net.Listener
+	grace    time.Duration // for the requests in flight at Stop; default 15s
+	log      *slog.Logger
+	closed   sync.Once
+}
+
+func (s *httpServer) Name() string { return "http server" }
+
+// Start serves until ctx ends or Stop, then shuts the server down: it stops
+// listening and waits, within the grace period, for the requests in flight.
+func (s *httpServer) Start(ctx context.Context) error {
+	return s.Go(ctx, func(ctx context.Context) error {
+		s.log.Info("http api listening", "component", "app", "addr", s.listener.Addr().String())
+		served := make(chan error, 1)
+		go func() { served <- s.srv.Serve(s.listener) }()
+		select {
+		case err := <-served:
+			return fmt.Errorf("http server: %w", err)
+		case <-ctx.Done():
+		}
+		grace := s.grace
+		if grace <= 0 {
+			grace = 15 * time.Second
+		}
+		// Wall time: a deadline for the network, not a wait on the clock.
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		err := s.srv.Shutdown(sctx)
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, fmt.Errorf("http server: %w", serr))
+		}
+		return err
+	})
+}
+
+// Stop shuts the server down, or closes the listener of a server that never
+// served.
+func (s *httpServer) Stop() error {
+	err := s.Base.Stop()
+	s.closed.Do(func() { _ = s.listener.Close() })
+	return err
 }
 
 // archiveTopic names archive topics from the REDRIVE_ARCHIVE_TOPIC setting:
@@ -350,14 +388,6 @@ func (a *App) wake() {
 	a.sched.Wake()
 	if a.archiver != nil {
 		a.archiver.Wake()
-	}
-}
-
-// closeProducers closes the Kafka producers of a half-initialised App.
-func (a *App) closeProducers() {
-	a.sched.Close()
-	if a.archiver != nil {
-		a.archiver.Close()
 	}
 }
 
@@ -388,32 +418,21 @@ func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
 	return keys, nil
 }
 
-// compactCounts folds the record statistics table and the queue activity
-// table every interval, so that stats stay cheap however much is written.
-func (a *App) compactCounts(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := a.store.CompactCounts(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("compact record counts", "component", "app", "err", err)
+// compactCounts is the service that folds the record statistics table and
+// the queue activity table every interval, so that stats stay cheap however
+// much is written.
+func (a *App) compactCounts(interval time.Duration) service.Service {
+	return service.NewLoop("compact counts", &service.Loop{Clock: a.clock, Logger: a.log.With("component", "app"),
+		What: "compact counts", Interval: interval, Delay: true, Pass: func(ctx context.Context) (service.Next, error) {
+			var errs []error
+			if err := a.store.CompactCounts(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("compact record counts: %w", err))
 			}
-			if err := a.store.CompactActivity(ctx, a.now()); err != nil && ctx.Err() == nil {
-				a.log.Warn("compact queue activity", "component", "app", "err", err)
+			if err := a.store.CompactActivity(ctx, a.clock.Now()); err != nil {
+				errs = append(errs, fmt.Errorf("compact queue activity: %w", err))
 			}
-		}
-	}
-}
-
-// now reads the App's clock.
-func (a *App) now() time.Time {
-	if a.opts.Now != nil {
-		return a.opts.Now()
-	}
-	return time.Now()
+			return service.Next{}, errors.Join(errs...)
+		}})
 }
 
 // Queues is the App's resolver of topic configs (API configs over the files).

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/apptest"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
@@ -114,19 +115,17 @@ type list struct {
 // (a stored duplicate) fails at once.
 func (b *bundle) waitFor(t *testing.T, query string, n int) list {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var l list
-	for time.Now().Before(deadline) {
+	eventually.Nil(t, fmt.Sprintf("%d records at ?%s", n, query), func() error {
 		l = list{}
-		if b.get(t, "/ojs/v1/dead-letter?"+query, &l) == http.StatusOK && len(l.Items) >= n {
-			if len(l.Items) > n {
-				t.Fatalf("GET ?%s: %d records, want exactly %d", query, len(l.Items), n)
-			}
-			return l
+		if status := b.get(t, "/ojs/v1/dead-letter?"+query, &l); status != http.StatusOK || len(l.Items) < n {
+			return fmt.Errorf("GET: %d, %d records", status, len(l.Items))
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("GET ?%s: %d records, want %d", query, len(l.Items), n)
+		if len(l.Items) > n {
+			t.Fatalf("GET ?%s: %d records, want exactly %d", query, len(l.Items), n)
+		}
+		return nil
+	})
 	return l
 }
 
@@ -308,18 +307,16 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	// rows become visible: scrape until the count shows.
 	want := fmt.Sprintf(`redrive_ingest_records_total{dlq_topic=%q,format="unparseable"} 1`, dlqTopic)
 	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	eventually.Nil(t, "the ingest metrics", func() error {
 		resp, err := http.Get(b.base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(body), want) {
-			break
+		if !strings.Contains(string(body), want) || !strings.Contains(string(body), "redrive_ingest_batch_duration_seconds_bucket") {
+			return fmt.Errorf("metrics lack %s:\n%s", want, body)
 		}
-	}
-	if !strings.Contains(string(body), want) || !strings.Contains(string(body), "redrive_ingest_batch_duration_seconds_bucket") {
-		t.Errorf("metrics lack %s:\n%s", want, body)
-	}
+		return nil
+	}, eventually.Within(10*time.Second))
 }

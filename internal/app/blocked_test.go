@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -45,7 +46,7 @@ func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 			} `json:"archive"`
 		} `json:"items"`
 	}
-	waitUntil(t, "the ghost record's redelivery failure", func() bool {
+	eventually.True(t, "the ghost record's redelivery failure", func() bool {
 		rec.Items = nil
 		return b.get(t, "/ojs/v1/dead-letter?queue=ghost", &rec) == http.StatusOK && len(rec.Items) == 1 &&
 			rec.Items[0].RedeliveryFailure != nil
@@ -91,7 +92,7 @@ func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 		t.Errorf("redrive_redelivery_failures_total for ghost = %v", v)
 	}
 
-	waitUntil(t, "the dead letter's archive copy", func() bool {
+	eventually.True(t, "the dead letter's archive copy", func() bool {
 		rec.Items = nil
 		return b.get(t, "/ojs/v1/dead-letter?queue=orders", &rec) == http.StatusOK && len(rec.Items) == 1 &&
 			rec.Items[0].Archive != nil && rec.Items[0].Archive.State == "done"
@@ -100,16 +101,4 @@ func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 		t.Fatalf("archive = %+v, want archived_at", a)
 	}
 	kafkatest.Consume(t, brokers, dlqTopic+".archive", 1, 10*time.Second)
-}
-
-// waitUntil polls cond until it holds, for up to 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -30,13 +31,12 @@ func TestIncidentsGroupFailuresAndRetryByIncident(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("_default:\n  retry: {max_attempts: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk := &mclock{}
-	clk.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
 
 	fail := func(queue, errType, msg string, i int) *kgo.Record {
 		src := &kgo.Record{Topic: queue, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(`{}`)}
-		return envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: errType, Message: msg, FailedAt: clk.now()})
+		return envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: errType, Message: msg, FailedAt: clk.Now()})
 	}
 	var recs []*kgo.Record
 	for i := range 6 {
@@ -120,8 +120,7 @@ func TestIncidentsOfOneMessageShowTheirFrames(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("_default:\n  retry: {max_attempts: 1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk := &mclock{}
-	clk.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
 	stack := func(goroutine int, site string, line int, arg string) []string {
 		return []string{
@@ -139,7 +138,7 @@ func TestIncidentsOfOneMessageShowTheirFrames(t *testing.T) {
 	} {
 		src := &kgo.Record{Topic: "orders", Key: fmt.Appendf(nil, "k%d", i), Value: []byte(`{}`)}
 		recs = append(recs, envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "panic",
-			Message: "runtime error: invalid memory address or nil pointer dereference", Backtrace: bt, FailedAt: clk.now()}))
+			Message: "runtime error: invalid memory address or nil pointer dereference", Backtrace: bt, FailedAt: clk.Now()}))
 	}
 	kafkatest.Produce(t, kafkatest.Client(t, brokers), recs...)
 	recordIDs(t, a, "state=discarded&limit=100", len(recs))

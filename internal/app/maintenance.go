@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/events"
@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/recreate"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // maint holds the background upkeep: lifecycle events, the pruner, replay
@@ -51,9 +52,7 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 	cfg := a.opts.Config
 	m := &maint{}
 	a.maint = m
-	if a.opts.Now != nil {
-		a.metrics.DeadLetter.SetClock(a.opts.Now)
-	}
+	a.metrics.DeadLetter.SetClock(a.clock.Now)
 	topic := EventsTopic(cfg)
 	if topic != "" {
 		// An events topic deleted and created again is purged from the
@@ -68,7 +67,7 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 		resets.Attach(m.eventsClient)
 	}
 	dl := a.metrics.DeadLetter
-	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Now: a.opts.Now, Logger: a.log, Metrics: a.metrics.Events,
+	m.events = events.New(events.Config{Client: m.eventsClient, Topic: topic, Clock: a.clock, Logger: a.log, Metrics: a.metrics.Events,
 		Streams: events.StreamConfig{MaxStreams: cfg.EventsMaxStreams, MaxStreamsPerOwner: cfg.EventsMaxStreamsPerKey, WriteTimeout: cfg.EventsWriteTimeout},
 		// Manual retries are counted where the API announces them, one event per record.
 		Observe: func(ev *events.Event) {
@@ -76,11 +75,14 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 				dl.Retried(ev.Queue, 1)
 			}
 		}})
+	// The publisher flushes to the client when it stops; the client closes after.
+	a.services.Add(service.WithRelease(m.events, m.closeClient))
 	return nil
 }
 
-// initMaintenance creates the maintenance services. It needs a.store,
-// a.queues, a.sched, a.archiver, a.ingester and initEvents.
+// initMaintenance creates the maintenance services and adds them to
+// a.services. It needs a.store, a.queues, a.sched, a.archiver, a.ingester
+// and initEvents.
 func (a *App) initMaintenance() error {
 	cfg := a.opts.Config
 	m := a.maint
@@ -93,51 +95,38 @@ func (a *App) initMaintenance() error {
 	m.pruner, err = maintenance.NewPruner(maintenance.PrunerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval,
 		Archiving: a.archiver != nil, WakeArchiver: a.wake, CheckArchive: checkArchive,
-		Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+		Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
 	})
 	if err != nil {
-		m.close()
 		return err
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
 		// Rules leave Redrive's own topics (and Kafka's internal ones) alone,
 		// as bulk retries do.
-		OwnTopics: reservedTopics(cfg), Events: m.events, Metrics: a.metrics.DeadLetter, Now: a.opts.Now, Logger: a.log,
+		OwnTopics: reservedTopics(cfg), Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
 	})
 	if err != nil {
-		m.close()
 		return err
 	}
 	m.gauges, err = maintenance.NewGauges(maintenance.GaugesConfig{
 		Store: a.store, Metrics: a.metrics.DeadLetter, Admin: kadm.NewClient(a.ingester.Client()),
-		Group: cfg.Group, Topics: cfg.DLQTopics, Logger: a.log,
+		Group: cfg.Group, Topics: cfg.DLQTopics, Clock: a.clock, Logger: a.log,
 	})
 	if err != nil {
-		m.close()
 		return err
 	}
+	backfill := maintenance.BackfillConfig{Store: a.store, Clock: a.clock, Logger: a.log}
+	a.services.Add(m.pruner, m.replayer, m.gauges, a.compactCounts(5*time.Second),
+		maintenance.NewFingerprintBackfill(backfill), maintenance.NewFailedAtFill(backfill))
 	return nil
 }
 
-func (m *maint) close() {
+// closeClient closes the events client, if there is one.
+func (m *maint) closeClient() {
 	if m.eventsClient != nil {
 		m.eventsClient.Close()
 	}
-}
-
-// runMaintenance starts the services on g; they stop when ctx ends.
-func (a *App) runMaintenance(ctx context.Context, g *errgroup.Group) {
-	m := a.maint
-	g.Go(func() error {
-		if m.eventsClient != nil {
-			defer m.eventsClient.Close()
-		}
-		return m.events.Run(ctx)
-	})
-	g.Go(func() error { return m.pruner.Run(ctx) })
-	g.Go(func() error { return m.replayer.Run(ctx) })
-	g.Go(func() error { return m.gauges.Run(ctx) })
 }
 
 // Events is the App's lifecycle-event publisher (for components that emit events).

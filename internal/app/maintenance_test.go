@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,18 +20,14 @@ import (
 
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/apptest"
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/pgtest"
 )
-
-// mclock is the injected clock of the maintenance scenario.
-type mclock struct{ ns atomic.Int64 }
-
-func (c *mclock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *mclock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // mApp is one running processor of the maintenance scenario.
 type mApp struct {
@@ -42,9 +37,9 @@ type mApp struct {
 
 // startApp runs a processor on dbURL and brokers with the clock; it stops at
 // the end of the test or when stop is called.
-func startApp(t *testing.T, dbURL string, brokers []string, policies string, clk *mclock) (*mApp, func()) {
+func startApp(t *testing.T, dbURL string, brokers []string, policies string, clk *clock.Fake) (*mApp, func()) {
 	t.Helper()
-	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Now: clk.now},
+	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Clock: clk},
 		"REDRIVE_POLICIES_DIR", policies,
 		"REDRIVE_PRUNE_INTERVAL", "1h", // the test drives passes with RunOnce
 		"REDRIVE_REPLAY_INTERVAL", "1h")
@@ -76,14 +71,12 @@ func (m *mApp) metric(t *testing.T, sample string) float64 {
 // just after the change they count becomes visible.
 func (m *mApp) wantMetric(t *testing.T, sample string, want float64) {
 	t.Helper()
-	got := m.metric(t, sample)
-	for deadline := time.Now().Add(10 * time.Second); got != want && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		got = m.metric(t, sample)
-	}
-	if got != want {
-		t.Errorf("%s = %v, want %v", sample, got, want)
-	}
+	eventually.Nil(t, fmt.Sprintf("%s = %v", sample, want), func() error {
+		if got := m.metric(t, sample); got != want {
+			return fmt.Errorf("it is %v", got)
+		}
+		return nil
+	}, eventually.Within(10*time.Second))
 }
 
 func (m *mApp) do(t *testing.T, method, path, body string) (int, []byte) {
@@ -160,8 +153,8 @@ func failure(at time.Time, queue, typ, errType string, code dlq.Code, key string
 
 func recordIDs(t *testing.T, m *mApp, query string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var ids []string
+	eventually.Nil(t, fmt.Sprintf("%d records at ?%s", n, query), func() error {
 		var l struct {
 			Items []struct {
 				ID string `json:"id"`
@@ -169,18 +162,16 @@ func recordIDs(t *testing.T, m *mApp, query string, n int) []string {
 		}
 		status, body := m.do(t, http.MethodGet, "/ojs/v1/dead-letter?"+query, "")
 		_ = json.Unmarshal(body, &l)
-		if status == http.StatusOK && len(l.Items) == n {
-			ids := make([]string, n)
-			for i, it := range l.Items {
-				ids[i] = it.ID
-			}
-			return ids
+		if status != http.StatusOK || len(l.Items) != n {
+			return fmt.Errorf("GET: %d %s", status, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET ?%s: %d %s, want %d records", query, status, body, n)
+		ids = make([]string, n)
+		for i, it := range l.Items {
+			ids[i] = it.ID
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return nil
+	})
+	return ids
 }
 
 // TestDeadLetterMetricsEventsAndMaintenance scripts a scenario end to end and
@@ -206,8 +197,7 @@ replay_rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &mclock{}
-	clk.ns.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, stopA := startApp(t, dbURL, brokers, policies, clk)
 	all := a.sse(t, "/ojs/v1/events")
 	billingOnly := a.sse(t, "/ojs/v1/events?topic=billing&type=dead_letter.replayed,dead_letter.added")
@@ -215,11 +205,11 @@ replay_rules:
 	// 1. Three dead letters on orders, two on billing.
 	producer := kafkatest.Client(t, brokers)
 	kafkatest.Produce(t, producer,
-		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o1"),
-		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o2"),
-		failure(clk.now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o3"),
-		failure(clk.now(), "billing", "invoice.retry", "db.timeout", dlq.CodeDeadLetter, "b1"),
-		failure(clk.now(), "billing", "invoice.send", "smtp.down", dlq.CodeDeadLetter, "b2"),
+		failure(clk.Now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o1"),
+		failure(clk.Now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o2"),
+		failure(clk.Now(), "orders", "order.created", "db.timeout", dlq.CodeDeadLetter, "o3"),
+		failure(clk.Now(), "billing", "invoice.retry", "db.timeout", dlq.CodeDeadLetter, "b1"),
+		failure(clk.Now(), "billing", "invoice.send", "smtp.down", dlq.CodeDeadLetter, "b2"),
 	)
 	orderIDs := recordIDs(t, a, "queue=orders&state=discarded", 3)
 	billing := recordIDs(t, a, "queue=billing&state=discarded", 2)
@@ -234,14 +224,13 @@ replay_rules:
 	a.wantMetric(t, `redrive_dead_letter_error_types{error_type="db.timeout",queue="orders"}`, 3)
 	a.wantMetric(t, `redrive_dead_letter_error_types{error_type="smtp.down",queue="billing"}`, 1)
 	// The consumer group's lag on the DLQ topic (kadm) reaches 0 once ingest commits.
-	deadline := time.Now().Add(15 * time.Second)
-	for a.metric(t, `redrive_consumer_lag{topic="dead_letter_queue"}`) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer lag %v, want 0", a.metric(t, `redrive_consumer_lag{topic="dead_letter_queue"}`))
+	eventually.Nil(t, "the consumer lag to reach 0", func() error {
+		if lag := a.metric(t, `redrive_consumer_lag{topic="dead_letter_queue"}`); lag != 0 {
+			mustOK(t, a.app.Gauges().RunOnce(context.Background()))
+			return fmt.Errorf("it is %v", lag)
 		}
-		time.Sleep(50 * time.Millisecond)
-		mustOK(t, a.app.Gauges().RunOnce(context.Background()))
-	}
+		return nil
+	}, eventually.Within(15*time.Second))
 	// Five records, and two incidents opened: db.timeout and smtp.down.
 	byType := map[string]int{}
 	for _, e := range collect(t, all, 7) {
@@ -296,7 +285,7 @@ replay_rules:
 	}
 	// Rule changes trigger passes of the app's own; whichever pass comes after
 	// the clock moves does the replay.
-	clk.advance(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	runReplay(t, a)
 	// Replayed, it is redelivered, and its redelivery completes it
 	// (completion: redelivered).
@@ -313,13 +302,9 @@ replay_rules:
 	}
 
 	// Woken by the replay, the scheduler redelivers the record at once.
-	deadline = time.Now().Add(15 * time.Second)
-	for a.metric(t, `redrive_redelivered_total{queue="billing"}`) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the replayed record was not redelivered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "the replayed record redelivered", func() bool {
+		return a.metric(t, `redrive_redelivered_total{queue="billing"}`) >= 1
+	}, eventually.Within(15*time.Second))
 	if v := a.metric(t, `redrive_kafka_connects_total{client="redeliver",node_id="0"}`); v < 1 {
 		t.Errorf("kprom connects for client redeliver = %v", v)
 	}
@@ -346,21 +331,17 @@ replay_rules:
 	if err := json.Unmarshal(body, &purge); status != http.StatusAccepted || err != nil {
 		t.Fatalf("purge: %d %s", status, body)
 	}
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	eventually.Nil(t, "the purge task to complete", func() error {
 		var task struct {
 			State string `json:"state"`
 		}
 		_, body := b.do(t, http.MethodGet, "/ojs/v1/tasks/"+purge.Task.ID, "")
 		_ = json.Unmarshal(body, &task)
-		if task.State == "completed" {
-			break
+		if task.State != "completed" {
+			return fmt.Errorf("the task: %s", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("purge task: %s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, eventually.Within(15*time.Second))
 	// and retries one of orders' (the API announces it; the app counts it).
 	retried := recordIDs(t, b, "queue=orders&state=discarded", 3)[0]
 	if status, body := b.do(t, http.MethodPost, "/ojs/v1/dead-letter/"+retried+"/retry", ""); status != http.StatusOK {
@@ -378,7 +359,7 @@ replay_rules:
 	// 5. 181 days later the pruner archives and removes orders' dead letters,
 	// and the replayed billing record its redelivery completed (past
 	// retention.completed).
-	clk.advance(181 * 24 * time.Hour)
+	clk.Advance(181 * 24 * time.Hour)
 	pres := runPrune(t, b)
 	if pres.Total() != 3 || !slices.Contains(pres.Pruned, maintenance.PruneCount{Queue: "billing", Reason: maintenance.ReasonRetentionCompleted,
 		State: dlq.StateCompleted, Count: 1}) {
@@ -473,28 +454,24 @@ func mustOK(t *testing.T, err error) {
 // rule change triggers one).
 func runReplay(t *testing.T, m *mApp) *maintenance.ReplayResult {
 	t.Helper()
-	for range 500 {
-		res, err := m.app.Replayer().RunOnce(context.Background())
+	var res *maintenance.ReplayResult
+	eventually.True(t, "the replay lock", func() bool {
+		var err error
+		res, err = m.app.Replayer().RunOnce(context.Background())
 		mustOK(t, err)
-		if res.Leader {
-			return res
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("replay lock never free")
-	return nil
+		return res.Leader
+	}, eventually.Within(5*time.Second))
+	return res
 }
 
 func runPrune(t *testing.T, m *mApp) *maintenance.PruneResult {
 	t.Helper()
-	for range 500 {
-		res, err := m.app.Pruner().RunOnce(context.Background())
+	var res *maintenance.PruneResult
+	eventually.True(t, "the pruner lock", func() bool {
+		var err error
+		res, err = m.app.Pruner().RunOnce(context.Background())
 		mustOK(t, err)
-		if res.Leader {
-			return res
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("pruner lock never free")
-	return nil
+		return res.Leader
+	}, eventually.Within(5*time.Second))
+	return res
 }

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -54,15 +54,12 @@ func TestMetricLabelsAreBoundedThroughIngest(t *testing.T) {
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), recs...)
 
 	var out string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		out = scrapeMetrics(t, b.base)
-		if sumOf(out, "redrive_ingest_records_total") == float64(len(recs)) {
-			break
+	eventually.Nil(t, "every record ingested", func() error {
+		if out = scrapeMetrics(t, b.base); sumOf(out, "redrive_ingest_records_total") != float64(len(recs)) {
+			return fmt.Errorf("the metrics say:\n%s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not every record was ingested:\n%s", out)
-		}
-	}
+		return nil
+	})
 	if err := b.app.Gauges().RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 func writePolicies(t *testing.T, dir, body string) {
@@ -32,7 +34,7 @@ func TestSIGHUPWithABrokenPolicyFileKeepsTheLastGoodPolicies(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failed reload", func() bool { return w.LastError() != nil })
+	eventually.True(t, "the failed reload", func() bool { return w.LastError() != nil })
 	if got := w.Resolve("orders", "").Retry.MaxAttempts; got != 7 {
 		t.Fatalf("after a broken reload max_attempts = %d, want the last good 7", got)
 	}
@@ -41,16 +43,5 @@ func TestSIGHUPWithABrokenPolicyFileKeepsTheLastGoodPolicies(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the good reload", func() bool { return w.LastError() == nil && w.Resolve("orders", "").Retry.MaxAttempts == 11 })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the good reload", func() bool { return w.LastError() == nil && w.Resolve("orders", "").Retry.MaxAttempts == 11 })
 }

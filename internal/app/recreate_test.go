@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
@@ -75,7 +76,7 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 			} `json:"details"`
 		} `json:"error"`
 	}
-	waitUntil(t, "/readyz to name the DLQ topic that is not consumed", func() bool {
+	eventually.True(t, "/readyz to name the DLQ topic that is not consumed", func() bool {
 		notReady.Error.Details.Checks = nil
 		return b.get(t, "/readyz", &notReady) == http.StatusServiceUnavailable &&
 			strings.Contains(notReady.Error.Details.Checks["dlq_topics"], `DLQ topic "`+dlqTopic+`" is not being consumed`)
@@ -89,7 +90,7 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 	}
 
 	failing.Store(false)
-	waitUntil(t, "/readyz ok once fetches work", func() bool { return b.get(t, "/readyz", nil) == http.StatusOK })
+	eventually.True(t, "/readyz ok once fetches work", func() bool { return b.get(t, "/readyz", nil) == http.StatusOK })
 }
 
 // A forged DLQ record whose source topic is the DLQ topic itself, with a
@@ -104,7 +105,7 @@ func TestForgedSelfLoopEndsAfterOneAttemptAtMost(t *testing.T) {
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), forged)
 
 	var got list
-	waitUntil(t, "the forged record to end a dead letter", func() bool {
+	eventually.True(t, "the forged record to end a dead letter", func() bool {
 		got = list{}
 		return b.get(t, "/ojs/v1/dead-letter?queue="+dlqTopic, &got) == http.StatusOK && len(got.Items) == 1 &&
 			got.Items[0].State == "discarded"
@@ -227,20 +228,15 @@ func missing(want, have []string) []string {
 	return out
 }
 
-// waitNoneMissing polls until every element of want is in what list returns.
+// waitNoneMissing waits until every element of want is in what list returns.
 func waitNoneMissing(t *testing.T, what string, want []string, list func() []string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m := missing(want, list())
-		if len(m) == 0 {
-			return
+	eventually.Nil(t, "every one of "+what, func() error {
+		if m := missing(want, list()); len(m) > 0 {
+			return fmt.Errorf("%d of %d missing, e.g. %v", len(m), len(want), m[:min(5, len(m))])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d %s missing, e.g. %v", len(m), len(want), what, m[:min(5, len(m))])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, eventually.Within(60*time.Second))
 }
 
 // consumeIDs reads topic from its start until it has seen every id of want
@@ -337,7 +333,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	}
 
 	// Nothing stuck: every record to retry was redelivered.
-	waitUntil(t, "every due record redelivered", func() bool {
+	eventually.True(t, "every due record redelivered", func() bool {
 		return len(query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'retryable'")) == 0
 	})
 	// Completed by their redelivery (completion: redelivered).
@@ -348,7 +344,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	consumeIDs(t, brokers, "orders", redelivered)
 
 	// Every dead letter's copy is on the new archive topic.
-	waitUntil(t, "every archive copy made", func() bool {
+	eventually.True(t, "every archive copy made", func() bool {
 		return len(query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'discarded' AND archive_state IS DISTINCT FROM 'done'")) == 0
 	})
 	dead := query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'discarded'")
@@ -357,7 +353,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	}
 	consumeIDs(t, brokers, archiveTopic, dead)
 
-	waitUntil(t, "/readyz ok", func() bool {
+	eventually.True(t, "/readyz ok", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -428,7 +424,7 @@ func TestNotRoutableRecordSaysWhyInTheAPI(t *testing.T) {
 			NextAttemptAt *string `json:"next_attempt_at"`
 		} `json:"redelivery_failure"`
 	}
-	waitUntil(t, "the record refused", func() bool {
+	eventually.True(t, "the record refused", func() bool {
 		return b.get(t, "/ojs/v1/dead-letter/"+id, &rec) == http.StatusOK && rec.State == "discarded"
 	})
 	f := rec.RedeliveryFailure

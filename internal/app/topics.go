@@ -12,7 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // ownTopic is a topic Redrive produces to on its own account (not a
@@ -64,15 +66,16 @@ type topicSetup struct {
 	recheck          time.Duration // check-only: how often missing topics are reported again
 	reportEvery      time.Duration // how often the same failure is logged again
 	attemptTimeout   time.Duration
+	clock            clock.Clock
 
 	lastReport    time.Time
 	lastReportMsg string
 }
 
-// ensureTopics runs the topic setup in the background of Run until it has
-// succeeded once. It never fails and never holds up anything else: Kafka may
-// well be down at start.
-func (a *App) ensureTopics(ctx context.Context) {
+// topicSetup is the service that sets up the App's own topics in the
+// background until it has succeeded once. It never fails and never holds up
+// anything else: Kafka may well be down at start.
+func (a *App) topicSetup() service.Service {
 	cfg := a.opts.Config
 	s := &topicSetup{
 		admin:          kadm.NewClient(a.ingester.Client()),
@@ -86,45 +89,30 @@ func (a *App) ensureTopics(ctx context.Context) {
 		recheck:        time.Hour,
 		reportEvery:    10 * time.Minute,
 		attemptTimeout: 15 * time.Second,
+		clock:          a.clock,
 	}
-	s.run(ctx)
+	return service.NewLoop("topic setup", s.loop())
 }
 
-// run tries until every topic exists (created now or before). Failures to
+// loop tries until every topic exists (created now or before). Failures to
 // reach Kafka are retried with backoff; with creation off, missing topics are
 // reported once and then at most every recheck interval until they exist.
-func (s *topicSetup) run(ctx context.Context) {
-	if len(s.topics) == 0 {
-		return
-	}
-	wait := s.minWait
-	for {
-		missing, err := s.attempt(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		next := s.recheck
-		switch {
-		case err != nil:
+func (s *topicSetup) loop() *service.Loop {
+	return &service.Loop{Clock: s.clock, Interval: s.recheck, Backoff: service.Backoff{Min: s.minWait, Max: s.maxWait},
+		Report: func(err error, _ time.Duration) {
 			level := slog.LevelWarn // Kafka unreachable: /readyz says so too
 			if errors.As(err, new(*refusal)) {
 				level = slog.LevelError // the topic will stay missing until someone acts
 			}
 			s.report(level, "topic setup failed; retrying", err)
-			next, wait = wait, min(2*wait, s.maxWait)
-		case missing == 0:
-			return
-		default:
-			wait = s.minWait
-		}
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+		},
+		Pass: func(ctx context.Context) (service.Next, error) {
+			if len(s.topics) == 0 {
+				return service.Next{Done: true}, nil
+			}
+			missing, err := s.attempt(ctx)
+			return service.Next{Done: err == nil && missing == 0}, err
+		}}
 }
 
 // attempt lists the topics and creates (or reports) the missing ones. It
@@ -211,10 +199,11 @@ func topicExists(details kadm.TopicDetails, topic string) bool {
 // report logs a failure, but the same failure at most every reportEvery.
 func (s *topicSetup) report(level slog.Level, msg string, err error) {
 	text := err.Error()
-	if text == s.lastReportMsg && time.Since(s.lastReport) < s.reportEvery {
+	now := clock.Or(s.clock).Now()
+	if text == s.lastReportMsg && now.Sub(s.lastReport) < s.reportEvery {
 		return
 	}
-	s.lastReport, s.lastReportMsg = time.Now(), text
+	s.lastReport, s.lastReportMsg = now, text
 	s.log.Log(context.Background(), level, msg, "err", text)
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -48,15 +50,15 @@ func TestMissingTopicIsReportedAgainUntilItExists(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan struct{})
-	go func() { s.run(ctx); close(done) }()
+	go func() { _ = s.loop().Run(ctx); close(done) }()
 
 	const line = `level=ERROR msg="topic does not exist and REDRIVE_CREATE_TOPICS is false: create it" topic=dlq.archive used_for=archive`
-	for strings.Count(logs.String(), line) < 2 {
-		if ctx.Err() != nil {
-			t.Fatalf("the missing topic was not reported twice:\n%s", logs.String())
+	eventually.Nil(t, "the missing topic reported twice", func() error {
+		if strings.Count(logs.String(), line) < 2 {
+			return fmt.Errorf("the log says:\n%s", logs.String())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "dlq.archive"); err != nil {
 		t.Fatal(err)
 	}

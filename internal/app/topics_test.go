@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -89,7 +91,7 @@ func TestArchiveAndEventsTopicsAreCreatedAtStart(t *testing.T) {
 	start(t, brokers, logs.logger(), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_TOPIC_PARTITIONS", "5")
 	want := []string{dlqTopic + ".archive", dlqTopic + ".events", "orders.archive"}
 	for _, topic := range want {
-		waitFor(t, "the log of "+topic, func() bool {
+		eventually.True(t, "the log of "+topic, func() bool {
 			return len(logs.find("topic created", map[string]any{"level": "INFO", "component": "app", "topic": topic})) == 1
 		})
 	}
@@ -112,7 +114,7 @@ func TestTopicCreationDefaultsAndOff(t *testing.T) {
 	brokers := kafkatest.New(t, dlqTopic, "orders")
 	var logs logLines
 	start(t, brokers, logs.logger(), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_ARCHIVE_TOPIC", "all.archive", "REDRIVE_EVENTS_TOPIC", "off")
-	waitFor(t, "the archive topic", func() bool { return len(logs.find("topic created", map[string]any{"topic": "all.archive"})) == 1 })
+	eventually.True(t, "the archive topic", func() bool { return len(logs.find("topic created", map[string]any{"topic": "all.archive"})) == 1 })
 	got := partitions(t, kadm.NewClient(kafkatest.Client(t, brokers)), "all.archive", dlqTopic+".events", dlqTopic+".archive", "orders.archive")
 	if len(got) != 1 || got["all.archive"] != kafkatest.Partitions {
 		t.Errorf("topics %v, want only all.archive with the broker's default of %d partitions", got, kafkatest.Partitions)
@@ -130,7 +132,7 @@ func TestMissingTopicsAreOnlyReportedWhenCreationIsOff(t *testing.T) {
 	var logs logLines
 	start(t, brokers, logs.logger(), "REDRIVE_CREATE_TOPICS", "false")
 	for _, topic := range []string{dlqTopic + ".archive", dlqTopic + ".events"} {
-		waitFor(t, "an error naming "+topic, func() bool {
+		eventually.True(t, "an error naming "+topic, func() bool {
 			return len(logs.find("topic does not exist", map[string]any{"level": "ERROR", "component": "app", "topic": topic})) == 1
 		})
 	}
@@ -167,14 +169,10 @@ func TestTopicsAreCreatedWhenKafkaComesUpAfterStart(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	want := []string{dlqTopic + ".archive", dlqTopic + ".events"}
-	deadline := time.Now().Add(60 * time.Second)
 	for _, topic := range want {
-		for len(logs.find("topic created", map[string]any{"topic": topic})) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not created once Kafka came up", topic)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually.True(t, topic+" created once Kafka came up", func() bool {
+			return len(logs.find("topic created", map[string]any{"topic": topic})) > 0
+		}, eventually.Within(60*time.Second))
 	}
 	adm := kadm.NewClient(kafkatest.Client(t, brokers))
 	if got := partitions(t, adm, want...); !slices.Equal(sortedKeys(got), want) {
@@ -216,13 +214,12 @@ func TestReadinessNamesAMissingDLQTopic(t *testing.T) {
 	var ready struct {
 		Checks map[string]string `json:"checks"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for code = b.get(t, "/readyz", nil); code != http.StatusOK; code = b.get(t, "/readyz", nil) {
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz = %d after orders.dlq was created", code)
+	eventually.Nil(t, "/readyz ok after orders.dlq was created", func() error {
+		if code := b.get(t, "/readyz", nil); code != http.StatusOK {
+			return fmt.Errorf("readyz = %d", code)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if code := b.get(t, "/readyz", &ready); code != http.StatusOK || ready.Checks["dlq_topics"] != "ok" {
 		t.Errorf("readyz = %d %v", code, ready.Checks)
 	}

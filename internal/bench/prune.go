@@ -202,12 +202,11 @@ func timeIngestTopic(ctx context.Context, pool *pgxpool.Pool, brokers []string, 
 	if err != nil {
 		return 0, 0, err
 	}
-	ictx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ictx) }()
+	if err := in.Start(ctx); err != nil {
+		return 0, 0, err
+	}
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := in.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: stopping ingest:", err)
 		}
 	}()
@@ -228,8 +227,8 @@ func timeIngestTopic(ctx context.Context, pool *pgxpool.Pool, brokers []string, 
 			return time.Since(start), n - first, nil
 		}
 		select {
-		case err := <-done:
-			return 0, 0, fmt.Errorf("ingest stopped: %w", err)
+		case <-in.Done():
+			return 0, 0, fmt.Errorf("ingest stopped: %w", in.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

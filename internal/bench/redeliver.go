@@ -185,13 +185,12 @@ func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n,
 	if err != nil {
 		return 0, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- s.Run(sctx) }()
+	if err := s.Start(ctx); err != nil {
+		return 0, err
+	}
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: stopping:", err)
 		}
 	}()
@@ -202,8 +201,8 @@ func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n,
 			return time.Since(start), nil
 		}
 		select {
-		case err := <-done:
-			return 0, fmt.Errorf("scheduler stopped: %w", err)
+		case <-s.Done():
+			return 0, fmt.Errorf("scheduler stopped: %w", s.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}

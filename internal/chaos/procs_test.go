@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/pgcluster"
 )
 
@@ -83,20 +84,21 @@ func startBroker(ctx context.Context, t *testing.T, bin, logDir string, topics [
 	go func() { _ = b.cmd.Wait(); _ = logf.Close(); close(b.done) }()
 	t.Cleanup(func() { b.stop(t) })
 
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if addr := logValue(logPath, "kafka broker listening", "addr"); addr != "" {
-			b.addr = addr
-			return b
+	eventually.Nil(t, "redrive broker to log its address", func() error {
+		if b.addr = logValue(logPath, "kafka broker listening", "addr"); b.addr != "" {
+			return nil
 		}
 		select {
 		case <-b.done:
 			t.Fatalf("redrive broker exited at start: %s", tail(logPath, 20))
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("redrive broker did not log its address within 20s: %s", tail(logPath, 20))
-	return nil
+		if ctx.Err() != nil {
+			t.Fatalf("redrive broker not started: %v", ctx.Err())
+		}
+		return fmt.Errorf("its log ends:\n%s", tail(logPath, 20))
+	}, eventually.Within(20*time.Second))
+	return b
 }
 
 // stop ends the broker with SIGTERM, as an operator would.

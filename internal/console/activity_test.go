@@ -18,17 +18,21 @@ import (
 
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/apptest"
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
 
 // behindClock is the server's clock: the real time, less a lag the test
 // sets, so that failures can be stored minutes in the past without waiting.
+// Its timers are the wall clock's.
 type behindClock struct{ lag atomic.Int64 }
 
-func (c *behindClock) now() time.Time        { return time.Now().Add(-time.Duration(c.lag.Load())) }
-func (c *behindClock) set(lag time.Duration) { c.lag.Store(int64(lag)) }
+func (c *behindClock) Now() time.Time                       { return time.Now().Add(-time.Duration(c.lag.Load())) }
+func (c *behindClock) NewTimer(d time.Duration) clock.Timer { return clock.Wall.NewTimer(d) }
+func (c *behindClock) set(lag time.Duration)                { c.lag.Store(int64(lag)) }
 func (s *server) produce(t *testing.T, recs ...*kgo.Record) {
 	kafkatest.Produce(t, kafkatest.Client(t, s.brokers), recs...)
 }
@@ -42,7 +46,7 @@ func startServerAt(t *testing.T, clk *behindClock) *server {
 	if err := os.WriteFile(filepath.Join(dir, "default.yaml"), []byte(policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := apptest.Start(t, brokers, dbURL, app.Options{Now: clk.now}, "REDRIVE_POLICIES_DIR", dir)
+	a, _ := apptest.Start(t, brokers, dbURL, app.Options{Clock: clk}, "REDRIVE_POLICIES_DIR", dir)
 	return &server{base: "http://" + a.Addr(), brokers: brokers, dbURL: dbURL}
 }
 
@@ -154,7 +158,7 @@ func TestFailuresOverTimeAndIncidents(t *testing.T) {
 		clk.set(step.lag)
 		s.produce(t, step.recs...)
 		stored += len(step.recs)
-		eventually(t, 30*time.Second, fmt.Sprintf("%d records stored", stored), func() bool { return len(s.storedRecords(t)) == stored })
+		eventually.True(t, fmt.Sprintf("%d records stored", stored), func() bool { return len(s.storedRecords(t)) == stored }, eventually.Within(30*time.Second))
 	}
 	clk.set(0)
 	// What the charts must show: the failures per minute and queue, all of

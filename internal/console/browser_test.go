@@ -297,18 +297,3 @@ func (b *browser) screenshot(t testing.TB, name string) {
 	}
 	t.Logf("screenshot: %s", path)
 }
-
-// eventually polls cond until it holds, failing the test after within.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("not so after %v: %s", within, what)
-		case <-tick.C:
-		}
-	}
-}

@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 // nested is a JSON value nesting depth levels, objects and arrays in turn,
@@ -129,11 +131,11 @@ func TestDeeplyNestedValuesCanBeViewedRetriedAndDeleted(t *testing.T) {
 	for _, d := range depths {
 		for _, what := range []string{"now", "edit"} {
 			k := fmt.Sprintf("deep-%d-%s", d, what)
-			eventually(t, 30*time.Second, k+" redelivered", func() bool {
+			eventually.True(t, k+" redelivered", func() bool {
 				var p page
 				s.api(t, "GET", "/ojs/v1/dead-letter?key="+k, &p)
 				return len(p.Items) == 1 && p.Items[0]["redelivered_at"] != nil
-			})
+			}, eventually.Within(30*time.Second))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 // saveDownloadsIn has Chromium save downloads in dir under the name the page
@@ -37,11 +38,11 @@ func downloaded(t *testing.T, dir, name string, want []byte) {
 	path := filepath.Join(dir, name)
 	var got []byte
 	// Whole: the file may show before all of it is written.
-	eventually(t, 30*time.Second, "the download "+name+" is saved", func() bool {
+	eventually.True(t, "the download "+name+" is saved", func() bool {
 		var err error
 		got, err = os.ReadFile(path)
 		return err == nil && len(got) >= len(want)
-	})
+	}, eventually.Within(30*time.Second))
 	if !bytes.Equal(got, want) {
 		entries, _ := os.ReadDir(dir)
 		var names []string

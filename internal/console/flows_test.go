@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -61,10 +62,10 @@ type page struct {
 func (s *server) waitTotal(t *testing.T, query string, want int) {
 	t.Helper()
 	var p page
-	eventually(t, 30*time.Second, fmt.Sprintf("GET ?%s lists %d records", query, want), func() bool {
+	eventually.True(t, fmt.Sprintf("GET ?%s lists %d records", query, want), func() bool {
 		s.api(t, "GET", "/ojs/v1/dead-letter?"+query, &p)
 		return p.Pagination.Total == want
-	})
+	}, eventually.Within(30*time.Second))
 }
 
 // The everyday path of an operator, in one browser: a failure dead-lettered

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 // Realistic names and messages that leave a layout nowhere to break a line:
@@ -72,10 +73,10 @@ func TestEveryPageFitsTheWindow(t *testing.T) {
 	var incidents struct {
 		Items []struct{ ID string } `json:"items"`
 	}
-	eventually(t, 30*time.Second, "an incident", func() bool {
+	eventually.True(t, "an incident", func() bool {
 		s.api(t, "GET", "/ojs/v1/incidents", &incidents)
 		return len(incidents.Items) > 0
-	})
+	}, eventually.Within(30*time.Second))
 	incidentID := incidents.Items[0].ID
 	b := newBrowser(t)
 	pages := []struct{ name, path string }{

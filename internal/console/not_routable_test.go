@@ -7,6 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 // A record the scheduler refused to produce (its topic is Redrive's own: a
@@ -32,12 +34,12 @@ func TestTheRecordPageSaysWhenARecordIsNotRoutable(t *testing.T) {
 		discarded_at = NULL, next_retry_at = now() WHERE id = $2`, dlqTopic, id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the scheduler refuses it", func() bool {
+	eventually.True(t, "the scheduler refuses it", func() bool {
 		var r map[string]any
 		s.api(t, "GET", "/ojs/v1/dead-letter/"+id, &r)
 		f, _ := r["redelivery_failure"].(map[string]any)
 		return f != nil && f["reason"] == "not_routable"
-	})
+	}, eventually.Within(30*time.Second))
 	b := newBrowser(t)
 	b.run(t, "the record page", chromedp.Navigate(s.base+"/ui/records/"+id), waitText("h1", "Record looped-1"),
 		waitText("main", "not redelivered (not_routable)"), waitText("main", "not tried again"))

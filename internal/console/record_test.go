@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -43,10 +44,10 @@ func TestRetryWithEditChangesOnlyTheEditedBytes(t *testing.T) {
 	// (The harness's recordID reads the record into float64s, which cannot
 	// hold 1e400: only the id is read here.)
 	var list struct{ Items []struct{ ID string } }
-	eventually(t, 30*time.Second, "exact-1 is stored", func() bool {
+	eventually.True(t, "exact-1 is stored", func() bool {
 		s.api(t, "GET", "/ojs/v1/dead-letter?key=exact-1", &list)
 		return len(list.Items) == 1
-	})
+	}, eventually.Within(30*time.Second))
 	id := list.Items[0].ID
 
 	b := newBrowser(t)

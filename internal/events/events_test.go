@@ -19,7 +19,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
 )
@@ -79,15 +81,14 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 	cl := kafkatest.Client(t, brokers, events.ProducerOpts()...)
 	reg := prometheus.NewRegistry()
 	m := metrics.NewEvents(reg)
-	p := events.New(events.Config{Client: cl, Topic: "dead_letter_queue.events", Now: func() time.Time { return t0 }, Metrics: m})
+	p := events.New(events.Config{Client: cl, Topic: "dead_letter_queue.events", Clock: clock.NewFake(t0), Metrics: m})
 	all := p.Broker().Subscribe(events.Filter{})
 	defer all.Close()
 	orders := p.Broker().Subscribe(events.Filter{Queues: []string{"orders"}})
 	replays := p.Broker().Subscribe(events.Filter{Types: []events.Type{events.DeadLetterReplayed, events.QueuePaused}, Queues: []string{"billing", "orders"}})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
+	ctx := context.Background()
+	start(t, p)
 	evs := everyType()
 	p.Publish(ctx, evs...)
 
@@ -128,9 +129,8 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		t.Errorf("filtered subscriber got %v", replaysGot)
 	}
 	replays.Close()
-	cancel()
-	<-done
-	// Run closes the remaining subscriptions at shutdown.
+	stop(t, p)
+	// Stop closes the remaining subscriptions.
 	if _, ok := recvOK(t, orders.C); ok {
 		t.Error("subscription open after shutdown")
 	}
@@ -177,26 +177,20 @@ func TestProduceFailureIsCountedNotFatal(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p := events.New(events.Config{Client: cl, Topic: "missing.events", Metrics: metrics.NewEvents(reg)})
 	sub := p.Broker().Subscribe(events.Filter{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = p.Run(ctx) }()
+	ctx := context.Background()
+	start(t, p)
 	p.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: "x", Queue: "q"}))
 	recv(t, sub.C) // subscribers still get it
-	deadline := time.Now().Add(10 * time.Second)
-	for counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "produce"}) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("produce failure not counted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "the produce failure counted", func() bool {
+		return counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "produce"}) == 1
+	}, eventually.Within(10*time.Second))
 }
 
 func TestSSE(t *testing.T) {
 	t.Parallel()
-	p := events.New(events.Config{Now: func() time.Time { return t0 }})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = p.Run(ctx) }()
+	p := events.New(events.Config{Clock: clock.NewFake(t0)})
+	ctx := context.Background()
+	start(t, p)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := events.ParseFilter(r.URL.Query())
 		if err != nil {
@@ -324,13 +318,11 @@ func recvOK[T any](t *testing.T, ch <-chan T) (T, bool) {
 func TestEventTimeIsMilliseconds(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	p := events.New(events.Config{Now: func() time.Time { return at }})
+	p := events.New(events.Config{Clock: clock.NewFake(at)})
 	sub := p.Broker().Subscribe(events.Filter{})
 	defer sub.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	start(t, p)
 	p.Publish(ctx, events.Queue(events.QueuePaused, events.QueueData{Queue: "orders"}))
 	msg := recv(t, sub.C)
 	if !strings.Contains(string(msg.JSON), `"time":"2026-03-01T12:00:00.123Z"`) {
@@ -386,10 +378,8 @@ func TestSlowStreamIsEnded(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	p := events.New(events.Config{Metrics: metrics.NewEvents(reg)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	start(t, p)
 	stream, err := p.Broker().Stream("slow", events.Filter{})
 	if err != nil {
 		t.Fatal(err)
@@ -400,13 +390,7 @@ func TestSlowStreamIsEnded(t *testing.T) {
 	for range events.SubscriberBuffer + 10 {
 		p.Publish(ctx, ev)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.Broker().Streams() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stream was not dropped")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "the stream dropped", func() bool { return p.Broker().Streams() == 0 }, eventually.Within(10*time.Second))
 	// The stream's channel is closed after the events it holds.
 	n := 0
 	for {
@@ -482,13 +466,11 @@ func TestPublishReachesExactlyTheMatchingSubscribers(t *testing.T) {
 			}
 		})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
+	ctx := context.Background()
+	start(t, p)
 	p.Publish(ctx, published...)
 	// Shutting down delivers everything queued, then closes every subscription.
-	cancel()
-	<-done
+	stop(t, p)
 	wg.Wait()
 	for i, s := range subs {
 		var want []string
@@ -536,5 +518,22 @@ func TestParseFilterBounds(t *testing.T) {
 	f, err := events.ParseFilter(url.Values{"topic": {many(50, "t%d"), " , "}, "queue": {many(50, "q%d")}, "type": {"queue.paused, dead_letter.added"}})
 	if err != nil || len(f.Queues) != 100 || len(f.Types) != 2 {
 		t.Fatalf("at the bound: %d queues, %v, %v", len(f.Queues), f.Types, err)
+	}
+}
+
+// start starts p until the test ends (or stop).
+func start(t *testing.T, p *events.Publisher) {
+	t.Helper()
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(t, p) })
+}
+
+// stop stops p: what is queued is delivered, the subscriptions end.
+func stop(t *testing.T, p *events.Publisher) {
+	t.Helper()
+	if err := p.Stop(); err != nil {
+		t.Errorf("stop the publisher: %v", err)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // Config configures a Publisher. Zero fields take the defaults noted.
@@ -27,8 +29,8 @@ type Config struct {
 	// Buffer is how many Publish calls may wait for the background goroutine
 	// before further ones are dropped. Default 4096.
 	Buffer int
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
+	// Clock stamps events. Default: clock.Wall.
+	Clock clock.Clock
 	// Logger logs. Default slog.Default().
 	Logger *slog.Logger
 	// Metrics counts events. Default: a private, unregistered set.
@@ -60,9 +62,7 @@ func (c Config) withDefaults() Config {
 	if c.Buffer <= 0 {
 		c.Buffer = 4096
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -74,8 +74,10 @@ func (c Config) withDefaults() Config {
 
 // Publisher publishes lifecycle events. Publish is safe for concurrent use,
 // cheap and never blocks; a nil *Publisher discards events, so components can
-// hold one unconditionally. Run delivers what Publish queued.
+// hold one unconditionally. It is a service.Service: between Start and Stop
+// it delivers what Publish queued.
 type Publisher struct {
+	service.Base
 	cfg    Config
 	log    *slog.Logger
 	queue  chan []Event
@@ -84,7 +86,7 @@ type Publisher struct {
 	lastWarn atomic.Int64 // unix nanos of the last produce warning
 }
 
-// New returns a Publisher. Call Run to deliver events.
+// New returns a Publisher. Start it to deliver events.
 func New(cfg Config) *Publisher {
 	cfg = cfg.withDefaults()
 	return &Publisher{
@@ -119,7 +121,7 @@ func (p *Publisher) Publish(_ context.Context, evs ...Event) {
 	if p == nil || len(evs) == 0 {
 		return
 	}
-	now := p.cfg.Now()
+	now := p.cfg.Clock.Now()
 	for i := range evs {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
@@ -135,9 +137,16 @@ func (p *Publisher) Publish(_ context.Context, evs ...Event) {
 	}
 }
 
-// Run delivers queued events until ctx is done, then delivers what is still
-// queued and waits (up to 5 s) for the events topic's acknowledgements.
-func (p *Publisher) Run(ctx context.Context) error {
+// Name implements service.Service.
+func (p *Publisher) Name() string { return "events" }
+
+// Start delivers queued events until ctx ends or Stop; then it delivers what
+// is still queued, waits (up to 5 s) for the events topic's
+// acknowledgements and closes the subscribers' streams. It never closes
+// Client.
+func (p *Publisher) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
+
+func (p *Publisher) run(ctx context.Context) error {
 	for {
 		select {
 		case evs := <-p.queue:
@@ -208,7 +217,7 @@ func (p *Publisher) produced(_ *kgo.Record, err error) {
 	}
 	p.cfg.Metrics.Failed.WithLabelValues("produce").Inc()
 	// A missing topic fails every event: log once a minute, count them all.
-	now := time.Now().UnixNano()
+	now := p.cfg.Clock.Now().UnixNano()
 	last := p.lastWarn.Load()
 	if !errors.Is(err, context.Canceled) && now-last > int64(time.Minute) && p.lastWarn.CompareAndSwap(last, now) {
 		p.log.Warn("produce event (repeats are counted in redrive_events_failed_total, not logged)", "topic", p.cfg.Topic, "err", err)

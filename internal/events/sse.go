@@ -125,6 +125,7 @@ func ServeSSE(w http.ResponseWriter, r *http.Request, sub *Subscription, opts St
 	// write sends one chunk within the write timeout. A client that stops
 	// reading fills the connection's buffers; the write then times out and
 	// the stream ends, releasing its goroutine and connection.
+	// Deadlines and heartbeats are network time: wall time, not a clock's.
 	write := func(format string, args ...any) error {
 		if err := rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	env "github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -51,11 +52,11 @@ func TestQueueShowsItsAgeAndLastHour(t *testing.T) {
 	}
 	kafkatest.Produce(t, cl, fail(&kgo.Record{Topic: "billing", Key: []byte("b"), Value: []byte(`{}`)}))
 	var l listJSON
-	eventually(t, "4 records stored", 30*time.Second, func() bool {
+	eventually.True(t, "4 records stored", func() bool {
 		l = listJSON{}
 		b.get(t, "/ojs/v1/dead-letter?state=discarded&limit=10", &l)
 		return len(l.Items) == 4
-	})
+	}, eventually.Within(30*time.Second))
 	var orders []recordJSON
 	for _, r := range l.Items {
 		if r.Queue == "orders" {
@@ -82,10 +83,10 @@ func TestQueueShowsItsAgeAndLastHour(t *testing.T) {
 		wantStatus(t, b.get(t, "/ojs/v1/queues/"+name, &q), http.StatusOK)
 		return q
 	}
-	eventually(t, "orders: 4 added, 2 retried", 30*time.Second, func() bool {
+	eventually.True(t, "orders: 4 added, 2 retried", func() bool {
 		q := queue("orders")
 		return q.LastHour.Added == 4 && q.LastHour.Retried == 2
-	})
+	}, eventually.Within(30*time.Second))
 	check := func(when string) {
 		t.Helper()
 		var list struct {
@@ -177,11 +178,11 @@ func TestActivityOverTimeByQueueAndIncident(t *testing.T) {
 		fail("orders", "http.timeout", "POST https://api/v1/charges/4f6c1d2e-9b8a-4c3d-8e7f-1a2b3c4d5e6f: context deadline exceeded", 21))
 	kafkatest.Produce(t, cl, recs...)
 	var all seriesJSON
-	eventually(t, "6 failures in the last 10 minutes", 30*time.Second, func() bool {
+	eventually.True(t, "6 failures in the last 10 minutes", func() bool {
 		all = seriesJSON{}
 		wantStatus(t, b.get(t, "/ojs/v1/activity?last=PT10M&step=PT1M", &all), http.StatusOK)
 		return all.added() == 6
-	})
+	}, eventually.Within(30*time.Second))
 	if all.Step != "PT1M" || len(all.Points) != 11 || all.queues() != "orders 5/5, billing 1/1" || all.Points[10].Retried == nil {
 		t.Errorf("every queue: step %s, %d points, queues %q; want PT1M, 11 (10 minutes and this one), orders 5, billing 1, with retried",
 			all.Step, len(all.Points), all.queues())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 type bulkAnswer struct {
@@ -102,13 +103,13 @@ func TestBulkRetryOfTenThousandIsRateLimitedObservableAndCancellable(t *testing.
 		t.Fatalf("would affect %d", a.WouldAffect)
 	}
 	var seen []int64
-	eventually(t, "progress to be observed twice", 20*time.Second, func() bool {
+	eventually.True(t, "progress to be observed twice", func() bool {
 		tj := b.task(t, a.Task.ID)
 		if tj.Processed > 0 && (len(seen) == 0 || tj.Processed > seen[len(seen)-1]) {
 			seen = append(seen, tj.Processed)
 		}
 		return len(seen) >= 2
-	})
+	}, eventually.Within(20*time.Second))
 	// Progress shows while it runs; its pacing is internal/task's test
 	// (TestRateLimitPacesBatches, on an injected clock).
 	if last := seen[len(seen)-1]; last >= 10_000 {
@@ -155,7 +156,7 @@ func TestBulkTaskSurvivesARestart(t *testing.T) {
 	body := map[string]any{"filter": map[string]any{"queue": "billing"}, "confirm": true, "rate_limit": 1000}
 	var a bulkAnswer
 	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", body, &a), http.StatusAccepted)
-	eventually(t, "some progress", 20*time.Second, func() bool { return b.task(t, a.Task.ID).Processed > 0 })
+	eventually.True(t, "some progress", func() bool { return b.task(t, a.Task.ID).Processed > 0 }, eventually.Within(20*time.Second))
 	b.stop()
 	var processed int64
 	if err := b.pool.QueryRow(t.Context(), "SELECT processed FROM redrive_task WHERE id = $1", a.Task.ID).Scan(&processed); err != nil {

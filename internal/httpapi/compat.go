@@ -209,6 +209,7 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 // waitRedelivered waits until the scheduler produced every record of ids, or
 // answers 503: they stay queued and go out when Kafka is reachable.
 func (s *Server) waitRedelivered(ctx context.Context, ids []string) error {
+	// Wall time: how long a client waits for its answer.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequeueWait)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -200,10 +201,10 @@ func TestEditedValueRetryArrivesOnTheSourceTopic(t *testing.T) {
 	}
 	// The original stays recorded next to the edit.
 	var r recordJSON
-	eventually(t, "redelivered_at", 10*time.Second, func() bool {
+	eventually.True(t, "redelivered_at", func() bool {
 		b.get(t, "/ojs/v1/dead-letter/"+id, &r)
 		return r.RedeliveredAt != nil
-	})
+	}, eventually.Within(10*time.Second))
 	if *r.Value != `{"amount":"9,99"}` || r.Redelivery == nil || *r.Redelivery.Value != `{"amount":9.99}` {
 		t.Errorf("record after redelivery = %+v", r)
 	}
@@ -251,8 +252,8 @@ func TestRecordsIngestedFromKafkaAreListed(t *testing.T) {
 	producer := kafkatest.Client(t, b.brokers)
 	kafkatest.Produce(t, producer, &kgo.Record{Topic: dlqTopic, Value: []byte(`{"junk":true}`)})
 	var l listJSON
-	eventually(t, "ingested record", 30*time.Second, func() bool {
+	eventually.True(t, "ingested record", func() bool {
 		b.get(t, "/ojs/v1/dead-letter?error_type=redrive.unparseable", &l)
 		return len(l.Items) == 1
-	})
+	}, eventually.Within(30*time.Second))
 }

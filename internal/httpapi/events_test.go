@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/eventually"
 )
 
 // stream is an open event stream.
@@ -125,7 +126,7 @@ func TestEventStreamsAreCappedPerKeyAndInTotal(t *testing.T) {
 
 	// A closed stream frees its place, in total and for its key.
 	writes[0].close()
-	waitFor(t, "the closed stream to be released", func() bool { return b.gauge(t, "redrive_events_streams") == "4" })
+	eventually.True(t, "the closed stream to be released", func() bool { return b.gauge(t, "redrive_events_streams") == "4" }, eventually.Within(10*time.Second))
 	_, r := b.openStream(t, readKey, "")
 	wantStatus(t, r, http.StatusServiceUnavailable) // the read key is still at its cap
 	s, r := b.openStream(t, writeKey, "")
@@ -148,17 +149,6 @@ func waitLine(t *testing.T, s *stream, want, what string) {
 		case <-deadline:
 			t.Fatalf("%s: no %q", what, want)
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -200,12 +190,12 @@ func TestStalledEventStreamIsDropped(t *testing.T) {
 	// The server gives up on the stream, because a write timed out or its
 	// buffer overflowed (counted either way): its place and subscription are
 	// released.
-	waitFor(t, "the stalled stream to be dropped", func() bool {
+	eventually.True(t, "the stalled stream to be dropped", func() bool {
 		m := b.metricsText(t)
 		return strings.Contains(m, "redrive_events_subscribers 0") && strings.Contains(m, "redrive_events_streams 0") &&
 			!(strings.Contains(m, `redrive_events_streams_dropped_total{reason="write_timeout"} 0`) &&
 				strings.Contains(m, `redrive_events_streams_dropped_total{reason="buffer_full"} 0`))
-	})
+	}, eventually.Within(10*time.Second))
 	// It closed the connection: reading on drains what was buffered and then
 	// meets its end.
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -18,10 +19,10 @@ func TestGarbageCannotBeRetriedIntoTheDLQ(t *testing.T) {
 	b := setup(t)
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), &kgo.Record{Topic: dlqTopic, Value: []byte("not an envelope")})
 	var l listJSON
-	eventually(t, "the unparseable record", 30*time.Second, func() bool {
+	eventually.True(t, "the unparseable record", func() bool {
 		b.get(t, "/ojs/v1/dead-letter?error_type=redrive.unparseable", &l)
 		return len(l.Items) == 1
-	})
+	}, eventually.Within(30*time.Second))
 	garbage := l.Items[0].ID
 	own := b.seed(t, rec{queue: dlqTopic + ".events"})[0] // a record whose queue is Redrive's events topic
 	b.seed(t, rec{queue: "orders"}, rec{queue: "orders"})

@@ -30,6 +30,7 @@ import (
 	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/policy"
@@ -399,18 +400,6 @@ func (b *bundle) seed(t *testing.T, rs ...rec) []string {
 	return ids
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // recordJSON is the subset of a record the tests read.
 type recordJSON struct {
 	ID            string           `json:"id"`
@@ -472,10 +461,10 @@ func (b *bundle) task(t *testing.T, id string) taskJSON {
 func (b *bundle) waitTask(t *testing.T, id, state string, timeout time.Duration) taskJSON {
 	t.Helper()
 	var tj taskJSON
-	eventually(t, "task "+id+" "+state, timeout, func() bool {
+	eventually.True(t, "task "+id+" "+state, func() bool {
 		tj = b.task(t, id)
 		return tj.State == state
-	})
+	}, eventually.Within(timeout))
 	return tj
 }
 

@@ -108,7 +108,7 @@ func (s *Server) createReplayRule(c echo.Context) error {
 	if err := s.refusePolicyRule(c, r.Name); err != nil {
 		return err
 	}
-	now := time.Now().UTC()
+	now := s.cfg.Now().UTC()
 	r.CreatedAt, r.UpdatedAt = now, now
 	if err := s.store.CreateReplayRule(c.Request().Context(), r); errors.Is(err, store.ErrRuleExists) {
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
@@ -137,7 +137,7 @@ func (s *Server) putReplayRule(c echo.Context) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	r.UpdatedAt = time.Now().UTC()
+	r.UpdatedAt = s.cfg.Now().UTC()
 	status := http.StatusOK
 	err = s.store.UpdateReplayRule(ctx, r)
 	if errors.Is(err, store.ErrNotFound) {

@@ -81,8 +81,9 @@ type Config struct {
 	Ready []Check
 	// Registry is exposed at /metrics; nil disables the endpoint.
 	Registry *prometheus.Registry
-	// Now is the clock that dates a queue's last hour of activity, the one
-	// ingest and the scheduler write it with. Default: time.Now.
+	// Now is the time of the services' clock (the app passes its Now): it
+	// dates a queue's last hour of activity, as ingest and the scheduler
+	// write it, and replay rules. Default: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
@@ -54,7 +55,7 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 	kafkatest.Produce(t, b.cl, recs...)
 	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 50)
-	waitFor(t, "50 added", func() bool { return added() == 50 })
+	eventually.True(t, "50 added", func() bool { return added() == 50 })
 	first.stop()
 
 	// A second group re-consumes the 50 (as after a crash before the offset
@@ -62,10 +63,10 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 	logs := &logBuffer{}
 	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
-	waitFor(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
+	eventually.True(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
 	kafkatest.Produce(t, b.cl, garbage(99))
 	waitForCount(t, b.store, 51)
-	waitFor(t, "51 added", func() bool { return added() == 51 })
+	eventually.True(t, "51 added", func() bool { return added() == 51 })
 
 	// The activity table cannot be written: records are still stored.
 	if _, err := b.pool.Exec(ctx, `ALTER TABLE redrive_queue_activity RENAME TO redrive_queue_activity_away`); err != nil {
@@ -73,11 +74,11 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 	}
 	kafkatest.Produce(t, b.cl, garbage(100))
 	waitForCount(t, b.store, 52)
-	waitFor(t, "the failed statistic to be logged", func() bool { return strings.Contains(logs.String(), "record queue activity") })
+	eventually.True(t, "the failed statistic to be logged", func() bool { return strings.Contains(logs.String(), "record queue activity") })
 	if _, err := b.pool.Exec(ctx, `ALTER TABLE redrive_queue_activity_away RENAME TO redrive_queue_activity`); err != nil {
 		t.Fatal(err)
 	}
 	kafkatest.Produce(t, b.cl, garbage(101))
 	waitForCount(t, b.store, 53)
-	waitFor(t, "52 added", func() bool { return added() == 52 })
+	eventually.True(t, "52 added", func() bool { return added() == 52 })
 }

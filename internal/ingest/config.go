@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
@@ -53,8 +54,9 @@ type Config struct {
 	// topics' ids, so that a topic deleted and created again is taken up anew
 	// even before its fetches fail. Default: 5s.
 	TopicCheckInterval time.Duration
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time records are stored at and what ingest waits on
+	// (backoffs, topic checks). Default: clock.Wall.
+	Clock clock.Clock
 	// Rand returns a uniform sample in [0, 1) for jitter. Default: math/rand/v2.
 	Rand func() float64
 	// Logger logs. Default: slog.Default().
@@ -95,9 +97,7 @@ func (c Config) withDefaults() Config {
 	if c.TopicCheckInterval <= 0 {
 		c.TopicCheckInterval = 5 * time.Second
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Rand == nil {
 		c.Rand = randFloat
 	}

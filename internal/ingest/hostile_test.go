@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/store"
@@ -204,7 +205,7 @@ func TestHostileRecordsNeverPauseIngest(t *testing.T) {
 	third := startWith(t, b, b.store, "other", cfg)
 	stopWatch = watchReady(third.in, third.metrics.IngestPaused)
 	dups := third.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
-	waitFor(t, "every record re-consumed as a duplicate", func() bool { return counterValue(dups) == float64(len(round1)+len(round2)) })
+	eventually.True(t, "every record re-consumed as a duplicate", func() bool { return counterValue(dups) == float64(len(round1)+len(round2)) })
 	third.stop()
 	if stopWatch() {
 		t.Error("ingest paused re-consuming the hostile records")

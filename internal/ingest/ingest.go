@@ -16,21 +16,27 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
 // ErrPaused is reported by Ready while ingest waits for Postgres.
 var ErrPaused = errors.New("ingest paused: cannot write to Postgres")
 
-// Ingester is a consumer-group member that stores DLQ records.
+// Ingester is a consumer-group member that stores DLQ records. It is a
+// service.Service: Start consumes, Stop leaves the group and closes the
+// Kafka client.
 type Ingester struct {
+	service.Base
 	cfg    Config
 	client *kgo.Client
 	store  *store.Store
@@ -41,9 +47,12 @@ type Ingester struct {
 	topics *topicHealth
 	// warn logs warnings about records' content, rate-limited.
 	warn *warnings
+	// closed closes the client once: when the work ends, or at Stop.
+	closed sync.Once
 }
 
-// New creates an Ingester; Run starts consuming.
+// New creates an Ingester and its Kafka client; Start starts consuming, Stop
+// closes the client (started or not).
 func New(cfg Config, st *store.Store) (*Ingester, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -65,7 +74,7 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	}
 	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder(),
 		topics: newTopicHealth(cfg.Logger.With("component", "ingest")),
-		warn:   newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Now)}, nil
+		warn:   newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Clock.Now)}, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -79,15 +88,32 @@ func (in *Ingester) Ready() error {
 // Client is the ingest consumer's Kafka client (for health checks).
 func (in *Ingester) Client() *kgo.Client { return in.client }
 
-// Run consumes until ctx is done, then leaves the group and closes the client.
-// Records polled but not yet persisted when ctx ends are not committed, so the
-// group delivers them again.
-func (in *Ingester) Run(ctx context.Context) error {
-	defer func() {
+// Name implements service.Service.
+func (in *Ingester) Name() string { return "ingest" }
+
+// Start consumes until ctx ends or Stop, then leaves the group and closes
+// the client. Records polled but not yet persisted then are not committed,
+// so the group delivers them again.
+func (in *Ingester) Start(ctx context.Context) error { return in.Go(ctx, in.run) }
+
+// Stop stops consuming and closes the client.
+func (in *Ingester) Stop() error {
+	err := in.Base.Stop()
+	in.close()
+	return err
+}
+
+// close leaves the group and closes the client, once.
+func (in *Ingester) close() {
+	in.closed.Do(func() {
 		// Leaving the group is a rebalance: unblock it, or Close waits forever.
 		in.client.AllowRebalance()
 		in.client.Close()
-	}()
+	})
+}
+
+func (in *Ingester) run(ctx context.Context) error {
+	defer in.close()
 	log := in.cfg.Logger.With("component", "ingest")
 	log.Info("ingest started", "topics", in.cfg.Topics, "group", in.cfg.Group)
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -96,6 +122,8 @@ func (in *Ingester) Run(ctx context.Context) error {
 	defer func() { stopWatch(); <-watched }()
 	w := startWriter(ctx, in)
 	defer w.stop()
+	// Wall time: rebalances are paced for the brokers' group protocol,
+	// whose timeouts run on the real clock.
 	allowed := time.Now()
 	for {
 		// While a batch is being written, polling must not block for good:
@@ -119,24 +147,20 @@ func (in *Ingester) Run(ctx context.Context) error {
 				return
 			}
 			failing = true
-			if in.topics.failed(topic, partition, err, time.Now()) && !slices.Contains(recreated, topic) {
+			if in.topics.failed(topic, partition, err, in.cfg.Clock.Now()) && !slices.Contains(recreated, topic) {
 				recreated = append(recreated, topic)
 			}
 		})
 		recs := fetches.Records()
 		if len(recs) > 0 {
+			// polled is wall time: IngestBatchSeconds measures how long the batch took.
 			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
 				return w.result(ctx, err)
 			}
 		} else if failing && len(recreated) == 0 {
 			// A fetch error that repeats comes back from every poll at once:
 			// do not spin on it.
-			t := time.NewTimer(errorPause)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			clock.Sleep(ctx, in.cfg.Clock, errorPause)
 		}
 		if len(recreated) > 0 {
 			if err := in.readopt(ctx, w, recreated, log); err != nil {
@@ -187,7 +211,7 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 	j.b.encoded.Release()
 	if err := in.client.CommitRecords(ctx, j.recs...); err != nil {
 		// Rows are stored; the batch will be consumed again and skipped as duplicates.
-		in.topics.commitFailed(topicsOf(j.recs), err, time.Now())
+		in.topics.commitFailed(topicsOf(j.recs), err, in.cfg.Clock.Now())
 	}
 	// A statistic: losing it to a Postgres blip must not hold up ingest,
 	// and the batch is committed already.
@@ -238,10 +262,8 @@ func (in *Ingester) persist(ctx context.Context, b *batch) (persisted, error) {
 		}
 		in.cfg.Logger.Error("ingest paused: cannot persist batch; retrying, nothing is committed or dropped",
 			"component", "ingest", "records", len(b.fresh)+len(b.repeats), "retry_in", backoff, "err", err)
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, in.cfg.Clock, backoff) {
 			return res, ctx.Err()
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, in.cfg.RetryBackoffMax)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
@@ -72,18 +73,12 @@ func startWith(t *testing.T, b *bundle, st *store.Store, group string, mod ...fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ctx) }()
-	stopped := false
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("ingest Run: %v", err)
+		if err := in.Stop(); err != nil {
+			t.Errorf("ingest: %v", err)
 		}
 	}
 	t.Cleanup(stop)
@@ -92,15 +87,14 @@ func startWith(t *testing.T, b *bundle, st *store.Store, group string, mod ...fu
 
 func waitForCount(t *testing.T, st *store.Store, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var n int64
-	for time.Now().Before(deadline) {
+	eventually.Nil(t, fmt.Sprintf("%d records stored", want), func() error {
 		var err error
-		if n, err = st.Count(context.Background(), &filter.Filter{}); err == nil && n >= want {
-			break
+		if n, err = st.Count(context.Background(), &filter.Filter{}); err != nil || n < want {
+			return fmt.Errorf("stored %d (%v)", n, err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if n != want {
 		t.Fatalf("stored %d records, want %d", n, want)
 	}
@@ -156,7 +150,7 @@ func TestSameBatchConsumedTwiceStoresNoDuplicates(t *testing.T) {
 	// happens when a crash comes between the insert and the offset commit.
 	second := start(t, b, b.store, "second")
 	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
-	waitFor(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
+	eventually.True(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
 	kafkatest.Produce(t, b.cl, garbage(99))
 	waitForCount(t, b.store, 51)
 }
@@ -186,7 +180,7 @@ func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(200, 500) // consumed while Postgres is down: must wait, not be dropped or committed
-	waitFor(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
+	eventually.True(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
 	if err := cluster.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -203,17 +197,6 @@ func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	if err := in.Ready(); err != nil {
 		t.Fatalf("after Postgres came back ingest is not ready: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -245,14 +228,15 @@ func TestPartlyReconsumedBatchAnnouncesTheRecordsItStores(t *testing.T) {
 	kafkatest.Produce(t, b.cl, fresh...)
 	pub := events.New(events.Config{})
 	sub := pub.Broker().Subscribe(events.Filter{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = pub.Run(ctx) }()
+	if err := pub.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pub.Stop() })
 	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Events = pub })
 	waitForCount(t, b.store, 50)
 	added := second.metrics.DeadLetter.AddedTotal.WithLabelValues(dlqTopic, "")
 	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
-	waitFor(t, "20 added and 30 duplicates counted", func() bool { return counterValue(added) == 20 && counterValue(dups) == 30 })
+	eventually.True(t, "20 added and 30 duplicates counted", func() bool { return counterValue(added) == 20 && counterValue(dups) == 30 })
 	ids := map[string]bool{}
 	for len(ids) < 20 {
 		select {
@@ -289,7 +273,7 @@ func TestRecreatedDLQTopicIsNotMistakenForDuplicates(t *testing.T) {
 	if _, err := adm.DeleteTopic(ctx, dlqTopic); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the topic to be gone", func() bool {
+	eventually.True(t, "the topic to be gone", func() bool {
 		td, err := adm.ListTopics(ctx, dlqTopic)
 		return err == nil && !td.Has(dlqTopic)
 	})
@@ -318,8 +302,9 @@ func TestStopsAtRandomPointsOfThePipelineLoseAndDuplicateNothing(t *testing.T) {
 	t.Logf("seed %d", seed)
 	for round := range 6 {
 		s := start(t, b, b.store, "crash")
-		// Let it get going, then stop it wherever it is.
-		waitFor(t, "progress", func() bool {
+		// Let it get going, then stop it wherever it is: a random pause
+		// picks the point, it waits for nothing.
+		eventually.True(t, "progress", func() bool {
 			n, err := b.store.Count(context.Background(), &filter.Filter{})
 			return err == nil && (n >= int64(round*400) || n == total)
 		})

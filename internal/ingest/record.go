@@ -43,7 +43,7 @@ type topicKey struct{ topic, typ string }
 // decode sorts a polled batch into new records and changes to existing ones,
 // applying the retry policy to each new failure.
 func (in *Ingester) decode(recs []*kgo.Record) *batch {
-	b := &batch{now: in.cfg.Now().UTC(), fresh: make([]dlq.Record, 0, len(recs)), fps: newFingerprints()}
+	b := &batch{now: in.cfg.Clock.Now().UTC(), fresh: make([]dlq.Record, 0, len(recs)), fps: newFingerprints()}
 	topics := make(map[topicKey]*resolvedTopic)
 	for _, rec := range recs {
 		f := envelope.Decode(rec)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/redrive/redrive/internal/recreate"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // Fetch errors that franz-go hands to the poll loop are the ones it does not
@@ -194,25 +195,19 @@ func (h *topicHealth) takeFlagged() []string {
 // a few times, with backoff, before it reports it). A failed request is
 // skipped: the kafka readiness check says when the brokers cannot be reached.
 func (in *Ingester) watchTopicIDs(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	loop := &service.Loop{Clock: in.cfg.Clock, Interval: interval, Pass: func(ctx context.Context) (service.Next, error) {
 		rctx, cancel := context.WithTimeout(ctx, interval)
-		ids, err := recreate.TopicIDs(rctx, in.client, in.cfg.Topics)
-		cancel()
-		if err == nil {
+		defer cancel()
+		if ids, err := recreate.TopicIDs(rctx, in.client, in.cfg.Topics); err == nil {
 			for topic, id := range ids {
 				if id.Err == nil {
 					in.topics.sawID(topic, id.ID)
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return service.Next{}, nil
+	}}
+	_ = loop.Run(ctx)
 }
 
 // failed notes a fetch error of topic (empty for an error of no topic) and
@@ -273,7 +268,7 @@ func (h *topicHealth) problems(now time.Time) []string {
 // its fetches keep failing (a topic deleted and created again until it is
 // taken up anew, an authorization error). Nil while every topic is consumed.
 func (in *Ingester) TopicProblems() error {
-	if p := in.topics.problems(time.Now()); len(p) > 0 {
+	if p := in.topics.problems(in.cfg.Clock.Now()); len(p) > 0 {
 		return errors.New(strings.Join(p, "; "))
 	}
 	return nil
@@ -308,7 +303,7 @@ func (in *Ingester) readopt(ctx context.Context, w *writer, topics []string, log
 	in.client.AllowRebalance() // the purge is a rebalance
 	in.client.PurgeTopicsFromClient(topics...)
 	in.client.AddConsumeTopics(topics...)
-	now := time.Now()
+	now := in.cfg.Clock.Now()
 	for _, t := range topics {
 		in.topics.readopted(t, now)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -119,8 +120,7 @@ func (l *loadProducer) ackedBetween(from, to time.Time) []string {
 // waitStored waits until every key is stored.
 func (b *bundle) waitStored(t *testing.T, keys []string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.Nil(t, "every record stored", func() error {
 		rows, err := b.pool.Query(context.Background(), "SELECT convert_from(key, 'UTF8') FROM redrive_record")
 		if err != nil {
 			t.Fatal(err)
@@ -139,14 +139,11 @@ func (b *bundle) waitStored(t *testing.T, keys []string) {
 				missing = append(missing, k)
 			}
 		}
-		if len(missing) == 0 {
-			return
+		if len(missing) > 0 {
+			return fmt.Errorf("%d of %d records not stored, e.g. %v", len(missing), len(keys), missing[:min(5, len(missing))])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d records never stored, e.g. %v", len(missing), len(keys), missing[:min(5, len(missing))])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestRecreatedDLQTopicIsConsumedAgain: a DLQ topic deleted and created
@@ -216,7 +213,7 @@ func TestRecreatedDLQTopicWhilePostgresIsDownLosesNothing(t *testing.T) {
 	}
 	held, recs := failures("held", 50)
 	kafkatest.Produce(t, b.cl, recs...)
-	waitFor(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
+	eventually.True(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
 	kafkatest.Recreate(t, b.brokers, dlqTopic, 3) // "held" is only in ingest's memory now
 	fresh, recs := failures("fresh", 50)
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers), recs...)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/fingerprint"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -17,13 +18,6 @@ const backfillBatch = 1000
 // oldIncidentsPage is how many incidents of older rules are drained
 // together.
 const oldIncidentsPage = 200
-
-// lockRetry is how long (in nanoseconds) a replica waits before trying
-// again to take the fingerprint backfill over from another (which may have
-// died), and after a failed step.
-var lockRetry atomic.Int64
-
-func init() { lockRetry.Store(int64(10 * time.Second)) }
 
 // BackfillFingerprints brings every stored record to the current
 // fingerprint rules (fingerprint.Version): records stored before
@@ -36,43 +30,77 @@ func init() { lockRetry.Store(int64(10 * time.Second)) }
 // went to one new one).
 //
 // One replica does it at a time (a Postgres advisory lock; the others try
-// again every lockRetry, in case the holder dies). It works in batches of
+// again every Retry, in case the holder dies). It works in batches of
 // backfillBatch records, each a short statement, so ingest never waits long
 // on it; what is left to do is in the data (records without a fingerprint,
 // or with one of an older rules' incident), so a restart resumes where it
-// stopped. It publishes no incident.opened: those failures are not new. It
-// returns when nothing is left or ctx ends.
-func BackfillFingerprints(ctx context.Context, st *store.Store, log *slog.Logger) {
-	log = orLogger(log).With("component", "fingerprints")
-	for ctx.Err() == nil {
-		lock, ok, err := st.TryAdvisoryLock(ctx, lockFingerprints)
-		if err == nil && !ok {
-			log.Debug("another replica is fingerprinting stored records; trying again later",
-				"retry_in", time.Duration(lockRetry.Load()))
-		}
-		if ok {
-			var done backfillCounts
-			done, err = backfill(ctx, st)
-			lock.Release()
-			if err == nil {
-				if done.records > 0 {
-					log.Info("fingerprinted stored records under the current rules", "rules_version", fingerprint.Version,
-						"records", done.records, "incidents_of_older_rules", done.oldIncidents)
-				} else if done.oldIncidents > 0 {
-					log.Debug("incidents of older rules have no records left", "incidents", done.oldIncidents)
-				}
-				return
-			}
-		}
-		if err != nil && ctx.Err() == nil {
-			log.Warn("fingerprint stored records", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(lockRetry.Load())):
-		}
-	}
+// stopped. It publishes no incident.opened: those failures are not new.
+//
+// It is a service.Service whose work ends when nothing is left.
+type FingerprintBackfill struct {
+	service.Base
+	loop *service.Loop
 }
+
+// BackfillConfig configures the backfills (FingerprintBackfill,
+// FailedAtFill). Zero fields take the defaults noted.
+type BackfillConfig struct {
+	// Store is required.
+	Store *store.Store
+	// Retry is the wait after a failed step, and before trying again to take
+	// over from another replica. Default 10 s.
+	Retry time.Duration
+	// Clock is what the waits are on. Default: clock.Wall.
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+func (c BackfillConfig) withDefaults() BackfillConfig {
+	if c.Retry <= 0 {
+		c.Retry = 10 * time.Second
+	}
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = orLogger(c.Logger)
+	return c
+}
+
+// NewFingerprintBackfill returns the backfill; Start it, or Run it to the end.
+func NewFingerprintBackfill(cfg BackfillConfig) *FingerprintBackfill {
+	cfg = cfg.withDefaults()
+	st, log := cfg.Store, cfg.Logger.With("component", "fingerprints")
+	return &FingerprintBackfill{loop: &service.Loop{Clock: cfg.Clock, Logger: log, What: "fingerprint stored records",
+		Interval: cfg.Retry, Pass: func(ctx context.Context) (service.Next, error) {
+			lock, ok, err := st.TryAdvisoryLock(ctx, lockFingerprints)
+			if err != nil {
+				return service.Next{}, err
+			}
+			if !ok {
+				log.Debug("another replica is fingerprinting stored records; trying again later", "retry_in", cfg.Retry)
+				return service.Next{}, nil
+			}
+			done, err := backfill(ctx, st)
+			lock.Release()
+			if err != nil {
+				return service.Next{}, err
+			}
+			if done.records > 0 {
+				log.Info("fingerprinted stored records under the current rules", "rules_version", fingerprint.Version,
+					"records", done.records, "incidents_of_older_rules", done.oldIncidents)
+			} else if done.oldIncidents > 0 {
+				log.Debug("incidents of older rules have no records left", "incidents", done.oldIncidents)
+			}
+			return service.Next{Done: true}, nil
+		}}}
+}
+
+// Name implements service.Service.
+func (b *FingerprintBackfill) Name() string { return "fingerprints" }
+
+// Start runs the backfill in the background.
+func (b *FingerprintBackfill) Start(ctx context.Context) error { return b.Go(ctx, b.Run) }
+
+// Run does the backfill and returns when nothing is left or ctx ends.
+func (b *FingerprintBackfill) Run(ctx context.Context) error { return b.loop.Run(ctx) }
 
 type backfillCounts struct{ records, oldIncidents int }
 

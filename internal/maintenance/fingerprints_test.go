@@ -28,7 +28,7 @@ func TestBackfillFingerprintsOlderRecords(t *testing.T) {
 	}
 	rs = append(rs, rec{queue: "billing", state: "discarded", exhaustion: "dead_letter", at: t0, errorType: "smtp.down"})
 	ids := b.insert(t, rs...)
-	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))
 
 	want := fingerprint.Of("db.timeout", "second", nil)
 	r, err := b.store.Get(ctx, ids[0])
@@ -111,7 +111,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))
 
 	if err := b.store.CompactCounts(ctx); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	}
 	// Nothing is left to do: a second run changes nothing, and reads none
 	// of the old incidents' records.
-	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))
 	if n := b.count(t, "fingerprint = $1", want); n != 254 {
 		t.Errorf("records of the timeout incident after another run: %d, want 254", n)
 	}
@@ -176,7 +176,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, `UPDATE redrive_record SET fingerprint = '00000000000000a1' WHERE id = $1`, late[0]); err != nil {
 		t.Fatal(err)
 	}
-	maintenance.BackfillFingerprints(ctx, b.store, nil)
+	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))
 	if r, err := b.store.Get(ctx, late[0]); err != nil || r.Fingerprint != want {
 		t.Errorf("a record stored by an older replica after the backfill: fingerprint %q, %v; want %s", r.Fingerprint, err, want)
 	}
@@ -187,7 +187,6 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 // holder finished or died).
 func TestBackfillRunsOnOneReplicaAtATime(t *testing.T) {
 	b := setup(t)
-	defer maintenance.SetLockRetry(20 * time.Millisecond)()
 	ctx := context.Background()
 	ids := b.insert(t, deadLetter("orders", t0))
 	lock, ok, err := b.store.TryAdvisoryLock(ctx, maintenance.LockFingerprints)
@@ -195,24 +194,31 @@ func TestBackfillRunsOnOneReplicaAtATime(t *testing.T) {
 		t.Fatalf("take the lock: %v, %v", ok, err)
 	}
 	logs := &logLines{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		maintenance.BackfillFingerprints(ctx, b.store, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	}()
-	for logs.count("another replica is fingerprinting") < 2 {
-		select {
-		case <-done:
-			t.Fatal("the backfill returned while another replica held its lock")
-		case <-time.After(5 * time.Millisecond):
+	bf := maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store, Retry: time.Minute, Clock: b.clock,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	mustNoErr(t, bf.Start(ctx))
+	defer func() { mustNoErr(t, bf.Stop()) }()
+	// Twice it finds the lock taken and waits a minute on the clock.
+	for try := 1; try <= 2; try++ {
+		mustNoErr(t, b.clock.BlockUntil(ctx, 1))
+		if n := logs.count("another replica is fingerprinting"); n != try {
+			t.Fatalf("%d waits logged after try %d", n, try)
 		}
+		select {
+		case <-bf.Done():
+			t.Fatal("the backfill returned while another replica held its lock")
+		default:
+		}
+		if r, err := b.store.Get(ctx, ids[0]); err != nil || r.Fingerprint != "" {
+			t.Fatalf("fingerprint %q, %v while another replica holds the lock; want none yet", r.Fingerprint, err)
+		}
+		if try == 2 {
+			lock.Release()
+		}
+		b.clock.Advance(time.Minute)
 	}
-	if r, err := b.store.Get(ctx, ids[0]); err != nil || r.Fingerprint != "" {
-		t.Fatalf("fingerprint %q, %v while another replica holds the lock; want none yet", r.Fingerprint, err)
-	}
-	lock.Release()
 	select {
-	case <-done:
+	case <-bf.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the backfill did not take over once the lock was free")
 	}

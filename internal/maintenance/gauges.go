@@ -8,7 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -24,20 +26,23 @@ type GaugesConfig struct {
 	Topics []string
 	// Interval between refreshes. Default 15 s.
 	Interval time.Duration
-	Logger   *slog.Logger
+	// Clock is what Start waits on. Default: clock.Wall.
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Gauges keeps the gauges that are read from Postgres and Kafka rather than
 // counted in process (ojs_dead_letter_total, oldest age, consumer lag), so
 // that they are right after a restart and drop to 0 when a queue is emptied.
 // Every replica refreshes its own; the queries are cheap (statistics table,
-// index probes).
+// index probes). It is a service.Service: Start refreshes every Interval.
 type Gauges struct {
+	service.Base
 	cfg GaugesConfig
 	log *slog.Logger
 }
 
-// NewGauges returns Gauges; Run it, or call RunOnce.
+// NewGauges returns Gauges; Start them, or call RunOnce.
 func NewGauges(cfg GaugesConfig) (*Gauges, error) {
 	if cfg.Store == nil || cfg.Metrics == nil {
 		return nil, errors.New("gauges: Store and Metrics are required")
@@ -46,17 +51,18 @@ func NewGauges(cfg GaugesConfig) (*Gauges, error) {
 		cfg.Interval = 15 * time.Second
 	}
 	cfg.Logger = orLogger(cfg.Logger)
+	cfg.Clock = clock.Or(cfg.Clock)
 	return &Gauges{cfg: cfg, log: cfg.Logger.With("component", "gauges")}, nil
 }
 
-// Run refreshes every Interval until ctx ends.
-func (g *Gauges) Run(ctx context.Context) error {
-	every(ctx, g.cfg.Interval, nil, func(ctx context.Context) {
-		if err := g.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			g.log.Warn("refresh gauges", "err", err)
-		}
-	})
-	return nil
+// Name implements service.Service.
+func (g *Gauges) Name() string { return "gauges" }
+
+// Start refreshes at once and then every Interval until ctx ends or Stop.
+func (g *Gauges) Start(ctx context.Context) error {
+	loop := &service.Loop{Clock: g.cfg.Clock, Logger: g.log, What: "refresh gauges", Interval: g.cfg.Interval,
+		Pass: func(ctx context.Context) (service.Next, error) { return service.Next{}, g.RunOnce(ctx) }}
+	return g.Go(ctx, loop.Run)
 }
 
 // RunOnce refreshes the gauges once.

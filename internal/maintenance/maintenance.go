@@ -2,17 +2,15 @@
 // OJS dead-letter spec §5 and §8, queue-config spec §6.3), the replay-rules
 // engine (§7) and the gauges read from Postgres and Kafka (§11.2).
 //
-// Every service takes its clock as Now and passes it to SQL as a parameter, so
-// tests drive time without sleeping; RunOnce does one pass, Run loops until
-// its context ends. Work that must happen on one replica at a time holds a
+// Every service takes a clock.Clock and passes its time to SQL as a
+// parameter, so tests drive time without sleeping; RunOnce does one pass, and
+// each is a service.Service whose Start runs its passes until Stop. Work that must happen on one replica at a time holds a
 // Postgres advisory lock for the pass. Services never touch Kafka offsets and
 // never delete a record that waits for (re)delivery.
 package maintenance
 
 import (
-	"context"
 	"log/slog"
-	"time"
 
 	"github.com/redrive/redrive/internal/policy"
 )
@@ -33,29 +31,6 @@ func DefaultPolicy(queue string) policy.Topic {
 	t := policy.DefaultTopic()
 	t.Name = queue
 	return t
-}
-
-// every calls fn now and then every interval until ctx ends. trigger, when
-// non-nil, runs fn early.
-func every(ctx context.Context, interval time.Duration, trigger <-chan struct{}, fn func(context.Context)) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-trigger:
-			if !t.Stop() {
-				select {
-				case <-t.C:
-				default:
-				}
-			}
-		}
-		fn(ctx)
-		t.Reset(interval)
-	}
 }
 
 func orLogger(l *slog.Logger) *slog.Logger {

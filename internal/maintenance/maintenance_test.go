@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
@@ -20,24 +21,12 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// clock is an injectable clock.
-type clock struct{ ns atomic.Int64 }
-
-func newClock(t time.Time) *clock {
-	c := &clock{}
-	c.set(t)
-	return c
-}
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 var t0 = time.Date(2026, 3, 1, 5, 0, 0, 0, time.UTC)
 
 type bundle struct {
 	pool    *pgxpool.Pool
 	store   *store.Store
-	clock   *clock
+	clock   *clock.Fake
 	metrics *metrics.DeadLetter
 	events  *events.Publisher
 	sub     *events.Subscription
@@ -48,13 +37,13 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	pool := pgtest.New(t)
-	b := &bundle{pool: pool, store: store.New(pool), clock: newClock(t0), metrics: metrics.NewDeadLetter(nil, nil)}
-	b.events = events.New(events.Config{Now: b.clock.now})
+	b := &bundle{pool: pool, store: store.New(pool), clock: clock.NewFake(t0), metrics: metrics.NewDeadLetter(nil, nil)}
+	b.events = events.New(events.Config{Clock: b.clock})
 	b.sub = b.events.Broker().Subscribe(events.Filter{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = b.events.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	if err := b.events.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.events.Stop() })
 	return b
 }
 

@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -53,8 +55,9 @@ type PrunerConfig struct {
 	Events *events.Publisher
 	// Metrics counts pruned records. Default: a private, unregistered set.
 	Metrics *metrics.DeadLetter
-	// Now is the clock. Default time.Now.
-	Now    func() time.Time
+	// Clock is the time retention is measured at and what Start waits on.
+	// Default: clock.Wall.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -74,9 +77,7 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewDeadLetter(nil, nil)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	c.Logger = orLogger(c.Logger)
 	return c
 }
@@ -85,7 +86,9 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 // (dead_letter.retention.max_age) and then the oldest beyond max_count,
 // discards past retention.discarded and completed records past
 // retention.completed, per queue, in batches. One replica prunes at a time.
+// It is a service.Service: Start prunes every Interval.
 type Pruner struct {
+	service.Base
 	cfg PrunerConfig
 	log *slog.Logger
 
@@ -93,7 +96,7 @@ type Pruner struct {
 	nextAt time.Time
 }
 
-// NewPruner returns a Pruner; Run it, or call RunOnce.
+// NewPruner returns a Pruner; Start it, or call RunOnce.
 func NewPruner(cfg PrunerConfig) (*Pruner, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("pruner: Store is required")
@@ -126,7 +129,7 @@ func (r *PruneResult) Total() int64 {
 	return n
 }
 
-// NextPruneAt is when the next pass is due, nil before Run started.
+// NextPruneAt is when the next pass is due, nil before Start.
 func (p *Pruner) NextPruneAt() *time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -137,16 +140,19 @@ func (p *Pruner) NextPruneAt() *time.Time {
 	return &t
 }
 
-// Run prunes every Interval until ctx ends.
-func (p *Pruner) Run(ctx context.Context) error {
-	p.setNext(p.cfg.Now())
-	every(ctx, p.cfg.Interval, nil, func(ctx context.Context) {
-		if _, err := p.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			p.log.Error("prune", "err", err)
-		}
-		p.setNext(p.cfg.Now().Add(p.cfg.Interval))
-	})
-	return nil
+// Name implements service.Service.
+func (p *Pruner) Name() string { return "pruner" }
+
+// Start prunes at once and then every Interval until ctx ends or Stop.
+func (p *Pruner) Start(ctx context.Context) error {
+	p.setNext(p.cfg.Clock.Now())
+	loop := &service.Loop{Clock: p.cfg.Clock, Logger: p.log, What: "prune", Severe: true, Interval: p.cfg.Interval,
+		Pass: func(ctx context.Context) (service.Next, error) {
+			_, err := p.RunOnce(ctx)
+			p.setNext(p.cfg.Clock.Now().Add(p.cfg.Interval))
+			return service.Next{}, err
+		}}
+	return p.Go(ctx, loop.Run)
 }
 
 func (p *Pruner) setNext(t time.Time) {
@@ -174,7 +180,7 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 			return &PruneResult{Leader: true}, fmt.Errorf("pass skipped, nothing pruned: cannot make sure the archive copies exist: %w", err)
 		}
 	}
-	start := time.Now()
+	start := time.Now() // wall time: how long the pass took, for PrunerDuration
 	res := &PruneResult{Leader: true}
 	err = p.prune(ctx, lock.Maint(), res)
 	m.PrunerDuration.Observe(time.Since(start).Seconds())
@@ -183,7 +189,7 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 		return res, err
 	}
 	m.PrunerRuns.WithLabelValues("ok").Inc()
-	m.PrunerLastSuccess.Set(float64(p.cfg.Now().Unix()))
+	m.PrunerLastSuccess.Set(float64(p.cfg.Clock.Now().Unix()))
 	if n := res.Total(); n > 0 {
 		p.log.Info("pruned", "records", n)
 	}
@@ -196,7 +202,7 @@ func (p *Pruner) prune(ctx context.Context, db *store.Maint, res *PruneResult) e
 	if err != nil {
 		return err
 	}
-	now := p.cfg.Now()
+	now := p.cfg.Clock.Now()
 	var errs []error
 	for _, q := range queues {
 		if err := p.pruneQueue(ctx, db, q, p.cfg.Policy(q), now, res); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
@@ -34,7 +35,7 @@ func topicPolicy(edit func(t *policy.Topic)) maintenance.PolicyFunc {
 
 func (b *bundle) pruner(t *testing.T, pol maintenance.PolicyFunc, cfg maintenance.PrunerConfig) *maintenance.Pruner {
 	t.Helper()
-	cfg.Store, cfg.Policy, cfg.Now, cfg.Events, cfg.Metrics = b.store, pol, b.clock.now, b.events, b.metrics
+	cfg.Store, cfg.Policy, cfg.Clock, cfg.Events, cfg.Metrics = b.store, pol, b.clock, b.events, b.metrics
 	p, err := maintenance.NewPruner(cfg)
 	mustNoErr(t, err)
 	return p
@@ -43,7 +44,7 @@ func (b *bundle) pruner(t *testing.T, pol maintenance.PolicyFunc, cfg maintenanc
 func TestPruneByAgeThenCount(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := b.clock.now()
+	now := b.clock.Now()
 	// orders: 3 dead letters past 10 days, 5 within; max_count 3 prunes the 2
 	// oldest of those 5. Discards past 2 days and completed records past 1
 	// day go too. billing keeps its own (default) retention.
@@ -120,7 +121,7 @@ func TestPruneByAgeThenCount(t *testing.T) {
 	if res.Total() != 0 {
 		t.Fatalf("second pass pruned %+v", res.Pruned)
 	}
-	b.clock.advance(4 * day) // the -7d dead letter becomes -11d; the rest expire too
+	b.clock.Advance(4 * day) // the -7d dead letter becomes -11d; the rest expire too
 	res, err = p.RunOnce(ctx)
 	mustNoErr(t, err)
 	want = []maintenance.PruneCount{
@@ -137,9 +138,9 @@ func TestPruneByAgeThenCount(t *testing.T) {
 func (b *bundle) archiver(t *testing.T, brokers []string, topic string) *redeliver.Archiver {
 	t.Helper()
 	a, err := redeliver.NewArchiver(redeliver.ArchiverConfig{Brokers: brokers, ClientOpts: kafkatest.ClientOpts(brokers),
-		Topic: func(string) string { return topic }, Now: b.clock.now}, b.store)
+		Topic: func(string) string { return topic }, Clock: b.clock}, b.store)
 	mustNoErr(t, err)
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { _ = a.Stop() })
 	return a
 }
 
@@ -147,7 +148,7 @@ func TestPruneArchive(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	brokers := kafkatest.New(t, "dead_letter_queue.archive")
-	now := b.clock.now()
+	now := b.clock.Now()
 	ids := b.insert(t, deadLetter("orders", now.Add(-20*day)), deadLetter("orders", now.Add(-15*day)), deadLetter("orders", now.Add(-1*day)),
 		rec{queue: "orders", state: dlq.StateCompleted, at: now.Add(-10 * day)})
 	pol := topicPolicy(func(t *policy.Topic) {
@@ -208,7 +209,7 @@ func TestPruneArchive(t *testing.T) {
 func TestPrunerKeepsADiscardedRecordUntilItsArchiveCopyExists(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := b.clock.now()
+	now := b.clock.Now()
 	id := b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDiscard, at: now.Add(-40 * day)})[0]
 	pol := topicPolicy(func(t *policy.Topic) { t.Retention.Discarded = day }) // pruning_policy delete
 	p := b.pruner(t, pol, maintenance.PrunerConfig{Archiving: true})
@@ -243,7 +244,7 @@ func TestPrunerKeepsADiscardedRecordUntilItsArchiveCopyExists(t *testing.T) {
 	adm := kadm.NewClient(kafkatest.Client(t, brokers))
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, "orders.archive")
 	mustNoErr(t, err)
-	b.clock.advance(5 * time.Second)
+	b.clock.Advance(5 * time.Second)
 	if n, err := a.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("archived %d, %v after the topic was created; want 1", n, err)
 	}
@@ -262,7 +263,7 @@ func TestPrunerKeepsADiscardedRecordUntilItsArchiveCopyExists(t *testing.T) {
 func TestPruneArchivePolicyWithArchivingOffKeepsRecords(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := b.clock.now()
+	now := b.clock.Now()
 	b.insert(t, deadLetter("orders", now.Add(-20*day)))
 	pol := topicPolicy(func(t *policy.Topic) {
 		t.DeadLetter.Retention.MaxAge = 10 * day
@@ -290,7 +291,7 @@ func TestPruneArchivePolicyWithArchivingOffKeepsRecords(t *testing.T) {
 func TestPrunerOneReplicaAtATime(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	b.insert(t, deadLetter("orders", b.clock.now().Add(-400*day)))
+	b.insert(t, deadLetter("orders", b.clock.Now().Add(-400*day)))
 	p := b.pruner(t, maintenance.DefaultPolicy, maintenance.PrunerConfig{})
 	// Another replica holds the lock.
 	lock, ok, err := b.store.TryAdvisoryLock(ctx, 0x7265647269766501)
@@ -317,23 +318,23 @@ func TestPrunerRunSchedulesNextPrune(t *testing.T) {
 	b := setup(t)
 	p := b.pruner(t, maintenance.DefaultPolicy, maintenance.PrunerConfig{Interval: time.Hour})
 	if p.NextPruneAt() != nil {
-		t.Fatal("next prune before Run")
+		t.Fatal("next prune before Start")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = p.Run(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if at := p.NextPruneAt(); at != nil && at.Equal(t0.Add(time.Hour)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("next prune at %v, want %v", p.NextPruneAt(), t0.Add(time.Hour))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	cancel()
-	<-done
+	defer func() { mustNoErr(t, p.Stop()) }()
+	// The first pass runs at once; then the pruner waits an hour on the clock.
+	mustNoErr(t, b.clock.BlockUntil(context.Background(), 1))
+	if at := p.NextPruneAt(); at == nil || !at.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("next prune at %v, want %v", at, t0.Add(time.Hour))
+	}
+	b.clock.Advance(time.Hour)
+	// The second pass ran, and the pruner waits again: the next is due an hour later.
+	eventually.True(t, "the second pass", func() bool {
+		at := p.NextPruneAt()
+		return at != nil && at.Equal(t0.Add(2*time.Hour)) && b.clock.Timers() == 1
+	})
 }
 
 func headers(r *kgo.Record) map[string]string {

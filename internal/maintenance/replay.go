@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -75,8 +77,9 @@ type ReplayerConfig struct {
 	Events *events.Publisher
 	// Metrics counts replays. Default: a private, unregistered set.
 	Metrics *metrics.DeadLetter
-	// Now is the clock. Default time.Now.
-	Now    func() time.Time
+	// Clock is the time delays and windows are measured at and what Start
+	// waits on. Default: clock.Wall.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -96,9 +99,7 @@ func (c ReplayerConfig) withDefaults() ReplayerConfig {
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewDeadLetter(nil, nil)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	c.Logger = orLogger(c.Logger)
 	return c
 }
@@ -108,8 +109,10 @@ func (c ReplayerConfig) withDefaults() ReplayerConfig {
 // discarded at least Delay ago and that it replayed fewer than MaxReplays
 // times, within its window and rate limit. Topics that are draining get no
 // replays. A pass runs on one replica at a time, and each replay is one
-// statement over SKIP LOCKED rows, so no record is ever replayed twice.
+// statement over SKIP LOCKED rows, so no record is ever replayed twice. It
+// is a service.Service: Start runs a pass every Interval and at each Trigger.
 type Replayer struct {
+	service.Base
 	cfg ReplayerConfig
 	log *slog.Logger
 
@@ -119,7 +122,7 @@ type Replayer struct {
 	trigger chan struct{}
 }
 
-// NewReplayer returns a Replayer; Run it, or call RunOnce.
+// NewReplayer returns a Replayer; Start it, or call RunOnce.
 func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("replayer: Store is required")
@@ -129,7 +132,7 @@ func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 		trigger: make(chan struct{}, 1)}, nil
 }
 
-// Trigger asks Run for a pass now (after a rule changed).
+// Trigger asks for a pass now (after a rule changed).
 func (r *Replayer) Trigger() {
 	select {
 	case r.trigger <- struct{}{}:
@@ -137,14 +140,18 @@ func (r *Replayer) Trigger() {
 	}
 }
 
-// Run evaluates the rules every Interval until ctx ends.
-func (r *Replayer) Run(ctx context.Context) error {
-	every(ctx, r.cfg.Interval, r.trigger, func(ctx context.Context) {
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.log.Error("replay rules", "err", err)
-		}
-	})
-	return nil
+// Name implements service.Service.
+func (r *Replayer) Name() string { return "replay" }
+
+// Start evaluates the rules at once, then every Interval and at each
+// Trigger, until ctx ends or Stop.
+func (r *Replayer) Start(ctx context.Context) error {
+	loop := &service.Loop{Clock: r.cfg.Clock, Logger: r.log, What: "replay rules", Severe: true,
+		Interval: r.cfg.Interval, Wake: r.trigger, Pass: func(ctx context.Context) (service.Next, error) {
+			_, err := r.RunOnce(ctx)
+			return service.Next{}, err
+		}}
+	return r.Go(ctx, loop.Run)
 }
 
 // Rules returns every replay rule: the policy files' (with the queues each
@@ -256,7 +263,7 @@ func (r *Replayer) replay(ctx context.Context, db *store.Maint, res *ReplayResul
 	if err != nil {
 		return err
 	}
-	now := r.cfg.Now()
+	now := r.cfg.Clock.Now()
 	var errs []error
 	for _, rule := range rules {
 		if !rule.Enabled || !rule.Window.Contains(now) {

@@ -17,7 +17,7 @@ import (
 func TestReplayRuleLeavesInternalTopicsAlone(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := b.clock.now()
+	now := b.clock.Now()
 	dead := rec{state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now.Add(-2 * time.Hour)}
 	orders, internal, own := dead, dead, dead
 	orders.queue, internal.queue, own.queue = "orders", "__consumer_offsets", "dead_letter_queue"

@@ -18,7 +18,7 @@ import (
 
 func (b *bundle) replayer(t *testing.T, pol maintenance.PolicyFunc, cfg maintenance.ReplayerConfig) *maintenance.Replayer {
 	t.Helper()
-	cfg.Store, cfg.Policy, cfg.Now, cfg.Events, cfg.Metrics = b.store, pol, b.clock.now, b.events, b.metrics
+	cfg.Store, cfg.Policy, cfg.Clock, cfg.Events, cfg.Metrics = b.store, pol, b.clock, b.events, b.metrics
 	r, err := maintenance.NewReplayer(cfg)
 	mustNoErr(t, err)
 	return r
@@ -28,7 +28,7 @@ func (b *bundle) replayer(t *testing.T, pol maintenance.PolicyFunc, cfg maintena
 // ingest would after its redelivery failed.
 func (b *bundle) rediscard(t *testing.T, id string) {
 	t.Helper()
-	now := b.clock.now()
+	now := b.clock.Now()
 	_, err := b.pool.Exec(context.Background(), `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter',
 		discarded_at = $2, next_retry_at = NULL, attempt = 3, updated_at = $2 WHERE id = $1`, id, now)
 	mustNoErr(t, err)
@@ -46,7 +46,7 @@ func connectionRule(enabled bool) maintenance.PolicyFunc {
 func TestReplayRuleAfterDelayUpToMaxReplays(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := b.clock.now()
+	now := b.clock.Now()
 	id := b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now, errorType: "ConnectionError", typ: "order.created"})[0]
 	other := b.insert(t,
 		rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now.Add(-day), errorType: "ValidationError"},
@@ -56,14 +56,14 @@ func TestReplayRuleAfterDelayUpToMaxReplays(t *testing.T) {
 	r := b.replayer(t, connectionRule(true), maintenance.ReplayerConfig{Wake: func() { woken.Add(1) }})
 
 	// Before the delay: nothing.
-	b.clock.advance(59 * time.Minute)
+	b.clock.Advance(59 * time.Minute)
 	res, err := r.RunOnce(ctx)
 	mustNoErr(t, err)
 	if !res.Leader || len(res.Replayed) != 0 {
 		t.Fatalf("replayed before the delay: %+v", res)
 	}
 	// After it: the matching dead letter only (not the other error type, not the discard).
-	b.clock.advance(time.Minute)
+	b.clock.Advance(time.Minute)
 	res, err = r.RunOnce(ctx)
 	mustNoErr(t, err)
 	if len(res.Replayed) != 1 || res.Replayed[0].ID != id || res.Replayed[0].Rule != "retry-connection-errors" || res.Replayed[0].ReplayCount != 1 {
@@ -74,7 +74,7 @@ func TestReplayRuleAfterDelayUpToMaxReplays(t *testing.T) {
 	}
 	got, err := b.store.Get(ctx, id)
 	mustNoErr(t, err)
-	replayedAt := b.clock.now()
+	replayedAt := b.clock.Now()
 	if got.State != dlq.StateAvailable || got.Attempt != 0 || got.Exhaustion != "" || got.DiscardedAt != nil ||
 		got.NextRetryAt == nil || !got.NextRetryAt.Equal(replayedAt) || got.EnqueuedAt == nil || !got.EnqueuedAt.Equal(replayedAt) ||
 		len(got.Errors) != 2 {
@@ -103,16 +103,16 @@ func TestReplayRuleAfterDelayUpToMaxReplays(t *testing.T) {
 
 	// It fails for good again: replayed once more after the delay, then parked.
 	b.rediscard(t, id)
-	b.clock.advance(30 * time.Minute)
+	b.clock.Advance(30 * time.Minute)
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 0 {
 		t.Fatalf("replayed again before the delay: %+v", res.Replayed)
 	}
-	b.clock.advance(30 * time.Minute)
+	b.clock.Advance(30 * time.Minute)
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 1 || res.Replayed[0].ReplayCount != 2 {
 		t.Fatalf("second replay: %+v", res.Replayed)
 	}
 	b.rediscard(t, id)
-	b.clock.advance(10 * day)
+	b.clock.Advance(10 * day)
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 0 {
 		t.Fatalf("replayed beyond max_replays: %+v", res.Replayed)
 	}
@@ -127,7 +127,7 @@ func TestReplayRuleAfterDelayUpToMaxReplays(t *testing.T) {
 func TestReplayRuleDisabledOrDraining(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.now().Add(-day), errorType: "ConnectionError"})
+	b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.Now().Add(-day), errorType: "ConnectionError"})
 	if res, _ := b.replayer(t, connectionRule(false), maintenance.ReplayerConfig{}).RunOnce(ctx); len(res.Replayed) != 0 {
 		t.Fatalf("disabled rule replayed %+v", res.Replayed)
 	}
@@ -147,10 +147,10 @@ func TestReplayRuleDisabledOrDraining(t *testing.T) {
 func TestReplayRuleWindowAndRateLimit(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	b.clock.set(time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC))
+	b.clock.Set(time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC))
 	var batch []rec
 	for range 50 {
-		batch = append(batch, rec{queue: "billing", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.now().Add(-day), errorType: "TimeoutError"})
+		batch = append(batch, rec{queue: "billing", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.Now().Add(-day), errorType: "TimeoutError"})
 	}
 	b.insert(t, batch...)
 	// An API rule: only 02:00–04:00 in Berlin (01:00–03:00 UTC in March), 1 replay/s.
@@ -159,21 +159,21 @@ func TestReplayRuleWindowAndRateLimit(t *testing.T) {
 		Enabled: true, RateLimit: 1, WindowStart: "02:00", WindowEnd: "04:00", TimeZone: "Europe/Berlin", CreatedAt: t0,
 	}))
 	r := b.replayer(t, maintenance.DefaultPolicy, maintenance.ReplayerConfig{Interval: 10 * time.Second})
-	b.clock.set(time.Date(2026, 3, 1, 0, 59, 0, 0, time.UTC)) // 01:59 in Berlin
+	b.clock.Set(time.Date(2026, 3, 1, 0, 59, 0, 0, time.UTC)) // 01:59 in Berlin
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 0 {
 		t.Fatalf("replayed outside the window: %d", len(res.Replayed))
 	}
-	b.clock.set(time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC)) // 02:00 in Berlin
+	b.clock.Set(time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC)) // 02:00 in Berlin
 	res, err := r.RunOnce(ctx)
 	mustNoErr(t, err)
 	if len(res.Replayed) != 10 { // 1/s × the 10 s interval
 		t.Fatalf("first pass replayed %d, want 10", len(res.Replayed))
 	}
-	b.clock.advance(3 * time.Second)
+	b.clock.Advance(3 * time.Second)
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 3 {
 		t.Fatalf("3 s later replayed %d, want 3", len(res.Replayed))
 	}
-	b.clock.set(time.Date(2026, 3, 1, 3, 0, 0, 0, time.UTC)) // 04:00 in Berlin: closed
+	b.clock.Set(time.Date(2026, 3, 1, 3, 0, 0, 0, time.UTC)) // 04:00 in Berlin: closed
 	if res, _ := r.RunOnce(ctx); len(res.Replayed) != 0 {
 		t.Fatalf("replayed after the window: %d", len(res.Replayed))
 	}
@@ -188,10 +188,10 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	const n = 300
 	var batch []rec
 	for range n {
-		batch = append(batch, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.now().Add(-day), errorType: "ConnectionError"})
+		batch = append(batch, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: b.clock.Now().Add(-day), errorType: "ConnectionError"})
 	}
 	b.insert(t, batch...)
-	b.clock.advance(time.Hour)
+	b.clock.Advance(time.Hour)
 
 	// Without the replicas' lock: concurrent statements, small batches.
 	var mu sync.Mutex
@@ -200,7 +200,7 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				done, err := b.store.Replay(ctx, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.now(), MaxReplays: 1, Limit: 7, Now: b.clock.now()})
+				done, err := b.store.Replay(ctx, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.Now(), MaxReplays: 1, Limit: 7, Now: b.clock.Now()})
 				if err != nil {
 					t.Error(err)
 					return
@@ -230,7 +230,7 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	}
 
 	// Two Replayers (two replicas) on the same rule, passes at the same time.
-	_, err := b.pool.Exec(ctx, `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = $1, next_retry_at = NULL`, b.clock.now().Add(-day))
+	_, err := b.pool.Exec(ctx, `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = $1, next_retry_at = NULL`, b.clock.Now().Add(-day))
 	mustNoErr(t, err)
 	pol := connectionRule(true)
 	replicas := []*maintenance.Replayer{

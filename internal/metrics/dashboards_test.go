@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
 )
@@ -62,17 +63,14 @@ func exported(t *testing.T) map[string]bool {
 	// kprom counts a produced batch in a hook that may run after ProduceSync
 	// returns: wait for the client series to show up.
 	var mfs []*dto.MetricFamily
-	for {
+	eventually.True(t, "the client series", func() bool {
 		var err error
 		if mfs, err = m.Registry.Gather(); err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "redrive_kafka_produce_records_total" }) ||
-			ctx.Err() != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return slices.ContainsFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == "redrive_kafka_produce_records_total" }) ||
+			ctx.Err() != nil
+	})
 	names := map[string]bool{}
 	for _, mf := range mfs {
 		names[mf.GetName()] = true

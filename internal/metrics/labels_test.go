@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
 )
@@ -163,11 +164,10 @@ func TestKafkaClientMetricsHaveNoTopicLabel(t *testing.T) {
 	}
 	kafkatest.Produce(t, cl, recs...)
 	var out string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if out = scrape(t, reg); strings.Contains(out, "redrive_kafka_produce_records_total") {
-			break
-		}
-	}
+	eventually.True(t, "the produce series", func() bool {
+		out = scrape(t, reg)
+		return strings.Contains(out, "redrive_kafka_produce_records_total")
+	}, eventually.Within(10*time.Second))
 	if !strings.Contains(out, `redrive_kafka_produce_records_total{client="redeliver",node_id="`) {
 		t.Fatalf("no produce records by node:\n%s", out)
 	}

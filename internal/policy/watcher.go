@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // Resolver gives the effective configuration of a topic (and record type).
@@ -115,28 +117,23 @@ func (w *Watcher) Reload() error {
 	return nil
 }
 
-// Run polls the directory every interval and reloads when its files change,
-// until ctx is done.
-func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
-	if w.dir == "" {
-		return
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		sum, err := fingerprint(w.dir)
-		w.mu.Lock()
-		changed := err == nil && sum != w.sum
-		w.mu.Unlock()
-		if changed {
-			_ = w.Reload()
-		}
-	}
+// Poller is the service that polls the directory every interval on clk and
+// reloads when its files change. Without a directory it has nothing to do.
+func (w *Watcher) Poller(interval time.Duration, clk clock.Clock) service.Service {
+	return service.NewLoop("policy files", &service.Loop{Clock: clk, Logger: w.log, Interval: interval, Delay: true,
+		Pass: func(context.Context) (service.Next, error) {
+			if w.dir == "" {
+				return service.Next{Done: true}, nil
+			}
+			sum, err := fingerprint(w.dir)
+			w.mu.Lock()
+			changed := err == nil && sum != w.sum
+			w.mu.Unlock()
+			if changed {
+				_ = w.Reload() // a broken file keeps the last good Set; Reload says why
+			}
+			return service.Next{}, nil
+		}})
 }
 
 // fingerprint hashes the names, sizes and modification times of the policy

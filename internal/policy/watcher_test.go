@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 )
 
@@ -62,15 +63,29 @@ func TestWatcherReloadsOnFileChange(t *testing.T) {
 	}
 	reloaded := make(chan *Set, 1)
 	w.OnReload(func(s *Set) { reloaded <- s })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go w.Run(ctx, 10*time.Millisecond)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	poller := w.Poller(2*time.Second, clk)
+	if err := poller.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = poller.Stop() }()
 
 	writePolicy(t, dir, "topics:\n  orders:\n    retry: {max_attempts: 4, initial_interval: PT2S}\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatalf("the poller does not wait for its interval: %v", err)
+	}
 	select {
 	case <-reloaded:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no reload after the file changed")
+		t.Fatal("reloaded before the poll")
+	default:
+	}
+	clk.Advance(2 * time.Second)
+	select {
+	case <-reloaded:
+	case <-ctx.Done():
+		t.Fatal("no reload at the poll after the file changed")
 	}
 	if got := w.Resolve("orders", "").Retry.MaxAttempts; got != 4 {
 		t.Fatalf("max_attempts = %d, want 4", got)

@@ -17,8 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -44,7 +46,8 @@ type entry struct {
 }
 
 // New returns a Resolver over the files' current Set (nil: no files) and the
-// API configs in st. Call Refresh (or Run) to load the API configs.
+// API configs in st. Call Refresh to load the API configs, and run
+// Refresher to keep them fresh.
 func New(files func() *policy.Set, st *store.Store, logger *slog.Logger) *Resolver {
 	if files == nil {
 		files = func() *policy.Set { return nil }
@@ -94,20 +97,14 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes every interval until ctx is done.
-func (r *Resolver) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
-				r.log.Warn("refresh queue configs", "err", err)
-			}
-		}
-	}
+// Refresher is the service that refreshes the API configs every interval
+// on clk, for the changes other replicas make (the first refresh is New's
+// caller's: Refresh).
+func (r *Resolver) Refresher(interval time.Duration, clk clock.Clock) service.Service {
+	return service.NewLoop("queue configs", &service.Loop{Clock: clk, Logger: r.log, What: "refresh queue configs",
+		Interval: interval, Delay: true, Pass: func(ctx context.Context) (service.Next, error) {
+			return service.Next{}, r.Refresh(ctx)
+		}})
 }
 
 // DeclaredIn returns the policy file that declares topic (by name or glob),

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/recreate"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -28,7 +29,11 @@ import (
 // or failed with the reason and its own backoff. A record too large for the
 // archive topic is archived as a reference copy (headers, redrive.id and
 // redrive.value_omitted=<bytes>, no value), the reason kept on the record.
+//
+// It is a service.Service: Start runs its loop, Stop ends it and closes its
+// Kafka client.
 type Archiver struct {
+	service.Base
 	cfg    ArchiverConfig
 	store  *store.Store
 	client *kgo.Client
@@ -36,6 +41,7 @@ type Archiver struct {
 	wake   chan struct{}
 	log    *slog.Logger
 	fails  *failureLog
+	closed sync.Once
 
 	checkMu      sync.Mutex // one topic check at a time
 	checkedAt    time.Time  // when the last periodic check ran
@@ -43,7 +49,8 @@ type Archiver struct {
 	checkFailing int        // periodic checks failed since that log
 }
 
-// NewArchiver creates an Archiver; Run starts it.
+// NewArchiver creates an Archiver and its Kafka client; Start starts it,
+// Stop closes the client (started or not).
 func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -56,7 +63,7 @@ func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
 	log := cfg.Logger.With("component", "archiver")
 	resets := recreate.NewResetter(log)
 	resets.Attach(cl)
-	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log)}, nil
+	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log, cfg.Clock)}, nil
 }
 
 // Wake makes the archiver look for due copies now. Never blocks.
@@ -67,19 +74,31 @@ func (a *Archiver) Wake() {
 	}
 }
 
-// Close releases the Kafka client. Run closes it itself.
-func (a *Archiver) Close() { a.client.Close() }
+// Name implements service.Service.
+func (a *Archiver) Name() string { return "archiver" }
 
-// Run archives until ctx is done; a batch being produced is finished and
-// settled first.
-func (a *Archiver) Run(ctx context.Context) error {
-	defer a.client.Close()
-	a.log.Info("archiver started")
-	runLoop(ctx, a.log, "archive pass", a.cfg.PollInterval, a.cfg.Now, a.wake, func(ctx context.Context) (bool, time.Time, error) {
-		n, next, err := a.pass(ctx)
-		return n > 0, next, err
+// Start starts the archive loop: a pass archives one batch; the next runs at
+// once after a batch, else when the next copy is due, at a Wake or after
+// PollInterval; after a failed pass, after a backoff growing from 100ms to
+// 10s. A batch being produced when it stops is finished and settled first.
+func (a *Archiver) Start(ctx context.Context) error {
+	return a.Go(ctx, func(ctx context.Context) error {
+		a.log.Info("archiver started")
+		loop := &service.Loop{Clock: a.cfg.Clock, Logger: a.log, What: "archive pass", Severe: true,
+			Interval: a.cfg.PollInterval, Wake: a.wake, Backoff: service.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second},
+			Pass: func(ctx context.Context) (service.Next, error) {
+				n, next, err := a.pass(ctx)
+				return service.Next{More: n > 0, At: next}, err
+			}}
+		return loop.Run(ctx)
 	})
-	return nil
+}
+
+// Stop ends the loop and closes the Kafka client.
+func (a *Archiver) Stop() error {
+	err := a.Base.Stop()
+	a.closed.Do(a.client.Close)
+	return err
 }
 
 // RunOnce archives every copy due at the archiver's clock and returns how
@@ -87,7 +106,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 func (a *Archiver) RunOnce(ctx context.Context) (int, error) {
 	done := 0
 	for {
-		claimed, err := a.archiveBatch(ctx, a.cfg.Now())
+		claimed, err := a.archiveBatch(ctx, a.cfg.Clock.Now())
 		done += claimed.done
 		if err != nil || claimed.n == 0 {
 			return done, err
@@ -97,7 +116,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (int, error) {
 
 // pass archives one batch and, when nothing was due, says when the next copy is.
 func (a *Archiver) pass(ctx context.Context) (int, time.Time, error) {
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	b, err := a.archiveBatch(ctx, now)
 	if err != nil || b.n > 0 {
 		return b.n, time.Time{}, err
@@ -113,7 +132,6 @@ type batchResult struct{ n, done int }
 // (CheckTopics): the id a topic has is known before copies are made to it.
 func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult, error) {
 	a.checkTopicsEvery(ctx)
-	claimedAt := time.Now()
 	c, err := a.store.ClaimArchive(ctx, now, a.cfg.BatchSize, a.cfg.Lease)
 	if err != nil || len(c.Records) == 0 {
 		return batchResult{}, err
@@ -173,8 +191,8 @@ func (a *Archiver) archiveBatch(ctx context.Context, now time.Time) (batchResult
 	// within the lease; past it the claim expires and the copies are made
 	// again (a duplicate copy, never a missing one).
 	log := a.cfg.Logger.With("component", "archiver", "claim", c.Token)
-	if !settleWithinLease(log, a.cfg.Lease, claimedAt, len(c.Records), func() error {
-		_, err := a.store.SettleArchive(ctx, c, outcomes, a.cfg.Now())
+	if !settleWithinLease(log, a.cfg.Clock, a.cfg.Lease, now, len(c.Records), func() error {
+		_, err := a.store.SettleArchive(ctx, c, outcomes, a.cfg.Clock.Now())
 		return err
 	}) {
 		return res, errors.New("archive claim not settled; its copies are made again when it expires")
@@ -193,7 +211,7 @@ func (a *Archiver) produce(ctx context.Context, recs []dlq.Record, build func(*d
 		outcomes[i].ID = recs[i].ID
 	}
 	res := produceAll(ctx, a.client, a.resets, out)
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	for i, err := range res.errs {
 		if err == nil {
 			continue
@@ -270,7 +288,7 @@ func (a *Archiver) CheckTopics(ctx context.Context) error {
 				archived = append(archived, dt)
 			}
 		}
-		n, err := a.store.ArchiveTopicSeen(ctx, name, id, archived, a.cfg.Now())
+		n, err := a.store.ArchiveTopicSeen(ctx, name, id, archived, a.cfg.Clock.Now())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -288,9 +306,10 @@ func (a *Archiver) CheckTopics(ctx context.Context) error {
 // logged at most once a minute.
 func (a *Archiver) checkTopicsEvery(ctx context.Context) {
 	a.checkMu.Lock()
-	due := time.Since(a.checkedAt) >= a.cfg.TopicCheckInterval
+	now := a.cfg.Clock.Now()
+	due := a.checkedAt.IsZero() || now.Sub(a.checkedAt) >= a.cfg.TopicCheckInterval
 	if due {
-		a.checkedAt = time.Now()
+		a.checkedAt = now
 	}
 	a.checkMu.Unlock()
 	if !due {
@@ -303,9 +322,9 @@ func (a *Archiver) checkTopicsEvery(ctx context.Context) {
 	a.checkMu.Lock()
 	defer a.checkMu.Unlock()
 	a.checkFailing++
-	if time.Since(a.checkErrLog) >= time.Minute {
+	if now := a.cfg.Clock.Now(); a.checkErrLog.IsZero() || now.Sub(a.checkErrLog) >= time.Minute {
 		a.log.Warn("check archive topics failed; the pruner keeps every record until a check succeeds",
 			"failed_since_last_log", a.checkFailing-1, "err", err)
-		a.checkErrLog, a.checkFailing = time.Now(), 0
+		a.checkErrLog, a.checkFailing = now, 0
 	}
 }

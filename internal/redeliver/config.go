@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
@@ -39,9 +40,12 @@ type Config struct {
 	// MaxInFlight bounds the claimed batches being produced at once, over all
 	// queues (memory). Default: 4 × Workers.
 	MaxInFlight int
-	// Lease is how long a claim lasts: a claim its scheduler has not settled
-	// by then (it died, or Postgres was unreachable) is rescued and its
-	// records are redelivered again. Must exceed ProduceTimeout. Default: 30s.
+	// Lease is how long a claim lasts, from the time of the claim on Clock:
+	// a claim its scheduler has not settled by then (it died, or Postgres
+	// was unreachable) is rescued by the next pass of any scheduler and its
+	// records are redelivered again. Must exceed twice ProduceTimeout: a
+	// batch whose topic was deleted and created again is produced a second
+	// time within the same claim. Default: 30s.
 	Lease time.Duration
 	// ProduceTimeout bounds one produce: a record that cannot be delivered
 	// fails within it, and its batch is settled. Default: 5s.
@@ -56,8 +60,9 @@ type Config struct {
 	FailureBackoff Backoff
 	// Owner names this scheduler in its claims. Default: hostname/pid/random.
 	Owner string
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time of claims, leases and due records, and what the
+	// scheduler waits on. Default: clock.Wall.
+	Clock clock.Clock
 	// Logger logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Metrics receives the redelivery metrics. Default: a private set.
@@ -102,9 +107,7 @@ func (c Config) withDefaults() Config {
 	if c.Owner == "" {
 		c.Owner = defaultOwner()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -144,8 +147,10 @@ type ArchiverConfig struct {
 	TopicCheckInterval time.Duration
 	// BatchSize is the most copies claimed at once. Default: 500.
 	BatchSize int
-	// Lease is how long a claim of copies lasts; copies a dead archiver held
-	// are due again after it. Default: 30s.
+	// Lease is how long a claim of copies lasts, from the time of the claim
+	// on Clock; copies a dead archiver held are due again after it. Must
+	// exceed twice ProduceTimeout: a copy may be produced twice within one
+	// claim (again as a reference copy when too large). Default: 30s.
 	Lease time.Duration
 	// ProduceTimeout bounds one produce. Default: 5s.
 	ProduceTimeout time.Duration
@@ -155,8 +160,9 @@ type ArchiverConfig struct {
 	// FailureBackoff is how long a copy whose produce failed waits before it
 	// is tried again. Default: 5s doubling to 10m.
 	FailureBackoff Backoff
-	// Now is the clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the time of claims and due copies, and what the archiver
+	// waits on. Default: clock.Wall.
+	Clock clock.Clock
 	// Logger logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Metrics receives the archive metrics. Default: a private set.
@@ -183,9 +189,7 @@ func (c ArchiverConfig) withDefaults() ArchiverConfig {
 		c.TopicCheckInterval = 30 * time.Second
 	}
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

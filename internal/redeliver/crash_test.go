@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/redeliver"
@@ -25,7 +26,7 @@ const (
 )
 
 // crashChild runs a scheduler that dies, for real, right after producing and
-// before marking anything.
+// before settling its claim.
 func crashChild() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv(crashDBEnv))
@@ -42,7 +43,7 @@ func crashChild() {
 	os.Exit(0) // not reached when anything was due
 }
 
-func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
+func TestCrashBetweenProduceAndSettleRedeliversAgain(t *testing.T) {
 	b := setup(t, "orders")
 	rec := b.due(t, "orders", 1)[0]
 
@@ -51,7 +52,7 @@ func TestCrashBetweenProduceAndMarkRedeliversAgain(t *testing.T) {
 	err := child.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != crashExitCode {
-		t.Fatalf("child scheduler: %v, want exit code %d (killed between produce and mark)", err, crashExitCode)
+		t.Fatalf("child scheduler: %v, want exit code %d (killed between produce and settle)", err, crashExitCode)
 	}
 	first := kafkatest.Consume(t, b.brokers, "orders", 1, 10*time.Second)
 	if header(first[0], "redrive.id") != rec.ID {
@@ -101,11 +102,15 @@ func TestShutdownAfterProduceSettlesTheBatch(t *testing.T) {
 	// One worker: the one claim takes all 20. (With two, a second claim may
 	// still be running when the shutdown cancels it; its records are then
 	// rightly never claimed, which is not what this test is about.)
-	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now, c.Workers = time.Now, 1 })
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Clock, c.Workers = clock.Wall, 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	// SIGTERM arrives while the batch is produced.
 	redeliver.SetAfterProduce(s, cancel)
-	if err := s.Run(ctx); err != nil {
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Done()
+	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {

@@ -1,4 +1,5 @@
 package redeliver
 
-// SetAfterProduce installs a hook that runs between produce and mark.
+// SetAfterProduce installs a hook that runs between the produce of a claimed
+// batch and its settle.
 func SetAfterProduce(s *Scheduler, f func()) { s.afterProduce = f }

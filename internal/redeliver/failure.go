@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 )
 
@@ -25,35 +26,6 @@ func newProducer(brokers []string, timeout time.Duration, opts ...kgo.Opt) (*kgo
 		kgo.UnknownTopicRetries(1),
 		kgo.ProducerLinger(0),
 	}, opts...)...)
-}
-
-// runLoop calls pass until ctx ends: again at once while it says there is
-// more to do now, else after the time it says the next work is due, a wake,
-// or poll at most; after an error, with a backoff growing to 10s.
-func runLoop(ctx context.Context, log *slog.Logger, what string, poll time.Duration, now func() time.Time,
-	wake <-chan struct{}, pass func(context.Context) (bool, time.Time, error)) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		more, next, err := pass(ctx)
-		wait := poll
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Error(what+" failed; retrying", "retry_in", backoff, "err", err)
-			wait, backoff = backoff, min(backoff*2, 10*time.Second)
-		case more:
-			backoff = 100 * time.Millisecond
-			continue // there may be more due right now
-		case !next.IsZero():
-			wait = min(wait, max(next.Sub(now()), time.Millisecond))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
 }
 
 // classify names why a produce failed, as stored on the record and in metrics.
@@ -125,6 +97,7 @@ func (b Backoff) failure(err error, n int, now time.Time) dlq.DeliveryFailure {
 // with how many failed since, so a poison record never floods the log.
 type failureLog struct {
 	log      *slog.Logger
+	clock    clock.Clock
 	interval time.Duration
 
 	mu   sync.Mutex
@@ -136,8 +109,8 @@ type logged struct {
 	missed int
 }
 
-func newFailureLog(log *slog.Logger) *failureLog {
-	return &failureLog{log: log, interval: time.Minute, seen: map[[2]string]*logged{}}
+func newFailureLog(log *slog.Logger, clk clock.Clock) *failureLog {
+	return &failureLog{log: log, clock: clk, interval: time.Minute, seen: map[[2]string]*logged{}}
 }
 
 // due reports whether n more records of queue and reason are to be logged
@@ -145,7 +118,7 @@ func newFailureLog(log *slog.Logger) *failureLog {
 // them.
 func (l *failureLog) due(queue, reason string, n int) (missed int, ok bool) {
 	key := [2]string{queue, reason}
-	now := time.Now()
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, seen := l.seen[key]

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
@@ -50,17 +51,16 @@ func consume(t *testing.T, brokers []string, topic string, h redrive.Handler, op
 // ingestInto runs ingest on the DLQ topic with the test's clock and policies.
 func (b *bundle) ingest(t *testing.T, cfg ingest.Config) {
 	t.Helper()
-	cfg.Brokers, cfg.ClientOpts, cfg.Now = b.brokers, kafkatest.ClientOpts(b.brokers), b.clock.Now
+	cfg.Brokers, cfg.ClientOpts, cfg.Clock = b.brokers, kafkatest.ClientOpts(b.brokers), b.clock
 	in, err := ingest.New(cfg, b.store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ctx) }()
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := in.Stop(); err != nil {
 			t.Errorf("stopping: %v", err)
 		}
 	})
@@ -69,8 +69,8 @@ func (b *bundle) ingest(t *testing.T, cfg ingest.Config) {
 // waitRecord waits until the only record of queue satisfies cond.
 func (b *bundle) waitRecord(t *testing.T, queue, what string, cond func(*dlq.Record) bool) *dlq.Record {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var r *dlq.Record
+	eventually.True(t, what, func() bool {
 		page, err := b.store.List(context.Background(), &store.ListParams{Filter: filter.Filter{Queue: queue}, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -79,12 +79,12 @@ func (b *bundle) waitRecord(t *testing.T, queue, what string, cond func(*dlq.Rec
 			t.Fatalf("queue %s has %d records; repeat failures must join their record", queue, len(page.Records))
 		}
 		if len(page.Records) == 1 && cond(&page.Records[0]) {
-			return &page.Records[0]
+			r = &page.Records[0]
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-	return nil
+		return false
+	})
+	return r
 }
 
 func TestFullLoopRetriesOnTheSourceTopicUntilExhaustedThenArchives(t *testing.T) {
@@ -240,9 +240,7 @@ topics:
 	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("redelivered %d: %v", n, err)
 	}
-	for calls.Load() < 3 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the third delivery", func() bool { return calls.Load() >= 3 })
 	r = b.waitRecord(t, "orders", "the completion", func(r *dlq.Record) bool { return r.Attempt == 3 })
 	if r.State != dlq.StateCompleted || r.CompletedBy != dlq.CompletedByRedelivered || len(r.Errors) != 2 || r.InFlight {
 		t.Fatalf("after the last redelivery: %s by %q, %d errors", r.State, r.CompletedBy, len(r.Errors))

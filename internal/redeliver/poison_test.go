@@ -3,6 +3,7 @@ package redeliver_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,11 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/redeliver"
+	"github.com/redrive/redrive/internal/service"
 )
 
 // syncBuffer is a log sink safe for concurrent writers.
@@ -64,24 +68,22 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 	m := metrics.New()
 	fast := redeliver.Backoff{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 	s := b.scheduler(t, nil, func(c *redeliver.Config) {
-		c.Now, c.Logger, c.Metrics, c.FailureBackoff, c.BatchSize = time.Now, log, m, fast, 500
+		c.Clock, c.Logger, c.Metrics, c.FailureBackoff, c.BatchSize = clock.Wall, log, m, fast, 500
 	})
-	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.Now, c.Logger, c.Metrics = time.Now, log, m })
-	rctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = s.Run(rctx) }()
-	go func() { defer wg.Done(); _ = a.Run(rctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.Clock, c.Logger, c.Metrics = clock.Wall, log, m })
+	for _, svc := range []service.Service{s, a} {
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	start := time.Now()
-	for b.countState(t, "orders", dlq.StateCompleted) < int64(len(healthy)) {
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("only %d of %d healthy records redelivered in 20s next to the poison records",
-				b.countState(t, "orders", dlq.StateCompleted), len(healthy))
+	eventually.Nil(t, "the healthy records redelivered next to the poison records", func() error {
+		if n := b.countState(t, "orders", dlq.StateCompleted); n < int64(len(healthy)) {
+			return fmt.Errorf("only %d of %d redelivered", n, len(healthy))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, eventually.Within(20*time.Second))
 	t.Logf("2000 healthy records redelivered in %s next to three poison records", time.Since(start).Round(time.Millisecond))
 
 	// Each poison record fails on its own, many times, with its reason.
@@ -148,23 +150,21 @@ func (b *bundle) discardedWith(t *testing.T, queue string, value []byte) dlq.Rec
 	return r
 }
 
-// waitFor polls the record until ok holds.
+// waitFor waits until the record shows ok.
 func (b *bundle) waitFor(t *testing.T, id, what string, ok func(*dlq.Record) bool) *dlq.Record {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r, err := b.store.Get(context.Background(), id)
-		if err != nil {
+	var r *dlq.Record
+	eventually.Nil(t, "record "+id+" to show "+what, func() error {
+		var err error
+		if r, err = b.store.Get(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if ok(r) {
-			return r
+		if !ok(r) {
+			return fmt.Errorf("it is %+v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record %s never showed %s: %+v", id, what, r)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, eventually.Within(20*time.Second))
+	return r
 }
 
 func counterValue(t *testing.T, c prometheus.Counter) float64 {

@@ -81,7 +81,7 @@ func TestRecreatedArchiveTopicGetsItsCopiesAgain(t *testing.T) {
 
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n")
 	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Now: b.clock.Now})
+		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestPrunerKeepsEverythingWhileAnArchiveTopicIsMissing(t *testing.T) {
 	}
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n")
 	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Now: b.clock.Now})
+		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestPrunerPrunesWhileAnArchiveTopicNeverSeenIsMissing(t *testing.T) {
 	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.DLQTopics = []string{dlqTopic} })
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n    pruning_policy: delete\n")
 	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Now: b.clock.Now})
+		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -32,17 +33,23 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/recreate"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
-// Scheduler redelivers due records.
+// Scheduler redelivers due records. It is a service.Service: Start runs its
+// claim loops, Stop ends them, waits for the batches being produced and
+// closes its Kafka client.
 type Scheduler struct {
+	service.Base
 	cfg    Config
 	store  *store.Store
 	client *kgo.Client
 	resets *recreate.Resetter
 	wake   chan struct{}
 	fails  *failureLog
+	log    *slog.Logger
+	closed sync.Once
 
 	mu        sync.Mutex
 	limiters  map[string]*rate.Limiter
@@ -60,7 +67,8 @@ type Scheduler struct {
 	afterProduce func()
 }
 
-// New creates a Scheduler; Run starts it.
+// New creates a Scheduler and its Kafka client; Start starts it, Stop
+// closes the client (started or not).
 func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -75,7 +83,7 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	resets := recreate.NewResetter(log)
 	resets.Attach(cl)
 	return &Scheduler{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1),
-		fails:    newFailureLog(log),
+		fails: newFailureLog(log, cfg.Clock), log: log,
 		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
 }
 
@@ -88,28 +96,40 @@ func (s *Scheduler) Wake() {
 	}
 }
 
-// Close releases the Kafka client. Run closes it itself.
-func (s *Scheduler) Close() { s.client.Close() }
+// Name implements service.Service.
+func (s *Scheduler) Name() string { return "redeliver" }
 
-// Run schedules until ctx is done. Batches being produced when ctx ends are
-// finished and settled (within ProduceTimeout) before it returns, so records
-// already produced are never put back.
-func (s *Scheduler) Run(ctx context.Context) error {
-	defer s.client.Close()
-	defer s.batches.Wait()
-	log := s.cfg.Logger.With("component", "redeliver")
-	log.Info("scheduler started", "workers", s.cfg.Workers, "lease", s.cfg.Lease)
-	g, ctx := errgroup.WithContext(ctx)
-	for range s.cfg.Workers {
-		g.Go(func() error {
-			runLoop(ctx, log, "scheduler pass", s.cfg.PollInterval, s.cfg.Now, s.wake, func(ctx context.Context) (bool, time.Time, error) {
+// Start starts Workers claim loops. Each pass claims what is due; the next
+// runs at once while a queue has more due and a free slot, else at the next
+// due time, a Wake or after PollInterval, whichever comes first; after a
+// failed pass, after a backoff growing from 100ms to 10s.
+func (s *Scheduler) Start(ctx context.Context) error {
+	return s.Go(ctx, func(ctx context.Context) error {
+		// Batches being produced when the loops end are finished and
+		// settled (within ProduceTimeout) before the work ends, so records
+		// already produced are never put back.
+		defer s.batches.Wait()
+		s.log.Info("scheduler started", "workers", s.cfg.Workers, "lease", s.cfg.Lease)
+		loop := &service.Loop{Clock: s.cfg.Clock, Logger: s.log, What: "scheduler pass", Severe: true,
+			Interval: s.cfg.PollInterval, Wake: s.wake, Backoff: service.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second},
+			Pass: func(ctx context.Context) (service.Next, error) {
 				p, err := s.pass(ctx, nil)
-				return p.more, p.next, err
-			})
-			return nil
-		})
-	}
-	return g.Wait()
+				return service.Next{More: p.more, At: p.next}, err
+			}}
+		var g errgroup.Group
+		for range s.cfg.Workers {
+			g.Go(func() error { return loop.Run(ctx) })
+		}
+		return g.Wait()
+	})
+}
+
+// Stop ends the claim loops, waits for the batches being produced to be
+// settled and closes the Kafka client.
+func (s *Scheduler) Stop() error {
+	err := s.Base.Stop()
+	s.closed.Do(s.client.Close)
+	return err
 }
 
 // RunOnce redelivers everything due at the scheduler's clock, until nothing
@@ -141,7 +161,7 @@ type passResult struct {
 // left for the next pass, which the end of one of them wakes. track, when
 // set, also counts the batches handed off.
 func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult, error) {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	var errs []error
 	if err := s.rescue(ctx, now); err != nil {
 		errs = append(errs, err)
@@ -314,8 +334,8 @@ func (s *Scheduler) rescue(ctx context.Context, now time.Time) error {
 	}
 	for q, n := range byQueue {
 		s.cfg.Metrics.Redelivery.Rescued.WithLabelValues(q).Add(float64(n))
-		s.cfg.Logger.Warn("rescued records of an expired claim; they are redelivered again with the same attempt",
-			"component", "redeliver", "queue", q, "records", n)
+		s.log.Warn("rescued records of an expired claim; they are redelivered again with the same attempt",
+			"queue", q, "records", n)
 	}
 	return unacked
 }
@@ -414,7 +434,7 @@ func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rat
 func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
 	defer s.Wake() // a worker may be waiting for this queue's slot
 	defer s.release(queue)
-	start := time.Now()
+	start := time.Now() // wall time: how long the batch took, for BatchSeconds
 	ctx = context.WithoutCancel(ctx)
 
 	out := make([]*kgo.Record, 0, len(c.Records))
@@ -422,7 +442,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 	var failed []store.FailedDelivery
 	fail := func(i int, err error) {
 		r := &c.Records[i]
-		f := s.cfg.FailureBackoff.failure(err, c.PriorFailures(r.ID)+1, s.cfg.Now())
+		f := s.cfg.FailureBackoff.failure(err, c.PriorFailures(r.ID)+1, s.cfg.Clock.Now())
 		failed = append(failed, store.FailedDelivery{ID: r.ID, Failure: f})
 		s.fails.failed("redelivery failed; the record waits on its own backoff", queue, target(r, t), r.ID, 1, &f)
 		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
@@ -432,7 +452,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 	refuse := func(i int, topic, problem string) {
 		r := &c.Records[i]
 		f := dlq.DeliveryFailure{Reason: dlq.ReasonNotRoutable, Message: notRoutable(r, t, topic, problem),
-			FailedAt: s.cfg.Now(), Failures: c.PriorFailures(r.ID) + 1}
+			FailedAt: s.cfg.Clock.Now(), Failures: c.PriorFailures(r.ID) + 1}
 		failed = append(failed, store.FailedDelivery{ID: r.ID, Failure: f, Discard: true})
 		s.fails.failed("redelivery refused: the target is a topic Redrive never produces to; the record is kept as a dead letter",
 			queue, topic, r.ID, 1, &f)
@@ -461,7 +481,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			fail(sent[j], err)
 		}
 	}
-	s.settle(ctx, queue, c, failed, start)
+	s.settle(ctx, queue, c, failed, now)
 
 	m := s.cfg.Metrics.Redelivery
 	m.Redelivered.WithLabelValues(queue).Add(float64(len(c.Records) - len(failed)))
@@ -470,16 +490,16 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			m.Lateness.Observe(max(now.Sub(*due), 0).Seconds())
 		}
 	}
-	m.BatchSeconds.Observe(time.Since(start).Seconds())
+	m.BatchSeconds.Observe(time.Since(start).Seconds()) // wall time, measured
 }
 
-// settle ends a claim, retrying while Postgres is unreachable until the lease
-// passes; after that the claim is rescued and its records redelivered again
-// (the documented duplicate window).
+// settle ends a claim made at claimedAt, retrying while Postgres is
+// unreachable until the lease passes; after that the claim is rescued and
+// its records redelivered again (the documented duplicate window).
 func (s *Scheduler) settle(ctx context.Context, queue string, c *store.Claim, failed []store.FailedDelivery, claimedAt time.Time) {
-	log := s.cfg.Logger.With("component", "redeliver", "queue", queue, "claim", c.Token)
-	settleWithinLease(log, s.cfg.Lease, claimedAt, len(c.Records), func() error {
-		return s.store.Settle(ctx, c, failed, s.cfg.Now())
+	log := s.log.With("queue", queue, "claim", c.Token)
+	settleWithinLease(log, s.cfg.Clock, s.cfg.Lease, claimedAt, len(c.Records), func() error {
+		return s.store.Settle(ctx, c, failed, s.cfg.Clock.Now())
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/kafkatest"
@@ -24,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
-		crashChild() // a child process of TestCrashBetweenProduceAndMarkRedeliversAgain
+		crashChild() // a child process of TestCrashBetweenProduceAndSettleRedeliversAgain
 		return
 	}
 	pgtest.Main(m)
@@ -32,24 +33,12 @@ func TestMain(m *testing.M) {
 
 const dlqTopic = "dead_letter_queue"
 
-// clock is an injectable clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Millisecond)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 type bundle struct {
 	brokers []string
 	url     string
 	pool    *pgxpool.Pool
 	store   *store.Store
-	clock   *clock
+	clock   *clock.Fake // the test moves it by hand; its timers also fire in wall time
 }
 
 func setup(t *testing.T, topics ...string) *bundle {
@@ -63,7 +52,7 @@ func setup(t *testing.T, topics ...string) *bundle {
 	t.Cleanup(pool.Close)
 	return &bundle{
 		brokers: kafkatest.New(t, append([]string{dlqTopic, dlqTopic + ".archive"}, topics...)...),
-		url:     url, pool: pool, store: store.New(pool), clock: newClock(),
+		url:     url, pool: pool, store: store.New(pool), clock: clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond)),
 	}
 }
 
@@ -84,7 +73,7 @@ func policies(t *testing.T, yaml string) *policy.Set {
 func (b *bundle) scheduler(t *testing.T, set *policy.Set, mod ...func(*redeliver.Config)) *redeliver.Scheduler {
 	t.Helper()
 	cfg := redeliver.Config{Brokers: b.brokers, ClientOpts: kafkatest.ClientOpts(b.brokers), Policies: set,
-		Now: b.clock.Now, BatchSize: 50}
+		Clock: b.clock, BatchSize: 50}
 	for _, f := range mod {
 		f(&cfg)
 	}
@@ -92,13 +81,13 @@ func (b *bundle) scheduler(t *testing.T, set *policy.Set, mod ...func(*redeliver
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { _ = s.Stop() })
 	return s
 }
 
 func (b *bundle) archiver(t *testing.T, mod ...func(*redeliver.ArchiverConfig)) *redeliver.Archiver {
 	t.Helper()
-	cfg := redeliver.ArchiverConfig{Brokers: b.brokers, ClientOpts: kafkatest.ClientOpts(b.brokers), Now: b.clock.Now}
+	cfg := redeliver.ArchiverConfig{Brokers: b.brokers, ClientOpts: kafkatest.ClientOpts(b.brokers), Clock: b.clock}
 	for _, f := range mod {
 		f(&cfg)
 	}
@@ -106,7 +95,7 @@ func (b *bundle) archiver(t *testing.T, mod ...func(*redeliver.ArchiverConfig)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Close)
+	t.Cleanup(func() { _ = a.Stop() })
 	return a
 }
 
@@ -254,20 +243,19 @@ topics:
 
 func TestRunWakesWhenARecordBecomesDue(t *testing.T) {
 	b := setup(t, "orders")
-	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Now = time.Now; c.PollInterval = time.Minute })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	s := b.scheduler(t, nil, func(c *redeliver.Config) { c.Clock = clock.Wall; c.PollInterval = time.Minute })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := s.Stop(); err != nil {
 			t.Errorf("stopping: %v", err)
 		}
 	}()
 
 	// A record due shortly: the scheduler, woken as ingest wakes it, sleeps
 	// until the due time rather than until its next poll a minute away.
-	b.clock = &clock{t: time.Now().Add(time.Second + 300*time.Millisecond)} // due() schedules at clock - 1s
+	b.clock = clock.NewFake(time.Now().Add(time.Second + 300*time.Millisecond)) // due() schedules at clock - 1s
 	rec := b.due(t, "orders", 1)[0]
 	dueAt := *rec.NextRetryAt
 	s.Wake()

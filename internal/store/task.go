@@ -248,10 +248,11 @@ func (s *Store) ReleaseTask(ctx context.Context, t *Task) error {
 	return nil
 }
 
-// TaskError records an error a task met (the newest maxTaskErrors are kept)
-// and returns the task's state: whether cancellation was asked.
-func (s *Store) AddTaskError(ctx context.Context, t *Task, msg string) error {
-	e, _ := json.Marshal([]TaskError{{At: time.Now().UTC(), Message: msg}})
+// AddTaskError records msg, an error the task met at the time given (the
+// newest maxTaskErrors are kept). Only the lease holder can: it changes
+// nothing once another replica took the task over.
+func (s *Store) AddTaskError(ctx context.Context, t *Task, at time.Time, msg string) error {
+	e, _ := json.Marshal([]TaskError{{At: at.UTC(), Message: msg}})
 	_, err := s.pool.Exec(ctx, `UPDATE redrive_task SET errors = (
 			SELECT coalesce(jsonb_agg(e ORDER BY i), '[]') FROM (
 				SELECT e, i FROM jsonb_array_elements(errors || $3::jsonb) WITH ORDINALITY AS x(e, i)

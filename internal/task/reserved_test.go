@@ -33,29 +33,8 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := st.GetTask(ctx, created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State == store.TaskCompleted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not done: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	start(t, r)
+	waitFinished(t, st, created.ID)
 	for q, want := range map[string]int64{"orders": 0, "_orders": 0, "dlq": 2, "__consumer_offsets": 2} {
 		n, err := st.Count(ctx, &filter.Filter{Queue: q, State: dlq.StateDiscarded})
 		if err != nil || n != want {
@@ -80,28 +59,10 @@ func TestATaskWithAnUnreadableFilterFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	var got *store.Task
-	for {
-		if got, err = st.GetTask(ctx, created.ID); err != nil {
-			t.Fatal(err)
-		}
-		if got.State == store.TaskFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not failed: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	start(t, r)
+	got := waitFinished(t, st, created.ID)
+	if got.State != store.TaskFailed {
+		t.Fatalf("task is %s, want failed: %+v", got.State, got)
 	}
 	if len(got.Errors) != 1 || !strings.HasPrefix(got.Errors[0].Message, "invalid stored filter: filter.path: must have at most 32 dot-separated keys") {
 		t.Errorf("errors = %+v", got.Errors)

@@ -23,7 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -48,10 +50,10 @@ type Config struct {
 	// Postgres refused. Batches that could not reach Postgres at all do not
 	// count: the task waits for the server instead. Default 10.
 	MaxBatchErrors int
-	// Now and Sleep pace rate-limited tasks. Default: the wall clock; tests
-	// inject a clock that Sleep advances.
-	Now   func() time.Time
-	Sleep func(ctx context.Context, d time.Duration) bool
+	// Clock paces rate-limited tasks and times every wait: polls, the
+	// backoff after a failed batch, the wait for Postgres during an outage.
+	// Default: clock.Wall.
+	Clock clock.Clock
 	// Owner names this replica in leases. Default: hostname and pid.
 	Owner  string
 	Logger *slog.Logger
@@ -70,12 +72,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxBatchErrors == 0 {
 		c.MaxBatchErrors = 10
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Sleep == nil {
-		c.Sleep = sleep
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Owner == "" {
 		h, _ := os.Hostname()
 		c.Owner = fmt.Sprintf("%s/%d/%s", h, os.Getpid(), uuid.NewString()[:8])
@@ -92,8 +89,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Runner claims and runs tasks.
+// Runner claims and runs tasks. It is a service.Service: Start looks for
+// open tasks every Poll and at each Kick, and works through them.
 type Runner struct {
+	service.Base
 	cfg   Config
 	store *store.Store
 	log   *slog.Logger
@@ -117,32 +116,29 @@ func (r *Runner) Kick() {
 	}
 }
 
-// Run works on tasks until ctx is done. A task interrupted by shutdown keeps
-// its progress and is released for any replica to resume.
-func (r *Runner) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Poll)
-	defer t.Stop()
-	for {
-		for ctx.Err() == nil {
-			task, err := r.store.ClaimTask(ctx, r.cfg.Owner, r.cfg.Lease)
-			if errors.Is(err, store.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					r.log.Warn("claim task", "err", err)
+// Name implements service.Service.
+func (r *Runner) Name() string { return "task" }
+
+// Start works on tasks until ctx ends or Stop: each pass claims open tasks
+// and works through them one after the other, until none is left; the next
+// pass comes after Poll or at a Kick. A task interrupted by Stop keeps its
+// progress and is released for any replica to resume.
+func (r *Runner) Start(ctx context.Context) error {
+	loop := &service.Loop{Clock: r.cfg.Clock, Logger: r.log, What: "claim task", Interval: r.cfg.Poll, Wake: r.kick,
+		Pass: func(ctx context.Context) (service.Next, error) {
+			for ctx.Err() == nil {
+				task, err := r.store.ClaimTask(ctx, r.cfg.Owner, r.cfg.Lease)
+				if errors.Is(err, store.ErrNotFound) {
+					break
 				}
-				break
+				if err != nil {
+					return service.Next{}, err
+				}
+				r.work(ctx, task)
 			}
-			r.work(ctx, task)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-r.kick:
-		}
-	}
+			return service.Next{}, nil
+		}}
+	return r.Go(ctx, loop.Run)
 }
 
 // outageBackoffCap bounds the wait between batches while Postgres is away.
@@ -153,7 +149,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 	log.Info("task claimed", "processed", t.Processed, "total", t.Total)
 	f, scope, err := Selection(t, r.cfg.OwnTopics)
 	if err != nil {
-		_ = r.store.AddTaskError(ctx, t, "invalid stored filter: "+err.Error())
+		_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), "invalid stored filter: "+err.Error())
 		r.finish(ctx, t, store.TaskFailed, log)
 		return
 	}
@@ -171,7 +167,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		// like every other, so that n records take n/rate seconds. (A full
 		// bucket let a second batch through at once too: 20 records at 4/s
 		// took 4 s, 5/s.)
-		lim.AllowN(r.cfg.Now(), batch)
+		lim.AllowN(r.cfg.Clock.Now(), batch)
 	}
 	failures, outages, empty := 0, 0, 0
 	for {
@@ -210,7 +206,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			if outages == 1 {
 				log.Warn("task waits for postgres", "err", err)
 			}
-			if !sleep(ctx, min(outageBackoffCap, time.Duration(outages)*200*time.Millisecond)) {
+			if !clock.Sleep(ctx, r.cfg.Clock, min(outageBackoffCap, time.Duration(outages)*200*time.Millisecond)) {
 				r.release(t, log)
 				return
 			}
@@ -218,12 +214,12 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		case err != nil:
 			failures++
 			log.Warn("task batch failed", "err", err, "consecutive", failures)
-			_ = r.store.AddTaskError(ctx, t, err.Error())
+			_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), err.Error())
 			if failures >= r.cfg.MaxBatchErrors {
 				r.finish(ctx, t, store.TaskFailed, log)
 				return
 			}
-			sleep(ctx, time.Duration(failures)*200*time.Millisecond)
+			clock.Sleep(ctx, r.cfg.Clock, time.Duration(failures)*200*time.Millisecond)
 			continue
 		}
 		if outages > 0 {
@@ -243,8 +239,8 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			// Pay for the batch done: the next waits until the rate allows
 			// it, and the last (empty) one waits for nothing.
 			if lim != nil {
-				now := r.cfg.Now()
-				if d := lim.ReserveN(now, res.N).DelayFrom(now); d > 0 && !r.cfg.Sleep(ctx, d) {
+				now := r.cfg.Clock.Now()
+				if d := lim.ReserveN(now, res.N).DelayFrom(now); d > 0 && !clock.Sleep(ctx, r.cfg.Clock, d) {
 					r.release(t, log)
 					return
 				}
@@ -302,16 +298,4 @@ func (r *Runner) release(t *store.Task, log *slog.Logger) {
 		return
 	}
 	log.Info("task released for resumption", "processed", t.Processed)
-}
-
-// sleep waits for d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
@@ -73,31 +74,9 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := st.GetTask(ctx, created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State == store.TaskCompleted {
-			if got.Processed != 1200 {
-				t.Errorf("processed %d, want 1200", got.Processed)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not taken over: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	start(t, r)
+	if got := waitFinished(t, st, created.ID); got.State != store.TaskCompleted || got.Processed != 1200 {
+		t.Errorf("task %s with %d processed, want completed with 1200", got.State, got.Processed)
 	}
 	if batches.Load() != 2 { // 700 left: 500 + 200
 		t.Errorf("%d batches after the takeover, want 2", batches.Load())
@@ -111,7 +90,8 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 // A Postgres outage in the middle of a bulk retry pauses the task, which
 // resumes as soon as the server is back. Counting the outage's batches as
 // errors (MaxBatchErrors is 2 here) would try to fail the task, leaving it
-// stuck until its hour-long lease ran out.
+// stuck until its hour-long lease ran out. The outage lasts five of the
+// task's waits for Postgres, on the test's clock: nothing sleeps.
 func TestAPostgresOutagePausesATask(t *testing.T) {
 	t.Parallel()
 	cluster, url := pgtest.NewCluster(t)
@@ -128,47 +108,40 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstBatch := make(chan struct{})
-	var once sync.Once
-	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour,
-		OnBatch: func(string, []store.BatchRow) { once.Do(func() { close(firstBatch) }) }}, st)
+	var batches atomic.Int64
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour, Clock: clk,
+		OnBatch: func(string, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	select {
-	case <-firstBatch:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the task never ran a batch")
+	start(t, r)
+	// The first batch is done; the task waits on its rate limit (200/s:
+	// half a second a batch of 100).
+	mustWait(t, clk)
+	if n := batches.Load(); n != 1 {
+		t.Fatalf("%d batches before the outage, want 1", n)
 	}
 	if err := cluster.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // the outage, not a wait for a result
+	// Each wait ends into a batch that cannot reach Postgres, and the task
+	// waits for it again: more failed batches than MaxBatchErrors.
+	for range 5 {
+		advance(t, clk)
+		mustWait(t, clk)
+	}
+	if n := batches.Load(); n != 1 {
+		t.Fatalf("%d batches during the outage, want none but the first", n)
+	}
 	if err := cluster.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := st.GetTask(ctx, created.ID)
-		if err == nil && got.State != store.TaskRunning && got.State != store.TaskPending {
-			if got.State != store.TaskCompleted || got.Processed != 600 {
-				t.Fatalf("after the outage the task is %s with %d processed, want completed with 600", got.State, got.Processed)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not finished 30 s after the outage: %+v, %v", got, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	dctx, stopDriving := context.WithCancel(ctx)
+	defer stopDriving()
+	go drive(dctx, clk)
+	if got := waitFinished(t, st, created.ID); got.State != store.TaskCompleted || got.Processed != 600 {
+		t.Fatalf("after the outage the task is %s with %d processed, want completed with 600", got.State, got.Processed)
 	}
 	n, err := st.Count(ctx, &filter.Filter{Queue: "orders", State: dlq.StateDiscarded})
 	if err != nil || n != 0 {
@@ -214,46 +187,89 @@ func runPaced(t *testing.T, n int, perSecond float64) (time.Duration, []time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clock := start
-	var slept []time.Duration
-	r, err := task.New(task.Config{Poll: 20 * time.Millisecond,
-		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock },
-		Sleep: func(_ context.Context, d time.Duration) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			clock = clock.Add(d)
-			slept = append(slept, d)
-			return true
-		}}, st)
+	begin := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(begin)
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Clock: clk}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
+	start(t, r)
+	// The runner waits on the clock only for its rate limit while the task
+	// runs, and for its next poll once it is finished.
+	var slept []time.Duration
 	for {
+		mustWait(t, clk)
 		got, err := st.GetTask(ctx, created.ID)
-		if err == nil && got.State == store.TaskCompleted {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == store.TaskCompleted {
 			if got.Processed != int64(n) {
 				t.Fatalf("task completed with %d of %d records", got.Processed, n)
 			}
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not completed: %+v, %v", got, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		slept = append(slept, advance(t, clk))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return clock.Sub(start), slept
+	return clk.Now().Sub(begin), slept
+}
+
+// start starts r until the test ends.
+func start(t *testing.T, r *task.Runner) {
+	t.Helper()
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop the runner: %v", err)
+		}
+	})
+}
+
+// waitFinished waits until the task is neither pending nor running.
+func waitFinished(t *testing.T, st *store.Store, id string) *store.Task {
+	t.Helper()
+	var got *store.Task
+	eventually.Nil(t, "task "+id+" to finish", func() error {
+		var err error
+		if got, err = st.GetTask(context.Background(), id); err != nil {
+			return err
+		}
+		if got.State == store.TaskRunning || got.State == store.TaskPending {
+			return fmt.Errorf("it is %s with %d processed", got.State, got.Processed)
+		}
+		return nil
+	})
+	return got
+}
+
+// mustWait waits until the runner waits on clk.
+func mustWait(t *testing.T, clk *clock.Fake) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventually.Timeout)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatalf("the runner does not wait on the clock: %v", err)
+	}
+}
+
+// advance moves clk to the end of the wait and returns how long it was.
+func advance(t *testing.T, clk *clock.Fake) time.Duration {
+	t.Helper()
+	d, ok := clk.UntilNext()
+	if !ok {
+		t.Fatal("nothing waits on the clock")
+	}
+	clk.Advance(d)
+	return d
+}
+
+// drive ends every wait on clk as soon as it begins, until ctx ends.
+func drive(ctx context.Context, clk *clock.Fake) {
+	for clk.BlockUntil(ctx, 1) == nil {
+		if d, ok := clk.UntilNext(); ok {
+			clk.Advance(d)
+		}
+	}
 }
