@@ -16,8 +16,8 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
-	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"

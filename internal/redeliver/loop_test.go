@@ -12,8 +12,8 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"

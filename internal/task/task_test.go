@@ -14,8 +14,8 @@ import (
 
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
