@@ -41,8 +41,11 @@ func startApp(t *testing.T, dbURL string, brokers []string, policies string, clk
 	t.Helper()
 	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Clock: clk},
 		"REDRIVE_POLICIES_DIR", policies,
-		"REDRIVE_PRUNE_INTERVAL", "1h", // the test drives passes with RunOnce
-		"REDRIVE_REPLAY_INTERVAL", "1h")
+		// The test drives passes with RunOnce: the services' own passes wait
+		// longer than the test ever advances clk (181 days and 2 hours), or
+		// one could run first and leave RunOnce nothing to do.
+		"REDRIVE_PRUNE_INTERVAL", "10000h",
+		"REDRIVE_REPLAY_INTERVAL", "10000h")
 	return &mApp{app: a, base: "http://" + a.Addr()}, stop
 }
 
