@@ -73,9 +73,9 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	return res, nil
 }
 
-// deadLetters are the dead letters (state discarded) of topic: what the
+// DeadLetters are the dead letters (state discarded) of topic: what the
 // compatibility routes call the queue "dlq:<topic>".
-func deadLetters(topic string) filter.Filter {
+func DeadLetters(topic string) filter.Filter {
 	return filter.Filter{Queue: topic, State: dlq.StateDiscarded}
 }
 
@@ -84,7 +84,7 @@ func deadLetters(topic string) filter.Filter {
 // every retry of many records does, and returns their ids. The scheduler
 // is woken; Redelivered says when they are out.
 func (s *Service) RequeueDeadLetters(ctx context.Context, topic string, n int) ([]string, error) {
-	f := deadLetters(topic)
+	f := DeadLetters(topic)
 	ids, err := s.store.RetryOldest(ctx, &f, s.RetryScope(), n)
 	if err != nil {
 		return nil, err
@@ -103,6 +103,6 @@ func (s *Service) Redelivered(ctx context.Context, ids []string) (int, error) {
 // ClearDeadLetters deletes every dead letter of topic (a compatibility
 // clear) and returns how many.
 func (s *Service) ClearDeadLetters(ctx context.Context, topic string) (int64, error) {
-	f := deadLetters(topic)
+	f := DeadLetters(topic)
 	return s.store.PurgeAll(ctx, &f)
 }
