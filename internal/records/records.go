@@ -4,7 +4,7 @@
 // counts and the tasks that carry them out), the compatibility requeue and
 // clear, and replay by rule. It applies the routing rules every transition
 // shares — above all that a record of Redrive's own topics (or Kafka's
-// internal ones) has no topic to go back to (RetryScope, Routable) — and
+// internal ones) has no topic to go back to (route.go) — and
 // emits the lifecycle events the transitions produce.
 //
 // It is also the read side the HTTP API renders (Reads): lists, stats,
@@ -82,9 +82,6 @@ func New(cfg Config) (*Service, error) {
 
 // Queues is the resolver the Service judges queues' policies by.
 func (s *Service) Queues() *queue.Resolver { return s.cfg.Queues }
-
-// Reserved are the topics no redelivery may go to.
-func (s *Service) Reserved() dlq.ReservedTopics { return s.cfg.Reserved }
 
 // Wake asks the scheduler to redeliver due records now (after a queue was
 // resumed or re-targeted, say).
