@@ -35,6 +35,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
@@ -69,6 +70,7 @@ type App struct {
 	queues   *queue.Resolver // API topic configs over the policy files
 	tasks    *task.Runner
 	store    *store.Store
+	records  *records.Service // every record transition, and the API's reads
 	server   *http.Server
 	listener net.Listener
 	metrics  *metrics.Metrics
@@ -187,9 +189,15 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.services.Add(a.ingester, a.topicSetup()) // the archive and events topics, in the background
-	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, OwnTopics: reservedTopics(cfg),
+	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
+		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	retryScope := a.records.RetryScope()
+	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope,
 		OnBatch: func(kind string, rows []store.BatchRow) {
-			a.maint.events.Publish(context.Background(), httpapi.BatchEvents(kind, rows)...)
+			a.records.PublishBatch(context.Background(), kind, rows)
 		}, Clock: a.clock}, st)
 	if err != nil {
 		return err
@@ -199,14 +207,11 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		Reserved:        reserved,
-		Store:           st,
+		Records:         a.records,
 		ArchiveDisabled: a.archiver == nil,
 		Queues:          a.queues,
 		Keys:            keys,
 		AuthDisabled:    cfg.AuthDisabled,
-		Wake:            a.sched.Wake,
-		KickTasks:       a.tasks.Kick,
 		RequeueWait:     a.opts.RequeueWait,
 		NextPruneAt:     a.maint.pruner.NextPruneAt,
 		Events:          a.maint.events,

@@ -102,9 +102,9 @@ func (a *App) initMaintenance() error {
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
 		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
-		// Rules leave Redrive's own topics (and Kafka's internal ones) alone,
-		// as bulk retries do.
-		OwnTopics: reservedTopics(cfg), Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
+		// Records replays: rules leave Redrive's own topics (and Kafka's
+		// internal ones) alone, as bulk retries do.
+		Records: a.records, Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
 	})
 	if err != nil {
 		return err

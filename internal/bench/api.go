@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -79,8 +80,11 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 	res.Load = time.Since(start)
 	fmt.Fprintf(cfg.Out, "  loaded in %v (COPY, indexes and statistics triggers included)\n", res.Load.Round(time.Second))
 
-	srv := httpapi.New(httpapi.Config{Store: st, AuthDisabled: true, Logger: quiet,
-		Queues: queue.New(func() *policy.Set { return nil }, st, quiet)})
+	rec, err := records.New(records.Config{Store: st, Queues: queue.New(func() *policy.Set { return nil }, st, quiet), Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	srv := httpapi.New(httpapi.Config{Records: rec, AuthDisabled: true, Logger: quiet})
 	rng := rand.New(rand.NewPCG(1, 2))
 	since := time.Now().Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)
 	qs := func(kv ...string) func() string {

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // maxActivityQueues bounds how many queues get a series of their own.
@@ -71,7 +71,7 @@ func (s *Server) incidentActivity(c echo.Context) error {
 	if !validIncidentID(id) {
 		return invalidParam("id", "must be an incident id: lowercase hex")
 	}
-	if _, err := s.store.GetIncident(c.Request().Context(), id); errors.Is(err, store.ErrNotFound) {
+	if _, err := s.rec.GetIncident(c.Request().Context(), id); errors.Is(err, records.ErrNotFound) {
 		return notFound("incident " + id + " not found")
 	} else if err != nil {
 		return err
@@ -98,7 +98,7 @@ func (s *Server) activityOf(c echo.Context, scope activityScope) error {
 	if scope.queue != "" {
 		p.TopQueues = 0
 	}
-	series, err := s.store.Activity(c.Request().Context(), p)
+	series, err := s.rec.Activity(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -125,8 +125,8 @@ func (s *Server) activityOf(c echo.Context, scope activityScope) error {
 // shortest that gives at most 120 points). Minutes are kept two hours,
 // hours seven days, so a range starting earlier than two hours ago takes
 // whole hours.
-func activityRange(q url.Values, now time.Time) (store.ActivityParams, error) {
-	p := store.ActivityParams{Until: now, TopQueues: 5}
+func activityRange(q url.Values, now time.Time) (records.ActivityParams, error) {
+	p := records.ActivityParams{Until: now, TopQueues: 5}
 	var err error
 	if v := q.Get("until"); v != "" {
 		if p.Until, err = parseTime(v, "until"); err != nil {
@@ -159,10 +159,10 @@ func activityRange(q url.Values, now time.Time) (store.ActivityParams, error) {
 	if q.Get("since") == "" {
 		rangeParam = "last"
 	}
-	if p.Since.Before(now.Add(-store.ActivityKept)) {
+	if p.Since.Before(now.Add(-records.ActivityKept)) {
 		return p, invalidParam(rangeParam, "reaches back more than 7 days (P7D): activity is kept 7 days")
 	}
-	hoursOnly := p.Since.Before(now.Add(-store.ActivityMinutes))
+	hoursOnly := p.Since.Before(now.Add(-records.ActivityMinutes))
 	if v := q.Get("step"); v != "" {
 		if p.Step, err = policy.ParseDuration(v); err != nil || p.Step < time.Minute || p.Step%time.Minute != 0 {
 			return p, invalidParam("step", fmt.Sprintf("%q is not a whole number of minutes as an ISO 8601 duration (e.g. PT1M, PT5M, PT1H)", v))
@@ -196,7 +196,7 @@ func activityRange(q url.Values, now time.Time) (store.ActivityParams, error) {
 
 // points is how many buckets of p.Step cover p's range from p.Since
 // aligned on the step.
-func points(p store.ActivityParams) int {
+func points(p records.ActivityParams) int {
 	d := p.Until.Sub(p.Since.Truncate(p.Step))
 	n := int(d / p.Step)
 	if d%p.Step != 0 {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // auditKey holds the details a handler adds to its audit entry.
@@ -90,7 +90,7 @@ func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// The path as sent (percent-encoded): a refused call's hostile bytes
 		// are logged faithfully and never break the write.
-		e := &store.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.EscapedPath(),
+		e := &records.AuditEntry{KeyName: name, Action: r.action, Method: c.Request().Method, Path: c.Request().URL.EscapedPath(),
 			Status: status, RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 		if info, ok := c.Get(auditKey).(*auditInfo); ok {
 			e.Target, e.Filter, e.Count, e.Before, e.After = info.Target, info.Filter, info.Count, info.Before, info.After
@@ -100,7 +100,7 @@ func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 		defer cancel()
-		if aerr := s.store.AddAudit(ctx, e); aerr != nil {
+		if aerr := s.rec.AddAudit(ctx, e); aerr != nil {
 			s.log.Error("audit log write failed", "action", r.action, "key", name, "status", status, "err", aerr)
 		}
 		return err
@@ -154,7 +154,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	if err := checkParams(q, auditParams); err != nil {
 		return err
 	}
-	p := &store.AuditParams{KeyName: q.Get("key_name"), Action: q.Get("action"), Target: q.Get("target")}
+	p := &records.AuditParams{KeyName: q.Get("key_name"), Action: q.Get("action"), Target: q.Get("target")}
 	var err error
 	if p.Since, err = parseTime(q.Get("since"), "since"); err != nil {
 		return err
@@ -173,7 +173,7 @@ func (s *Server) listAudit(c echo.Context) error {
 		}
 		p.BeforeID = n
 	}
-	es, total, more, err := s.store.Audit(c.Request().Context(), p)
+	es, total, more, err := s.rec.Audit(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}

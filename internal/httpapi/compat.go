@@ -12,8 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/filter"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // The compatibility routes speak the reference FastAPI DLQ's shapes
@@ -42,7 +41,7 @@ func (s *Server) compatStats(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	st, err := s.store.Stats(c.Request().Context(), "")
+	st, err := s.rec.Stats(c.Request().Context(), "")
 	if err != nil {
 		return err
 	}
@@ -87,7 +86,7 @@ func toJobFailure(r *dlq.Record) jobFailureJSON {
 // toJobFailurePreview shows a record of a list: its value a preview as in
 // GET /ojs/v1/dead-letter (original_job is the value's text when it was
 // cut, and context says value_truncated and value_size), its latest error cut.
-func toJobFailurePreview(p *store.RecordPreview) jobFailureJSON {
+func toJobFailurePreview(p *records.RecordPreview) jobFailureJSON {
 	j := toPreviewJSON(p, true)
 	out := jobFailureOf(j, p.FirstErrorAt, max(p.Record.Attempt, p.ErrorCount))
 	if j.ValueTruncated {
@@ -150,8 +149,8 @@ func (s *Server) compatJobs(c echo.Context) error {
 			return invalidParam("limit", "must be an integer from 1 to 1000")
 		}
 	}
-	page, err := s.store.ListPreviews(c.Request().Context(), &store.ListParams{
-		Filter: filter.Filter{Queue: topic, State: dlq.StateDiscarded}, Limit: limit, Offset: start})
+	page, err := s.rec.List(c.Request().Context(), &records.ListParams{
+		Filter: records.DeadLetters(topic), Limit: limit, Offset: start})
 	if err != nil {
 		return err
 	}
@@ -179,17 +178,17 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 			n = maxRequeueAll
 		}
 		ctx := c.Request().Context()
-		f := filter.Filter{Queue: topic, State: dlq.StateDiscarded}
-		noteAudit(c, topic, f.Canonical(), nil)
-		ids, err := s.store.RetryOldest(ctx, &f, filter.Scope{NotQueues: s.cfg.Reserved.Names(), NotInternal: true}, n)
+		f := records.DeadLetters(topic)
+		canon := f.Canonical()
+		noteAudit(c, topic, canon, nil)
+		ids, err := s.rec.RequeueDeadLetters(ctx, topic, n)
 		if err != nil {
 			return err
 		}
-		noteAudit(c, topic, f.Canonical(), count64(len(ids)))
+		noteAudit(c, topic, canon, count64(len(ids)))
 		if len(ids) == 0 {
 			return c.JSON(http.StatusOK, map[string]any{"success": false, "message": "No jobs to requeue in " + name, "job": nil})
 		}
-		s.cfg.Wake()
 		if err := s.waitRedelivered(ctx, ids); err != nil {
 			return err
 		}
@@ -198,7 +197,7 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 			out["message"] = fmt.Sprintf("Requeued %d jobs from %s to %s", len(ids), name, topic)
 		} else {
 			out["message"] = fmt.Sprintf("Job requeued from %s to %s", name, topic)
-			if r, err := s.store.Get(ctx, ids[0]); err == nil {
+			if r, err := s.rec.Get(ctx, ids[0]); err == nil {
 				out["job"] = toJobFailure(r).OriginalJob
 			}
 		}
@@ -215,7 +214,7 @@ func (s *Server) waitRedelivered(ctx context.Context, ids []string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		n, err := s.store.Redelivered(ctx, ids)
+		n, err := s.rec.Redelivered(ctx, ids)
 		if err == nil && n == len(ids) {
 			return nil
 		}
@@ -225,7 +224,7 @@ func (s *Server) waitRedelivered(ctx context.Context, ids []string) error {
 				Message: fmt.Sprintf("%d of %d records reached Kafka in time; the rest stay queued and are redelivered when Kafka is reachable", n, len(ids)),
 				Details: map[string]any{"queued": len(ids), "redelivered": n}}
 		case <-tick.C:
-			s.cfg.Wake()
+			s.rec.Wake()
 		}
 	}
 }
@@ -238,8 +237,8 @@ func (s *Server) compatClear(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := filter.Filter{Queue: topic, State: dlq.StateDiscarded}
-	n, err := s.store.PurgeAll(c.Request().Context(), &f)
+	n, err := s.rec.ClearDeadLetters(c.Request().Context(), topic)
+	f := records.DeadLetters(topic)
 	noteAudit(c, topic, f.Canonical(), &n)
 	if err != nil {
 		return err

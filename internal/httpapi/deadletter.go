@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // retryBody is the body of POST /dead-letter/{id}/retry.
@@ -61,40 +59,57 @@ func (s *Server) retryRecord(c echo.Context) error {
 			return err
 		}
 	}
-	ctx := c.Request().Context()
-	p := &store.RetryParams{ID: id}
+	p := &records.RetryParams{ID: id}
 	if o := b.Override; o != nil {
-		if err := s.applyOverride(c, o, p); err != nil {
+		if err := parseOverride(o, p); err != nil {
 			return err
 		}
 	}
 	noteAudit(c, id, b.Override, count64(1))
-	if err := s.checkRoutable(ctx, id, p); err != nil {
-		return err
+	r, err := s.rec.Retry(c.Request().Context(), p)
+	if err != nil {
+		return retryError(id, err)
 	}
-	r, err := s.store.RetryRecord(ctx, p)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return notFound("no dead-letter record with id " + id)
-	case errors.Is(err, store.ErrConflict):
-		return s.retryConflict(ctx, id, err)
-	case err != nil:
-		return err
-	}
-	s.cfg.Wake()
-	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterRetried, events.RecordData{ID: r.ID, Queue: r.Queue,
-		RecordKeyData: events.KeyOf(r.Key), Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
 	return writeRecord(c, http.StatusOK, r, out)
 }
 
+// retryError says why a record could not be retried: a target topic no
+// redelivery may go to, a retry policy out of bounds, no topic to go back
+// to, in flight or completed.
+func retryError(id string, err error) error {
+	var target *records.TargetError
+	var noRoute *records.NoRouteError
+	var pol *records.PolicyError
+	var conflict *records.RetryConflictError
+	switch {
+	case errors.As(err, &target):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+			Message: "override.queue: " + jsonString(target.Topic) + " " + target.Problem + "; name the topic a consumer reads",
+			Details: map[string]any{"parameter": "override.queue"}}
+	case errors.Is(err, records.ErrNotFound):
+		return notFound("no dead-letter record with id " + id)
+	case errors.As(err, &pol):
+		return policyError(pol.Err, "override.")
+	case errors.As(err, &noRoute):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(noRoute.Queue) + " " + noRoute.Why +
+				"); retry it with override.queue naming the topic to deliver it to",
+			Details: map[string]any{"parameter": "override.queue"}}
+	case errors.As(err, &conflict):
+		return retryConflict(id, conflict)
+	}
+	return err
+}
+
 // retryConflict says why a record cannot be retried: it is being produced
 // right now, or it is completed. Any other record can be.
-func (s *Server) retryConflict(ctx context.Context, id string, err error) error {
-	details := map[string]any{"in_flight": errors.Is(err, store.ErrInFlight)}
-	cur, gerr := s.store.Get(ctx, id)
-	if gerr == nil {
+func retryConflict(id string, err *records.RetryConflictError) error {
+	inFlight := errors.Is(err, records.ErrInFlight)
+	details := map[string]any{"in_flight": inFlight}
+	cur := err.Record
+	if cur != nil {
 		details["state"] = cur.State
 		if cur.CompletedBy != "" {
 			details["completed_by"] = cur.CompletedBy
@@ -102,12 +117,12 @@ func (s *Server) retryConflict(ctx context.Context, id string, err error) error 
 	}
 	var msg string
 	switch {
-	case errors.Is(err, store.ErrInFlight):
+	case inFlight:
 		msg = "record " + id + " is being redelivered right now: a scheduler has claimed it and is producing it to its topic; " +
 			"retry it once that produce is settled (within seconds; GET the record: in_flight turns false)"
-	case gerr == nil && cur.CompletedBy == dlq.CompletedByAck:
+	case cur != nil && cur.CompletedBy == dlq.CompletedByAck:
 		msg = "record " + id + " is completed: the consumer acknowledged its redelivery, so there is nothing to retry"
-	case gerr == nil && cur.State == dlq.StateCompleted:
+	case cur != nil && cur.State == dlq.StateCompleted:
 		msg = "record " + id + " is completed: its redelivery was produced and no failure came back (completion: redelivered); " +
 			"a failure that comes back re-opens it"
 	default:
@@ -116,46 +131,15 @@ func (s *Server) retryConflict(ctx context.Context, id string, err error) error 
 	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: details}
 }
 
-// checkRoutable refuses to retry a record that has no topic to go back to —
-// an unparseable one, or one whose queue is Redrive's own topic — unless the
-// retry (or an earlier one) names a target topic: produced back to the DLQ
-// it would only return as a repeat failure, over and over.
-func (s *Server) checkRoutable(ctx context.Context, id string, p *store.RetryParams) error {
-	if p.Redelivery != nil && p.Redelivery.Topic != "" {
-		return nil
-	}
-	r, err := s.store.Get(ctx, id)
-	if err != nil {
-		return nil // RetryRecord reports a missing record
-	}
-	if r.Redelivery != nil && r.Redelivery.Topic != "" {
-		return nil
-	}
-	why := s.cfg.Reserved.Problem(r.Queue)
-	if r.Format == dlq.FormatUnparseable && why == "" {
-		why = "is not the topic it came from: the record could not be parsed"
-	}
-	if why != "" {
-		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "record " + id + " has no topic to go back to (its queue " + jsonString(r.Queue) + " " + why +
-				"); retry it with override.queue naming the topic to deliver it to",
-			Details: map[string]any{"parameter": "override.queue"}}
-	}
-	return nil
-}
-
-// applyOverride validates an override into p; errors name the field.
-func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryParams) error {
+// parseOverride reads an override into p; errors name the field. Whether
+// its target topic may be used, and how its retry policy merges onto the
+// record's, is for records to say.
+func parseOverride(o *overrideJSON, p *records.RetryParams) error {
 	rd := &dlq.Redelivery{}
 	touched := false
 	if o.Queue != nil {
 		if msg := dlq.TopicNameProblem(*o.Queue); msg != "" {
 			return invalidParam("override.queue", msg)
-		}
-		if msg := s.cfg.Reserved.Problem(*o.Queue); msg != "" {
-			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
-				Message: "override.queue: " + jsonString(*o.Queue) + " " + msg + "; name the topic a consumer reads",
-				Details: map[string]any{"parameter": "override.queue"}}
 		}
 		rd.Topic, touched = *o.Queue, true
 	}
@@ -170,14 +154,14 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		if strings.HasPrefix(h.Key, "redrive.") {
 			return invalidParam(field+".key", "redrive.* headers are set by Redrive itself")
 		}
-		enc := store.EncodingUTF8
+		enc := records.EncodingUTF8
 		if h.Encoding != nil {
 			enc = *h.Encoding
 		}
-		if enc != store.EncodingUTF8 && enc != store.EncodingBase64 {
+		if enc != records.EncodingUTF8 && enc != records.EncodingBase64 {
 			return invalidParam(field+".encoding", "must be utf8 or base64")
 		}
-		v, err := store.DecodeBytes(h.Value, enc)
+		v, err := records.DecodeBytes(h.Value, enc)
 		if err != nil {
 			return invalidParam(field+".value", "is not valid base64")
 		}
@@ -188,14 +172,14 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		return invalidParam("override.value_encoding", "only allowed with value")
 	}
 	if o.Value != nil {
-		enc := store.EncodingUTF8
+		enc := records.EncodingUTF8
 		if o.ValueEncoding != nil {
 			enc = *o.ValueEncoding
 		}
-		if enc != store.EncodingUTF8 && enc != store.EncodingBase64 {
+		if enc != records.EncodingUTF8 && enc != records.EncodingBase64 {
 			return invalidParam("override.value_encoding", "must be utf8 or base64")
 		}
-		v, err := store.DecodeBytes(*o.Value, enc)
+		v, err := records.DecodeBytes(*o.Value, enc)
 		if err != nil {
 			return invalidParam("override.value", "is not valid base64")
 		}
@@ -212,35 +196,11 @@ func (s *Server) applyOverride(c echo.Context, o *overrideJSON, p *store.RetryPa
 		p.Meta = o.Meta
 	}
 	if len(o.Retry) > 0 && string(o.Retry) != "null" {
-		cur, err := s.store.Get(c.Request().Context(), p.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound("no dead-letter record with id " + p.ID)
-		}
-		if err != nil {
-			return err
-		}
-		base, err := policy.ParseRetry(cur.Retry)
-		if err != nil {
-			base = s.queues.Resolve(cur.Queue, cur.Type).Retry
-		}
 		spec, err := policy.DecodeRetry(o.Retry)
 		if err != nil {
 			return policyError(err, "override.")
 		}
-		// An operator's retry policy is held to the bounds policy files are
-		// (REDRIVE_RETRY_MAX_ATTEMPTS, REDRIVE_RETRY_MIN_INTERVAL).
-		if err := s.queues.Limits().Check(spec); err != nil {
-			return policyError(err, "override.")
-		}
-		merged := base.Merge(spec)
-		if err := merged.Validate(); err != nil {
-			return policyError(err, "override.")
-		}
-		raw, err := json.Marshal(merged)
-		if err != nil {
-			return err
-		}
-		p.Retry, p.MaxAttempts = raw, merged.MaxAttempts
+		p.Retry = spec
 	}
 	return nil
 }
@@ -276,16 +236,14 @@ func (s *Server) deleteRecord(c echo.Context) error {
 		return err
 	}
 	noteAudit(c, id, nil, count64(1))
-	row, err := s.store.DeleteRecord(c.Request().Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	err = s.rec.Delete(c.Request().Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
 		noteAudit(c, id, nil, count64(0))
 		return notFound("no dead-letter record with id " + id)
 	}
 	if err != nil {
 		return err
 	}
-	s.cfg.Events.Publish(c.Request().Context(), events.Record(events.DeadLetterDeleted,
-		events.RecordData{ID: row.ID, Queue: row.Queue, RecordKeyData: events.RecordKey(row.KeyPrefix, row.KeySize), Type: row.Type}))
 	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id})
 }
 
@@ -302,8 +260,8 @@ type bulkBody struct {
 // maxRateLimit is the largest records/s a task accepts.
 const maxRateLimit = 100_000
 
-func (s *Server) bulkRetry(c echo.Context) error { return s.bulk(c, store.TaskRetry) }
-func (s *Server) bulkPurge(c echo.Context) error { return s.bulk(c, store.TaskPurge) }
+func (s *Server) bulkRetry(c echo.Context) error { return s.bulk(c, records.TaskRetry) }
+func (s *Server) bulkPurge(c echo.Context) error { return s.bulk(c, records.TaskPurge) }
 
 func (s *Server) bulk(c echo.Context, kind string) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
@@ -329,42 +287,27 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 			return invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or a number of records per second from %v to 100000", policy.MinRateLimit))
 		}
 	}
-	ctx := c.Request().Context()
-	var n, skipped int64
-	if kind == store.TaskRetry {
-		// Records of Redrive's own topics have nowhere to go back to: a bulk
-		// retry skips them and says how many.
-		all, err := s.store.CountRetryable(ctx, &f, filter.Scope{})
-		if err != nil {
-			return err
-		}
-		if n, err = s.store.CountRetryable(ctx, &f, filter.Scope{NotQueues: s.cfg.Reserved.Names(), NotInternal: true}); err != nil {
-			return err
-		}
-		skipped = all - n
-	} else if n, err = s.store.Count(ctx, &f); err != nil {
+	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
+		RateLimit: rate, CreatedBy: keyName(c)})
+	if err != nil {
 		return err
 	}
+	n := res.N
 	noteAudit(c, "dry_run", canon, &n)
-	if !b.Confirm {
+	if res.Task == nil {
 		out := map[string]any{"dry_run": true, "would_affect": n, "filter": canon,
 			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"}
-		if kind == store.TaskRetry {
-			out["skipped"] = skipped
-			if skipped > 0 {
+		if kind == records.TaskRetry {
+			out["skipped"] = res.Skipped
+			if res.Skipped > 0 {
 				out["message"] = out["message"].(string) + fmt.Sprintf("; %d records of Redrive's own topics (unparseable ones among them) "+
-					"are skipped: retry each with override.queue", skipped)
+					"are skipped: retry each with override.queue", res.Skipped)
 			}
 		}
 		return c.JSON(http.StatusOK, out)
 	}
-	t, err := s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: kind, Filter: canon, RateLimit: rate,
-		BatchSize: 500, Total: n, CreatedBy: keyName(c)})
-	if err != nil {
-		return err
-	}
+	t := res.Task
 	noteAudit(c, "task:"+t.ID, canon, &n)
-	s.cfg.KickTasks()
 	c.Response().Header().Set(echo.HeaderLocation, BasePath+"/tasks/"+t.ID)
 	return c.JSON(http.StatusAccepted, map[string]any{"dry_run": false, "would_affect": n, "task": toTaskJSON(t)})
 }
@@ -396,7 +339,7 @@ func (s *Server) stats(c echo.Context) error {
 		return err
 	}
 	name := q.Get("queue")
-	st, err := s.store.Stats(c.Request().Context(), name)
+	st, err := s.rec.Stats(c.Request().Context(), name)
 	if err != nil {
 		return err
 	}
@@ -414,17 +357,3 @@ func (s *Server) stats(c echo.Context) error {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
-
-// BatchEvents turns the records a bulk task changed into lifecycle events
-// (dead_letter.retried or dead_letter.deleted); the App publishes them.
-func BatchEvents(kind string, rows []store.BatchRow) []events.Event {
-	t := events.DeadLetterRetried
-	if kind == store.TaskPurge {
-		t = events.DeadLetterDeleted
-	}
-	out := make([]events.Event, len(rows))
-	for i, r := range rows {
-		out[i] = events.Record(t, events.RecordData{ID: r.ID, Queue: r.Queue, RecordKeyData: events.RecordKey(r.KeyPrefix, r.KeySize), Type: r.Type})
-	}
-	return out
-}

@@ -51,7 +51,7 @@ func (s *Server) listErrorTypes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	types, total, err := s.store.ErrorTypes(c.Request().Context(), queue, search, limit)
+	types, total, err := s.rec.ErrorTypes(c.Request().Context(), queue, search, limit)
 	if err != nil {
 		return err
 	}

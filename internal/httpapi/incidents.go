@@ -8,7 +8,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // incidentJSON is an incident as the API shows it.
@@ -32,7 +32,7 @@ type incidentSample struct {
 	Message string `json:"message"`
 }
 
-func toIncidentJSON(in *store.Incident) incidentJSON {
+func toIncidentJSON(in *records.Incident) incidentJSON {
 	states := in.States
 	if states == nil {
 		states = map[string]int64{}
@@ -63,14 +63,14 @@ func (s *Server) listIncidents(c echo.Context) error {
 			return invalidParam(name, "given more than once")
 		}
 	}
-	p := &store.IncidentParams{Queue: q.Get("queue"), State: q.Get("state"), Sort: q.Get("sort")}
+	p := &records.IncidentParams{Queue: q.Get("queue"), State: q.Get("state"), Sort: q.Get("sort")}
 	if p.State != "" && !dlq.State(p.State).Valid() {
 		return invalidParam("state", "must be one of retryable, available, completed, discarded")
 	}
 	switch p.Sort {
 	case "":
-		p.Sort = store.IncidentSortCount
-	case store.IncidentSortCount, store.IncidentSortLastSeen:
+		p.Sort = records.IncidentSortCount
+	case records.IncidentSortCount, records.IncidentSortLastSeen:
 	default:
 		return invalidParam("sort", "must be count or last_seen")
 	}
@@ -81,7 +81,7 @@ func (s *Server) listIncidents(c echo.Context) error {
 	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
 		return err
 	}
-	list, err := s.store.ListIncidents(c.Request().Context(), p)
+	list, err := s.rec.ListIncidents(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -98,8 +98,8 @@ func (s *Server) getIncident(c echo.Context) error {
 	if !validIncidentID(id) {
 		return invalidParam("id", "must be an incident id: lowercase hex")
 	}
-	in, err := s.store.GetIncident(c.Request().Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	in, err := s.rec.GetIncident(c.Request().Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
 		return notFound("incident " + id + " not found")
 	}
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -126,7 +127,11 @@ func bareServer(t *testing.T) *bundle {
 	}
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
-	srv := httptest.NewServer(httpapi.New(httpapi.Config{Store: st, AuthDisabled: true, Logger: testLogger()}))
+	rec, err := records.New(records.Config{Store: st, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Records: rec, AuthDisabled: true, Logger: testLogger()}))
 	t.Cleanup(srv.Close)
 	return &bundle{t: t, base: srv.URL, store: st, pool: pool}
 }

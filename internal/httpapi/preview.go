@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // A list shows every record as a preview, so that no list answer grows with
@@ -20,17 +20,17 @@ import (
 // value_truncated, with key_size and value_size), payload only for a value
 // shown whole, the first headers cut, the latest error cut, retry, meta and
 // a large redelivery edit left out (docs/api.md, "Previews"). Postgres cuts
-// them (store.ListPreviews); this renders what it read, each preview valid in
+// them (records.ListPreviews); this renders what it read, each preview valid in
 // its encoding. GET /dead-letter/{id} shows the whole record, and
 // /dead-letter/{id}/raw its key or value as bytes.
 
 // toPreviewJSON shows a record of a list.
-func toPreviewJSON(p *store.RecordPreview, archiving bool) recordJSON {
+func toPreviewJSON(p *records.RecordPreview, archiving bool) recordJSON {
 	r := &p.Record
 	out := toRecordJSON(r, archiving)
 	out.KeySize, out.ValueSize = sizeOrNull(p.KeySize), sizeOrNull(p.ValueSize)
-	out.Key, out.KeyEncoding, out.KeyTruncated = previewText(r.Key, p.KeySize, store.PreviewKeyBytes)
-	out.Value, out.ValueEncoding, out.ValueTruncated = previewText(r.Value, p.ValueSize, store.PreviewValueBytes)
+	out.Key, out.KeyEncoding, out.KeyTruncated = previewText(r.Key, p.KeySize, records.PreviewKeyBytes)
+	out.Value, out.ValueEncoding, out.ValueTruncated = previewText(r.Value, p.ValueSize, records.PreviewValueBytes)
 	out.Payload = nil
 	if !out.ValueTruncated && isPayload(r.Value) {
 		out.Payload = r.Value
@@ -40,9 +40,9 @@ func toPreviewJSON(p *store.RecordPreview, archiving bool) recordJSON {
 	for i, h := range r.Headers {
 		size := p.HeaderSizes[i]
 		hj := &out.Headers[i]
-		hj.Key, hj.KeyTruncated = cutText(h.Key, store.PreviewHeaderKeyBytes)
+		hj.Key, hj.KeyTruncated = cutText(h.Key, records.PreviewHeaderKeyBytes)
 		hj.KeyTruncated = hj.KeyTruncated || len(hj.Key) < size.Key
-		v, enc, cut := previewText(h.Value, size.Value, store.PreviewHeaderValueBytes)
+		v, enc, cut := previewText(h.Value, size.Value, records.PreviewHeaderValueBytes)
 		hj.Value, hj.Encoding, hj.ValueTruncated = *v, *enc, cut
 		if cut {
 			hj.ValueSize = &size.Value
@@ -54,12 +54,12 @@ func toPreviewJSON(p *store.RecordPreview, archiving bool) recordJSON {
 	for i := range out.Errors {
 		e := &out.Errors[i]
 		var cutType, cutMsg bool
-		e.Type, cutType = cutText(e.Type, store.PreviewErrorTypeBytes)
-		e.Message, cutMsg = cutText(e.Message, store.PreviewMessageBytes)
+		e.Type, cutType = cutText(e.Type, records.PreviewErrorTypeBytes)
+		e.Message, cutMsg = cutText(e.Message, records.PreviewMessageBytes)
 		e.Truncated = p.ErrorCut || cutType || cutMsg
 		for j, line := range e.Backtrace {
 			var cut bool
-			e.Backtrace[j], cut = cutText(line, store.PreviewBacktraceLineBytes)
+			e.Backtrace[j], cut = cutText(line, records.PreviewBacktraceLineBytes)
 			e.Truncated = e.Truncated || cut
 		}
 		out.ErrorsTruncated = out.ErrorsTruncated || e.Truncated
@@ -81,7 +81,7 @@ func sizeOrNull(n int) *int {
 
 // previewText shows prefix, the first bytes of a value of size bytes (-1:
 // null), as text of at most limit bytes, and whether that is not all of it.
-// A value that fits is shown as a record shows it (store.EncodeBytes). A cut
+// A value that fits is shown as a record shows it (records.EncodeBytes). A cut
 // one is UTF-8 cut at a rune boundary when its prefix is UTF-8 without NUL,
 // else the base64 of a byte prefix; either way it is valid in its encoding.
 func previewText(prefix []byte, size, limit int) (*string, *string, bool) {
@@ -89,17 +89,17 @@ func previewText(prefix []byte, size, limit int) (*string, *string, bool) {
 		return nil, nil, false
 	}
 	if len(prefix) >= size {
-		s, enc := store.EncodeBytes(prefix)
+		s, enc := records.EncodeBytes(prefix)
 		if len(s) <= limit {
 			return &s, &enc, false
 		}
 	}
 	p := trimPartialRune(prefix[:min(len(prefix), limit)])
 	if utf8.Valid(p) && bytes.IndexByte(p, 0) < 0 {
-		s, enc := string(p), store.EncodingUTF8
+		s, enc := string(p), records.EncodingUTF8
 		return &s, &enc, true
 	}
-	s, enc := base64.StdEncoding.EncodeToString(prefix[:min(len(prefix), limit/4*3)]), store.EncodingBase64
+	s, enc := base64.StdEncoding.EncodeToString(prefix[:min(len(prefix), limit/4*3)]), records.EncodingBase64
 	return &s, &enc, true
 }
 
@@ -163,9 +163,9 @@ func writeBytesField(w *bufio.Writer, name string, b []byte) {
 		w.WriteString(`null,"` + name + `_encoding":null`)
 		return
 	}
-	enc := store.EncodingBase64
+	enc := records.EncodingBase64
 	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
-		enc = store.EncodingUTF8
+		enc = records.EncodingUTF8
 		writeJSONString(w, b)
 	} else {
 		w.WriteByte('"')
@@ -226,9 +226,9 @@ func (s *Server) getRaw(c echo.Context) error {
 	if !rawParts[part] {
 		return invalidParam("part", "must be value or key, got "+jsonString(part))
 	}
-	b, err := s.store.RecordPart(c.Request().Context(), id, part)
+	b, err := s.rec.RecordPart(c.Request().Context(), id, part)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, records.ErrNotFound) {
 			return notFound("no dead-letter record with id " + id)
 		}
 		return err

@@ -19,7 +19,7 @@ import (
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // queueJSON is a topic seen as an OJS queue (queue-config spec §9).
@@ -57,7 +57,7 @@ type deliveryJSON struct {
 	Since          *jsonTime `json:"since"`
 }
 
-func deliveryOf(b store.Blocked) deliveryJSON {
+func deliveryOf(b records.Blocked) deliveryJSON {
 	if b.Records == 0 {
 		return deliveryJSON{State: "ok"}
 	}
@@ -92,8 +92,12 @@ type queueStatsJSON struct {
 const unacknowledgedKey = "unacknowledged"
 
 // addUnacknowledged puts each queue's unacknowledged count into its counts.
-func addUnacknowledged(counts map[string]map[string]int64, unacked map[string]int64) {
-	for q, n := range unacked {
+func addUnacknowledged(counts map[string]map[string]int64, health map[string]records.QueueHealth) {
+	for q, h := range health {
+		n := h.Unacknowledged
+		if n == 0 {
+			continue
+		}
 		if counts[q] == nil {
 			counts[q] = map[string]int64{}
 		}
@@ -109,7 +113,7 @@ func statsOf(m map[string]int64) queueStatsJSON {
 	return s
 }
 
-func (s *Server) queueJSON(name string, counts map[string]int64, blocked store.Blocked, act store.Activity) queueJSON {
+func (s *Server) queueJSON(name string, counts map[string]int64, blocked records.Blocked, act records.Activity) queueJSON {
 	t := s.queues.Resolve(name, "")
 	out := queueJSON{Name: name, State: t.State, Source: "implicit", Layers: t.Layers, Config: t,
 		APIConfig: json.RawMessage("null"), Stats: statsOf(counts), Delivery: deliveryOf(blocked),
@@ -234,7 +238,7 @@ func (s *Server) listQueues(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	counts, err := s.store.QueueCounts(ctx)
+	counts, err := s.rec.QueueCounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -274,7 +278,7 @@ func (s *Server) listQueues(c echo.Context) error {
 		rows = append(rows, r)
 	}
 	if sort == "oldest" {
-		oldest, err := s.store.OldestRecords(ctx, withRecords)
+		oldest, err := s.rec.OldestRecords(ctx, withRecords)
 		if err != nil {
 			return err
 		}
@@ -298,22 +302,14 @@ func (s *Server) listQueues(c echo.Context) error {
 	for i, r := range page {
 		pageNames[i] = r.name
 	}
-	blocked, err := s.store.BlockedQueues(ctx, pageNames)
+	health, err := s.rec.QueueHealth(ctx, pageNames, s.cfg.Now())
 	if err != nil {
 		return err
 	}
-	unacked, err := s.store.UnacknowledgedQueues(ctx, pageNames)
-	if err != nil {
-		return err
-	}
-	addUnacknowledged(counts, unacked)
-	act, err := s.store.QueueActivity(ctx, pageNames, s.cfg.Now())
-	if err != nil {
-		return err
-	}
+	addUnacknowledged(counts, health)
 	items := make([]queueJSON, len(page))
 	for i, n := range pageNames {
-		items[i] = s.queueJSON(n, counts[n], blocked[n], act[n])
+		items[i] = s.queueJSON(n, counts[n], health[n].Blocked, health[n].Activity)
 	}
 	pg := paginationJSON{Total: int64(len(rows)), Limit: limit, HasMore: from+len(page) < len(rows)}
 	if pg.HasMore {
@@ -369,7 +365,7 @@ const defaultIsLayer = "_default is the default layer that every topic inherits,
 // defaultLayerJSON shows the default layer: its config (no topic entry
 // applies to it), its API layer, and no records of its own.
 func (s *Server) defaultLayerJSON() queueJSON {
-	q := s.queueJSON(queue.DefaultName, nil, store.Blocked{}, store.Activity{})
+	q := s.queueJSON(queue.DefaultName, nil, records.Blocked{}, records.Activity{})
 	t := s.queues.Default()
 	q.Config, q.State, q.Layers = t, t.State, t.Layers
 	if q.Layers == nil {
@@ -388,24 +384,17 @@ func (s *Server) effective(name string) policy.Topic {
 
 // oneQueue shows one queue, and how many records it has.
 func (s *Server) oneQueue(ctx context.Context, name string) (queueJSON, int64, error) {
-	st, err := s.store.Stats(ctx, name)
+	st, err := s.rec.Stats(ctx, name)
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
-	blocked, err := s.store.BlockedQueues(ctx, []string{name})
+	health, err := s.rec.QueueHealth(ctx, []string{name}, s.cfg.Now())
 	if err != nil {
 		return queueJSON{}, 0, err
 	}
-	unacked, err := s.store.UnacknowledgedQueues(ctx, []string{name})
-	if err != nil {
-		return queueJSON{}, 0, err
-	}
-	addUnacknowledged(st.ByQueueState, unacked)
-	act, err := s.store.QueueActivity(ctx, []string{name}, s.cfg.Now())
-	if err != nil {
-		return queueJSON{}, 0, err
-	}
-	return s.queueJSON(name, st.ByQueueState[name], blocked[name], act[name]), st.Total, nil
+	addUnacknowledged(st.ByQueueState, health)
+	h := health[name]
+	return s.queueJSON(name, st.ByQueueState[name], h.Blocked, h.Activity), st.Total, nil
 }
 
 // readOnly is the 409 for a topic the policy files declare.
@@ -438,7 +427,7 @@ func (s *Server) decodeQueueConfig(name string, raw json.RawMessage, prefix stri
 // the config (an API config has no per-type overrides).
 func (s *Server) checkTargetTopic(spec *policy.TopicSpec, prefix string) error {
 	if r := spec.Redelivery; r != nil && r.TargetTopic != nil && *r.TargetTopic != "" {
-		if msg := s.cfg.Reserved.Problem(*r.TargetTopic); msg != "" {
+		if msg := s.rec.TargetProblem(*r.TargetTopic); msg != "" {
 			field := prefix + "redelivery.target_topic"
 			return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
 				Message: field + ": " + jsonString(*r.TargetTopic) + " " + msg + "; name the topic a consumer reads",
@@ -481,7 +470,7 @@ func (s *Server) createQueue(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.store.CreateQueue(ctx, b.Name, cfg); errors.Is(err, store.ErrExists) {
+	if _, err := s.rec.CreateQueue(ctx, b.Name, cfg); errors.Is(err, records.ErrExists) {
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "queue " + b.Name + " already exists; PUT its config to change it"}
 	} else if err != nil {
 		return err
@@ -559,12 +548,12 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 		// An empty API layer of a topic no POST created is no API layer:
 		// drop it, so that the topic says where its policy really comes
 		// from (its files or the defaults), as after DELETE.
-		if err := s.store.DeleteQueue(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.rec.DeleteQueue(ctx, name); err != nil && !errors.Is(err, records.ErrNotFound) {
 			return err
 		}
 		noteChange(c, configOf(before), nil)
 	} else {
-		after, err := s.store.PutQueueConfig(ctx, name, cfg, false)
+		after, err := s.rec.PutQueueConfig(ctx, name, cfg, false)
 		if err != nil {
 			return err
 		}
@@ -573,7 +562,7 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
-	s.cfg.Wake() // a resumed or re-targeted topic may have records due
+	s.rec.Wake() // a resumed or re-targeted topic may have records due
 	s.publishQueue(c, events.QueueConfigUpdated, name)
 	return s.getQueueConfig(c)
 }
@@ -591,7 +580,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 		return readOnly(name, file)
 	}
 	ctx := c.Request().Context()
-	st, err := s.store.Stats(ctx, name)
+	st, err := s.rec.Stats(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -606,7 +595,7 @@ func (s *Server) deleteQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteQueue(ctx, name); errors.Is(err, store.ErrNotFound) {
+	if err := s.rec.DeleteQueue(ctx, name); errors.Is(err, records.ErrNotFound) {
 		return notFound("queue " + name + " has no API config to delete")
 	} else if err != nil {
 		return err
@@ -642,7 +631,7 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		qc, err := s.store.PutQueueConfig(ctx, name, raw, true)
+		qc, err := s.rec.PutQueueConfig(ctx, name, raw, true)
 		if err != nil {
 			return err
 		}
@@ -650,7 +639,7 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		if resumedToNothing(qc, state) {
 			// A topic that only a pause had put under API control goes back
 			// to its files and defaults: its source is no longer "api".
-			if err := s.store.DeleteQueue(ctx, name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := s.rec.DeleteQueue(ctx, name); err != nil && !errors.Is(err, records.ErrNotFound) {
 				return err
 			}
 			after = nil
@@ -662,7 +651,7 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		ev := events.QueueConfigUpdated
 		switch state {
 		case policy.TopicActive:
-			s.cfg.Wake()
+			s.rec.Wake()
 			ev = events.QueueResumed
 		case policy.TopicPaused:
 			ev = events.QueuePaused
@@ -678,16 +667,16 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 
 // apiLayer reads a topic's API config from the store (nil: none), for the
 // audit log's before and after: the resolver's copy may be seconds old.
-func (s *Server) apiLayer(ctx context.Context, name string) (*store.QueueConfig, error) {
-	qc, err := s.store.QueueConfig(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+func (s *Server) apiLayer(ctx context.Context, name string) (*records.QueueConfig, error) {
+	qc, err := s.rec.QueueConfig(ctx, name)
+	if errors.Is(err, records.ErrNotFound) {
 		return nil, nil
 	}
 	return qc, err
 }
 
 // configOf is an API layer's config, nil for none.
-func configOf(qc *store.QueueConfig) json.RawMessage {
+func configOf(qc *records.QueueConfig) json.RawMessage {
 	if qc == nil {
 		return nil
 	}
@@ -696,7 +685,7 @@ func configOf(qc *store.QueueConfig) json.RawMessage {
 
 // resumedToNothing reports whether a resume left an implicit topic's API
 // config holding nothing but the active state.
-func resumedToNothing(qc *store.QueueConfig, state policy.TopicState) bool {
+func resumedToNothing(qc *records.QueueConfig, state policy.TopicState) bool {
 	if state != policy.TopicActive || qc.Explicit {
 		return false
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // jsonTime is a timestamp shown as RFC 3339 in UTC with milliseconds.
@@ -204,7 +204,7 @@ func encodeBytes(b []byte) (*string, *string) {
 	if b == nil {
 		return nil, nil
 	}
-	s, enc := store.EncodeBytes(b)
+	s, enc := records.EncodeBytes(b)
 	return &s, &enc
 }
 
@@ -233,13 +233,13 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 			out.Redelivery.Queue = &rd.Topic
 		}
 		for i, h := range rd.Headers {
-			v, enc := store.EncodeBytes(h.Value)
+			v, enc := records.EncodeBytes(h.Value)
 			out.Redelivery.Headers[i] = headerJSON{Key: h.Key, Value: v, Encoding: enc}
 		}
 		if rd.ValueSet {
 			out.Redelivery.Value, out.Redelivery.ValueEncoding = encodeBytes(rd.Value)
 			if rd.Value != nil && out.Redelivery.Value == nil {
-				empty, enc := "", store.EncodingUTF8
+				empty, enc := "", records.EncodingUTF8
 				out.Redelivery.Value, out.Redelivery.ValueEncoding = &empty, &enc
 			}
 		}
@@ -266,7 +266,7 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		out.PayloadOmitted = &r.PayloadOmitted
 	}
 	for i, h := range r.Headers {
-		v, enc := store.EncodeBytes(h.Value)
+		v, enc := records.EncodeBytes(h.Value)
 		out.Headers[i] = headerJSON{Key: h.Key, Value: v, Encoding: enc}
 	}
 	for i, e := range r.Errors {

@@ -11,10 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // Page sizes for lists (docs/api.md).
@@ -59,7 +58,7 @@ func (s *Server) listRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListPreviews(c.Request().Context(), p)
+	page, err := s.rec.List(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -97,11 +96,11 @@ func (s *Server) listRecords(c echo.Context) error {
 			return seen + n
 		}
 		if hasNext {
-			out.Pagination.NextCursor = listCursor{sort: p.Sort, pos: store.PositionOf(p.Sort, &recs[len(recs)-1]),
+			out.Pagination.NextCursor = listCursor{sort: p.Sort, pos: records.PositionOf(p.Sort, &recs[len(recs)-1]),
 				seen: after(int64(len(recs)))}.encode()
 		}
 		if hasPrev {
-			out.Pagination.PrevCursor = listCursor{sort: p.Sort, backward: true, pos: store.PositionOf(p.Sort, &recs[0]),
+			out.Pagination.PrevCursor = listCursor{sort: p.Sort, backward: true, pos: records.PositionOf(p.Sort, &recs[0]),
 				seen: after(0)}.encode()
 		}
 	}
@@ -119,9 +118,9 @@ const maxOffset = 10_000
 // (-1: unknown). given says a cursor (or an offset) was passed at all.
 type listCursor struct {
 	given    bool
-	sort     store.Sort
+	sort     records.Sort
 	backward bool
-	pos      store.Position
+	pos      records.Position
 	seen     int64
 }
 
@@ -140,9 +139,9 @@ func (lc listCursor) encode() string {
 	key := ""
 	switch {
 	case lc.pos.Null:
-	case lc.sort.Field == store.SortAttempt:
+	case lc.sort.Field == records.SortAttempt:
 		key = strconv.Itoa(lc.pos.Attempt)
-	case lc.sort.Field == store.SortNextRetry || lc.sort.Field == store.SortFailed:
+	case lc.sort.Field == records.SortNextRetry || lc.sort.Field == records.SortFailed:
 		key = lc.pos.At.UTC().Format(time.RFC3339Nano)
 	}
 	return encodeCursor("2|" + sortText(lc.sort) + "|" + dir + "|" + key + "|" + lc.pos.ID + "|" + seenSuffix("", lc.seen))
@@ -155,16 +154,16 @@ func seenSuffix(sep string, seen int64) string {
 	return sep + strconv.FormatInt(seen, 10)
 }
 
-func isDefaultSort(s store.Sort) bool {
-	return (s.Field == "" || s.Field == store.SortCreated) && !s.Asc
+func isDefaultSort(s records.Sort) bool {
+	return (s.Field == "" || s.Field == records.SortCreated) && !s.Asc
 }
 
 // sortText is a sort as the sort parameter says it: a field, descending
 // with a leading "-".
-func sortText(s store.Sort) string {
+func sortText(s records.Sort) string {
 	f := s.Field
 	if f == "" {
-		f = store.SortCreated
+		f = records.SortCreated
 	}
 	if s.Asc {
 		return string(f)
@@ -173,22 +172,22 @@ func sortText(s store.Sort) string {
 }
 
 // parseSort reads the sort parameter.
-func parseSort(v string) (store.Sort, error) {
+func parseSort(v string) (records.Sort, error) {
 	if v == "" {
-		return store.Sort{Field: store.SortCreated}, nil
+		return records.Sort{Field: records.SortCreated}, nil
 	}
 	name, desc := strings.CutPrefix(v, "-")
-	for _, f := range store.SortFields {
+	for _, f := range records.SortFields {
 		if name == string(f) {
-			return store.Sort{Field: f, Asc: !desc}, nil
+			return records.Sort{Field: f, Asc: !desc}, nil
 		}
 	}
-	return store.Sort{}, invalidParam("sort", "must be one of created_at, attempt, next_retry_at, failed_at, "+
+	return records.Sort{}, invalidParam("sort", "must be one of created_at, attempt, next_retry_at, failed_at, "+
 		"each ascending or with a leading - for descending (-created_at, newest first, is the default)")
 }
 
 // decodeListCursor reads a records cursor for sort.
-func decodeListCursor(c string, sort store.Sort) (listCursor, error) {
+func decodeListCursor(c string, sort records.Sort) (listCursor, error) {
 	bad := invalidParam("cursor", "malformed cursor; pass next_cursor or prev_cursor from a previous page")
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
@@ -231,13 +230,13 @@ func decodeListCursor(c string, sort store.Sort) (listCursor, error) {
 	}
 	lc.pos.ID = id.String()
 	switch key := parts[2]; {
-	case sort.Field == store.SortCreated:
+	case sort.Field == records.SortCreated:
 		if key != "" {
 			return listCursor{}, bad
 		}
-	case key == "" && (sort.Field == store.SortNextRetry || sort.Field == store.SortFailed):
+	case key == "" && (sort.Field == records.SortNextRetry || sort.Field == records.SortFailed):
 		lc.pos.Null = true
-	case sort.Field == store.SortAttempt:
+	case sort.Field == records.SortAttempt:
 		if lc.pos.Attempt, err = strconv.Atoi(key); err != nil {
 			return listCursor{}, bad
 		}
@@ -256,7 +255,7 @@ func decodeListCursor(c string, sort store.Sort) (listCursor, error) {
 
 // parseListParams reads a listing's parameters, and the cursor it was
 // given (seen: how many matching records come before its page).
-func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
+func parseListParams(c echo.Context) (*records.ListParams, listCursor, error) {
 	q := c.QueryParams()
 	none := listCursor{}
 	if err := checkParams(q, listParams); err != nil {
@@ -269,11 +268,11 @@ func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
 	if err != nil {
 		return nil, none, err
 	}
-	p := &store.ListParams{Filter: f}
+	p := &records.ListParams{Filter: f}
 	if p.Sort, err = parseSort(q.Get("sort")); err != nil {
 		return nil, none, err
 	}
-	if p.Sort.Field != store.SortCreated && f.Queue == "" {
+	if p.Sort.Field != records.SortCreated && f.Queue == "" {
 		// Each of these orders is a range of an index that starts with the
 		// queue; across every queue it would be a sort of every record.
 		return nil, none, invalidParam("sort", "sort="+sortText(p.Sort)+" lists one queue's records: add a queue filter "+
@@ -288,7 +287,7 @@ func parseListParams(c echo.Context) (*store.ListParams, listCursor, error) {
 		if err != nil || n < 0 || n > maxOffset {
 			return nil, none, invalidParam("offset", "must be an integer from 0 to 10000; page further with cursor (pagination.next_cursor)")
 		}
-		if n > 0 && (p.Sort.Field == store.SortNextRetry || p.Sort.Field == store.SortFailed) {
+		if n > 0 && (p.Sort.Field == records.SortNextRetry || p.Sort.Field == records.SortFailed) {
 			return nil, none, invalidParam("offset", "cannot be combined with sort="+sortText(p.Sort)+"; page with cursor (pagination.next_cursor)")
 		}
 		p.Offset, cur.given = n, n > 0
@@ -337,8 +336,8 @@ func (s *Server) getRecord(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := s.store.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	r, err := s.rec.Get(ctx, id)
+	if errors.Is(err, records.ErrNotFound) {
 		return notFound("no dead-letter record with id " + id)
 	}
 	if err != nil {
@@ -349,19 +348,7 @@ func (s *Server) getRecord(c echo.Context) error {
 	}
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight
-	sched := policy.ScheduleOf(s.recordPolicy(r))
+	sched := policy.ScheduleOf(s.rec.Policy(r))
 	out.Schedule = &sched
 	return writeRecord(c, http.StatusOK, r, out)
-}
-
-// recordPolicy is the policy a record's next failure is judged by, as ingest
-// judges it: the record keeps the retry policy it was given (topic, type,
-// record override, or an operator's), while max_age and the rest are its
-// topic's current ones.
-func (s *Server) recordPolicy(r *dlq.Record) policy.Topic {
-	t := s.queues.Resolve(r.Queue, r.Type)
-	if retry, err := policy.ParseRetry(r.Retry); err == nil {
-		t.Retry = retry
-	}
-	return t
 }

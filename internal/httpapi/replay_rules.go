@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // replayRuleJSON is a replay rule on the wire (OJS dead-letter spec §7.1 plus
@@ -68,7 +68,7 @@ func (s *Server) listReplayRules(c echo.Context) error {
 			}
 		}
 	}
-	stored, err := s.store.ListReplayRules(ctx)
+	stored, err := s.rec.ListReplayRules(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,8 +84,8 @@ func (s *Server) listReplayRules(c echo.Context) error {
 
 func (s *Server) getReplayRule(c echo.Context) error {
 	name := c.Param("name")
-	r, err := s.store.GetReplayRule(c.Request().Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
+	r, err := s.rec.GetReplayRule(c.Request().Context(), name)
+	if errors.Is(err, records.ErrNotFound) {
 		if pr, ok, perr := s.policyRule(c, name); perr != nil {
 			return perr
 		} else if ok {
@@ -110,7 +110,7 @@ func (s *Server) createReplayRule(c echo.Context) error {
 	}
 	now := s.cfg.Now().UTC()
 	r.CreatedAt, r.UpdatedAt = now, now
-	if err := s.store.CreateReplayRule(c.Request().Context(), r); errors.Is(err, store.ErrRuleExists) {
+	if err := s.rec.CreateReplayRule(c.Request().Context(), r); errors.Is(err, records.ErrRuleExists) {
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
 			Message: fmt.Sprintf("replay rule %q already exists; use PUT to change it", r.Name), Details: map[string]any{"name": r.Name}}
 	} else if err != nil {
@@ -132,22 +132,22 @@ func (s *Server) putReplayRule(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	var before any
-	if prev, err := s.store.GetReplayRule(ctx, name); err == nil {
+	if prev, err := s.rec.GetReplayRule(ctx, name); err == nil {
 		before = storedRuleJSON(prev)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, records.ErrNotFound) {
 		return err
 	}
 	r.UpdatedAt = s.cfg.Now().UTC()
 	status := http.StatusOK
-	err = s.store.UpdateReplayRule(ctx, r)
-	if errors.Is(err, store.ErrNotFound) {
+	err = s.rec.UpdateReplayRule(ctx, r)
+	if errors.Is(err, records.ErrNotFound) {
 		r.CreatedAt, status = r.UpdatedAt, http.StatusCreated
-		err = s.store.CreateReplayRule(ctx, r)
+		err = s.rec.CreateReplayRule(ctx, r)
 	}
 	if err != nil {
 		return err
 	}
-	saved, err := s.store.GetReplayRule(ctx, name)
+	saved, err := s.rec.GetReplayRule(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -162,13 +162,13 @@ func (s *Server) deleteReplayRule(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	prev, err := s.store.GetReplayRule(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	prev, err := s.rec.GetReplayRule(ctx, name)
+	if errors.Is(err, records.ErrNotFound) {
 		return notFound(fmt.Sprintf("replay rule %q not found", name))
 	} else if err != nil {
 		return err
 	}
-	if err := s.store.DeleteReplayRule(ctx, name); errors.Is(err, store.ErrNotFound) {
+	if err := s.rec.DeleteReplayRule(ctx, name); errors.Is(err, records.ErrNotFound) {
 		return notFound(fmt.Sprintf("replay rule %q not found", name))
 	} else if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (s *Server) refusePolicyRule(c echo.Context, name string) error {
 
 // decodeReplayRule reads and validates a POST or PUT body; pathName is the
 // name in the path for PUT.
-func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.ReplayRule, error) {
+func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*records.ReplayRule, error) {
 	raw, err := readBody(c, false)
 	if err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 	if err != nil || delay < 0 {
 		return nil, invalidParam("delay", fmt.Sprintf("%q is not an ISO 8601 duration (e.g. PT1H, P1D)", *b.Delay))
 	}
-	r := &store.ReplayRule{Name: b.Name, Delay: delay, MaxReplays: *b.MaxReplays, Enabled: true, TimeZone: "UTC"}
+	r := &records.ReplayRule{Name: b.Name, Delay: delay, MaxReplays: *b.MaxReplays, Enabled: true, TimeZone: "UTC"}
 	r.Filter = f.Canonical()
 	if b.Enabled != nil {
 		r.Enabled = *b.Enabled
@@ -275,7 +275,7 @@ func (s *Server) decodeReplayRule(c echo.Context, pathName string) (*store.Repla
 	return r, nil
 }
 
-func storedRuleJSON(r *store.ReplayRule) replayRuleJSON {
+func storedRuleJSON(r *records.ReplayRule) replayRuleJSON {
 	out := replayRuleJSON{Name: r.Name, Delay: policy.Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 		RateLimit: r.RateLimit, Source: maintenance.SourceAPI, CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt}
 	out.Filter = r.Filter

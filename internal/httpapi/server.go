@@ -2,7 +2,8 @@
 // bulk tasks, topics as queues, the audit log, compatibility routes for the
 // reference FastAPI DLQ, the OpenAPI document, health and readiness, and
 // Prometheus metrics. Handlers stay thin: they parse and validate input, call
-// the store, and shape JSON; errors map to the OJS envelope in one place
+// records (the one owner of record transitions, and the read side), and
+// shape JSON; errors map to the OJS envelope in one place
 // (errorHandler). Every route declares its scope and audit action where it is
 // registered (routes), which is also what the auth and audit middleware read.
 package httpapi
@@ -19,12 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/redrive/redrive/internal/auth"
-	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // BasePath is the prefix of the OJS API routes.
@@ -44,32 +44,25 @@ type Check struct {
 
 // Config configures the HTTP API.
 type Config struct {
-	// Reserved are the topics no redelivery may go to: Redrive's own (DLQ,
-	// archive, events) and Kafka's internal ones. Records of a reserved
-	// queue (unparseable ones among them) have no topic to go back to:
-	// retrying one needs override.queue, and bulk retries skip them. The
-	// zero value reserves the internal topics only.
-	Reserved dlq.ReservedTopics
-	Store    *store.Store
+	// Records carries out every record transition and read (required). It
+	// holds the reserved topics, wakes the scheduler and the task runner,
+	// and publishes the transitions' lifecycle events.
+	Records *records.Service
 	// ArchiveDisabled says archiving is off (REDRIVE_ARCHIVE_TOPIC=off):
 	// records show archive state off.
 	ArchiveDisabled bool
-	// Queues layers API topic configs over the policy files. Default: the
-	// system defaults with no files.
+	// Queues layers API topic configs over the policy files. Default:
+	// Records' resolver.
 	Queues *queue.Resolver
 	// Keys are the API keys. Required unless AuthDisabled.
 	Keys *auth.Keys
 	// AuthDisabled serves every route without a key (redrive dev).
 	AuthDisabled bool
-	// Wake asks the scheduler to redeliver due records now. Optional.
-	Wake func()
-	// KickTasks tells the task runner a task was created. Optional.
-	KickTasks func()
 	// NextPruneAt is when the pruner runs next; nil or returning nil shows null.
 	NextPruneAt func() *time.Time
-	// Events publishes lifecycle events (handlers emit dead_letter.retried,
-	// .deleted and queue.*) and streams them at /events (SSE). Nil: nothing
-	// is published and /events answers 503.
+	// Events publishes queue.* events and streams every lifecycle event at
+	// /events (SSE); records publishes the records' own (dead_letter.*).
+	// Nil: nothing is published here and /events answers 503.
 	Events *events.Publisher
 	// Replay lists the policy files' replay rules and runs a pass after one
 	// changes through the API. Optional.
@@ -92,7 +85,7 @@ type Config struct {
 type Server struct {
 	echo   *echo.Echo
 	cfg    Config
-	store  *store.Store
+	rec    *records.Service
 	queues *queue.Resolver
 	ready  []Check
 	log    *slog.Logger
@@ -106,13 +99,7 @@ func New(cfg Config) *Server {
 		log = slog.Default()
 	}
 	if cfg.Queues == nil {
-		cfg.Queues = queue.New(func() *policy.Set { return nil }, cfg.Store, log)
-	}
-	if cfg.Wake == nil {
-		cfg.Wake = func() {}
-	}
-	if cfg.KickTasks == nil {
-		cfg.KickTasks = func() {}
+		cfg.Queues = cfg.Records.Queues()
 	}
 	if cfg.NextPruneAt == nil {
 		cfg.NextPruneAt = func() *time.Time { return nil }
@@ -125,7 +112,7 @@ func New(cfg Config) *Server {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	s := &Server{echo: e, cfg: cfg, store: cfg.Store, queues: cfg.Queues, ready: cfg.Ready,
+	s := &Server{echo: e, cfg: cfg, rec: cfg.Records, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // taskJSON is a background bulk task.
@@ -37,7 +37,7 @@ type taskErrorJSON struct {
 	Message string   `json:"message"`
 }
 
-func toTaskJSON(t *store.Task) taskJSON {
+func toTaskJSON(t *records.Task) taskJSON {
 	out := taskJSON{ID: t.ID, Kind: t.Kind, State: t.State, Filter: t.Filter, RateLimit: t.RateLimit, Total: t.Total,
 		Processed: t.Processed, Errors: make([]taskErrorJSON, len(t.Errors)), CancelRequested: t.CancelRequested,
 		CreatedBy: t.CreatedBy, Owner: t.LeaseOwner, CreatedAt: jsonTime(t.CreatedAt), StartedAt: optTime(t.StartedAt),
@@ -47,7 +47,7 @@ func toTaskJSON(t *store.Task) taskJSON {
 		out.Errors[i] = taskErrorJSON{At: jsonTime(e.At), Message: e.Message}
 	}
 	switch {
-	case t.State == store.TaskCompleted:
+	case t.State == records.TaskCompleted:
 		out.Progress = 1
 	case t.Total > 0:
 		out.Progress = min(1, float64(t.Processed)/float64(t.Total))
@@ -68,8 +68,8 @@ func (s *Server) getTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.store.GetTask(c.Request().Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	t, err := s.rec.GetTask(c.Request().Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
 		return notFound("no task with id " + id)
 	}
 	if err != nil {
@@ -78,15 +78,15 @@ func (s *Server) getTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, toTaskJSON(t))
 }
 
-var taskStates = map[string]bool{store.TaskPending: true, store.TaskRunning: true, store.TaskCompleted: true,
-	store.TaskCancelled: true, store.TaskFailed: true}
+var taskStates = map[string]bool{records.TaskPending: true, records.TaskRunning: true, records.TaskCompleted: true,
+	records.TaskCancelled: true, records.TaskFailed: true}
 
 func (s *Server) listTasks(c echo.Context) error {
 	q := c.QueryParams()
 	if err := checkParams(q, map[string]bool{"state": true, "limit": true, "cursor": true}); err != nil {
 		return err
 	}
-	p := &store.ListTasksParams{State: q.Get("state")}
+	p := &records.ListTasksParams{State: q.Get("state")}
 	if p.State != "" && !taskStates[p.State] {
 		return invalidParam("state", "must be one of pending, running, completed, cancelled, failed")
 	}
@@ -99,7 +99,7 @@ func (s *Server) listTasks(c echo.Context) error {
 			return invalidParam("cursor", "malformed cursor; pass next_cursor from a previous page")
 		}
 	}
-	ts, more, err := s.store.ListTasks(c.Request().Context(), p)
+	ts, more, err := s.rec.ListTasks(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -121,11 +121,11 @@ func (s *Server) cancelTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.store.CancelTask(c.Request().Context(), id)
+	t, err := s.rec.CancelTask(c.Request().Context(), id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, records.ErrNotFound):
 		return notFound("no task with id " + id)
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, records.ErrConflict):
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: "task " + id + " has already finished"}
 	case err != nil:
 		return err

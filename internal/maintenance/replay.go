@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -67,10 +68,11 @@ type ReplayerConfig struct {
 	Interval time.Duration
 	// BatchSize is the most records one rule replays per pass. Default 500.
 	BatchSize int
-	// OwnTopics are Redrive's own topics (DLQ, archive, events): rules leave
-	// their records alone, as they leave Kafka's internal topics alone, since
-	// such records have no topic to go back to.
-	OwnTopics []string
+	// Records carries out each replay (it leaves the records of Redrive's
+	// own topics and Kafka's internal ones alone, as every retry of many
+	// records does: they have no topic to go back to). Default: a
+	// records.Service over Store that reserves only Kafka's internal topics.
+	Records *records.Service
 	// Wake asks the redelivery scheduler to pick replayed records up now. Optional.
 	Wake func()
 	// Events receives dead_letter.replayed. Optional.
@@ -128,6 +130,12 @@ func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 		return nil, errors.New("replayer: Store is required")
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Records == nil {
+		var err error
+		if cfg.Records, err = records.New(records.Config{Store: cfg.Store, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{}, warned: map[string]bool{},
 		trigger: make(chan struct{}, 1)}, nil
 }
@@ -278,9 +286,8 @@ func (r *Replayer) replay(ctx context.Context, db *store.Maint, res *ReplayResul
 			if limit == 0 {
 				continue
 			}
-			done, err := db.Replay(ctx, &store.ReplayParams{
-				Rule: rule.Name, Filter: rule.Filter, Scope: filter.Scope{NotQueues: r.cfg.OwnTopics, NotInternal: true},
-				Queue: q, ExcludeQueues: draining,
+			done, err := r.cfg.Records.Replay(ctx, db, &records.ReplayParams{
+				Rule: rule.Name, Filter: rule.Filter, Queue: q, ExcludeQueues: draining,
 				DiscardedBefore: now.Add(-rule.Delay), MaxReplays: rule.MaxReplays, Limit: limit, Now: now,
 			})
 			for _, d := range done {
@@ -319,10 +326,7 @@ func (r *Replayer) report(ctx context.Context, done []ReplayedRecord) {
 	evs := make([]events.Event, len(done))
 	for i, d := range done {
 		r.cfg.Metrics.ReplayedTotal.WithLabelValues(d.Queue, d.Rule).Inc()
-		evs[i] = events.Record(events.DeadLetterReplayed, events.RecordData{
-			ID: d.ID, Queue: d.Queue, RecordKeyData: events.RecordKey(d.KeyPrefix, d.KeySize), Type: d.Type, State: "available",
-			ErrorType: d.ErrorType, Rule: d.Rule, ReplayCount: d.ReplayCount,
-		})
+		evs[i] = records.ReplayedEvent(&done[i].Replayed, d.Rule)
 	}
 	r.cfg.Events.Publish(ctx, evs...)
 	r.log.Info("replayed", "records", len(done))

@@ -9,10 +9,11 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/records"
 )
 
 // A replay rule never replays the dead letters of a Kafka internal topic
-// ("__…") or of Redrive's own topics (OwnTopics): they have no topic to go
+// ("__…") or of Redrive's own topics (records.Service, Reserved): they have no topic to go
 // back to, whatever the rule's filter.
 func TestReplayRuleLeavesInternalTopicsAlone(t *testing.T) {
 	b := setup(t)
@@ -25,7 +26,9 @@ func TestReplayRuleLeavesInternalTopicsAlone(t *testing.T) {
 	everything := topicPolicy(func(t *policy.Topic) {
 		t.ReplayRules = []policy.ReplayRule{{Name: "all", Filter: filter.Filter{}, Delay: time.Hour, MaxReplays: 5, Enabled: true}}
 	})
-	r := b.replayer(t, everything, maintenance.ReplayerConfig{OwnTopics: []string{"dead_letter_queue"}})
+	rec, err := records.New(records.Config{Store: b.store, Reserved: dlq.NewReservedTopics("dead_letter_queue")})
+	mustNoErr(t, err)
+	r := b.replayer(t, everything, maintenance.ReplayerConfig{Records: rec})
 	res, err := r.RunOnce(ctx)
 	mustNoErr(t, err)
 	if len(res.Replayed) != 1 || res.Replayed[0].ID != ids[0] {

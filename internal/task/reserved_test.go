@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
 )
@@ -29,7 +30,8 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, OwnTopics: []string{"dlq"}}, st)
+	scope := records.RetryScope(dlq.NewReservedTopics("dlq"))
+	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, RetryScope: &scope}, st)
 	if err != nil {
 		t.Fatal(err)
 	}

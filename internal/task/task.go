@@ -43,9 +43,11 @@ type Config struct {
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
 	OnBatch func(kind string, rows []store.BatchRow)
-	// OwnTopics are Redrive's own topics (DLQ, archive, events): a retry task
-	// leaves their records alone, since they have no topic to go back to.
-	OwnTopics []string
+	// RetryScope is what records adds to every retry of many records
+	// (records.Service.RetryScope: records of Redrive's own topics and
+	// Kafka's internal ones, which have no topic to go back to, are left
+	// alone). Nil: nothing is added.
+	RetryScope *filter.Scope
 	// MaxBatchErrors fails a task after this many consecutive batches that
 	// Postgres refused. Batches that could not reach Postgres at all do not
 	// count: the task waits for the server instead. Default 10.
@@ -147,7 +149,7 @@ const outageBackoffCap = 5 * time.Second
 func (r *Runner) work(ctx context.Context, t *store.Task) {
 	log := r.log.With("task", t.ID, "kind", t.Kind)
 	log.Info("task claimed", "processed", t.Processed, "total", t.Total)
-	f, scope, err := Selection(t, r.cfg.OwnTopics)
+	f, scope, err := Selection(t, r.cfg.RetryScope)
 	if err != nil {
 		_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), "invalid stored filter: "+err.Error())
 		r.finish(ctx, t, store.TaskFailed, log)
@@ -263,21 +265,20 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 
 // Selection is what task t touches, each time it is claimed: its stored
 // filter, read back, and the scope its creation and kind impose — records
-// stored after it was created are left alone, and a retry leaves ownTopics
-// (Redrive's own) and Kafka's internal topics alone, since their records have
-// no topic to go back to.
-func Selection(t *store.Task, ownTopics []string) (filter.Filter, filter.Scope, error) {
+// stored after it was created are left alone, and a retry is narrowed by
+// retry, the scope records adds to every retry of many records (nil: none).
+func Selection(t *store.Task, retry *filter.Scope) (filter.Filter, filter.Scope, error) {
 	var scope filter.Scope
+	if retry != nil && t.Kind == store.TaskRetry {
+		scope = *retry
+		scope.NotQueues = slices.Clone(retry.NotQueues)
+	}
 	f, err := filter.ParseJSON(t.Filter, filter.Bulk, "filter")
 	if err != nil {
 		return f, scope, err
 	}
 	if t.MaxID != nil {
 		scope.MaxID = *t.MaxID
-	}
-	if t.Kind == store.TaskRetry {
-		scope.NotQueues = slices.Clone(ownTopics)
-		scope.NotInternal = true
 	}
 	return f, scope, nil
 }

@@ -1,0 +1,108 @@
+package records
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// BulkParams is a bulk retry or purge of the records a filter matches.
+type BulkParams struct {
+	// Kind is TaskRetry or TaskPurge.
+	Kind   string
+	Filter filter.Filter
+	// Confirm creates the task; without it only the counts are returned.
+	Confirm bool
+	// RateLimit bounds records per second (0: unlimited).
+	RateLimit float64
+	// CreatedBy names who asked (an API key's name).
+	CreatedBy string
+	// BatchSize is the most records per batch of the task. Default 500.
+	BatchSize int
+}
+
+// BulkResult is what a bulk operation would do, and the task doing it.
+type BulkResult struct {
+	// N is how many records it would affect (at the time of the count).
+	N int64
+	// Skipped is how many records the filter matches that a retry leaves
+	// alone: those of reserved queues (see route.go). Always 0 for a purge.
+	Skipped int64
+	// Task is the task created; nil for a dry run.
+	Task *Task
+}
+
+// Bulk counts what a bulk retry or purge of p.Filter would affect and, when
+// confirmed, creates the task that carries it out (a retry task leaves the
+// records of reserved queues alone, as the count does).
+func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) {
+	res := &BulkResult{}
+	var err error
+	switch p.Kind {
+	case TaskRetry:
+		all, err := s.store.CountRetryable(ctx, &p.Filter, filter.Scope{})
+		if err != nil {
+			return nil, err
+		}
+		if res.N, err = s.store.CountRetryable(ctx, &p.Filter, s.RetryScope()); err != nil {
+			return nil, err
+		}
+		res.Skipped = all - res.N
+	case TaskPurge:
+		if res.N, err = s.store.Count(ctx, &p.Filter); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("bulk: unknown kind %q", p.Kind)
+	}
+	if !p.Confirm {
+		return res, nil
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = 500
+	}
+	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy}); err != nil {
+		return nil, err
+	}
+	s.cfg.KickTasks()
+	return res, nil
+}
+
+// DeadLetters are the dead letters (state discarded) of topic: what the
+// compatibility routes call the queue "dlq:<topic>".
+func DeadLetters(topic string) filter.Filter {
+	return filter.Filter{Queue: topic, State: dlq.StateDiscarded}
+}
+
+// RequeueDeadLetters retries up to n of the oldest dead letters of topic
+// (a compatibility requeue), leaving records of reserved queues alone as
+// every retry of many records does, and returns their ids. The scheduler
+// is woken; Redelivered says when they are out.
+func (s *Service) RequeueDeadLetters(ctx context.Context, topic string, n int) ([]string, error) {
+	f := DeadLetters(topic)
+	ids, err := s.store.RetryOldest(ctx, &f, s.RetryScope(), n)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		s.cfg.Wake()
+	}
+	return ids, nil
+}
+
+// Redelivered counts how many of ids were produced to Kafka since their retry.
+func (s *Service) Redelivered(ctx context.Context, ids []string) (int, error) {
+	return s.store.Redelivered(ctx, ids)
+}
+
+// ClearDeadLetters deletes every dead letter of topic (a compatibility
+// clear) and returns how many.
+func (s *Service) ClearDeadLetters(ctx context.Context, topic string) (int64, error) {
+	f := DeadLetters(topic)
+	return s.store.PurgeAll(ctx, &f)
+}
