@@ -244,7 +244,11 @@ func (r *avroReader) value(dst []byte, s avro.Schema, path string) ([]byte, erro
 			return fail(err)
 		}
 		if d, ok := logicalOf(s).(*avro.DecimalLogicalSchema); ok {
-			return appendDecimal(dst, b, d.Scale()), nil
+			out, err := appendDecimal(dst, b, d)
+			if err != nil {
+				return fail(err)
+			}
+			return out, nil
 		}
 		return appendBase64(dst, b), nil
 	case avro.Fixed:
@@ -254,7 +258,11 @@ func (r *avroReader) value(dst []byte, s avro.Schema, path string) ([]byte, erro
 			return fail(err)
 		}
 		if d, ok := fs.Logical().(*avro.DecimalLogicalSchema); ok {
-			return appendDecimal(dst, b, d.Scale()), nil
+			out, err := appendDecimal(dst, b, d)
+			if err != nil {
+				return fail(err)
+			}
+			return out, nil
 		}
 		return appendBase64(dst, b), nil
 	case avro.Enum:
@@ -426,14 +434,19 @@ func appendBase64(dst []byte, b []byte) []byte {
 	return append(dst, '"')
 }
 
-// appendDecimal writes a two's-complement big-endian unscaled value with
-// scale as an exact JSON number with exactly scale fraction digits.
-func appendDecimal(dst []byte, b []byte, scale int) []byte {
+// appendDecimal writes a two's-complement big-endian unscaled value as
+// an exact JSON number with exactly scale fraction digits. A value with
+// more digits than the precision is refused, as Java's decimal conversion
+// refuses to write one: what decodes must encode back.
+func appendDecimal(dst []byte, b []byte, d *avro.DecimalLogicalSchema) ([]byte, error) {
 	n := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
 		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
 	}
-	return appendScaled(dst, n, scale)
+	if digits := len(new(big.Int).Abs(n).String()); n.Sign() != 0 && d.Precision() > 0 && digits > d.Precision() {
+		return nil, fmt.Errorf("decimal of %d digits exceeds its precision %d", digits, d.Precision())
+	}
+	return appendScaled(dst, n, d.Scale()), nil
 }
 
 func appendScaled(dst []byte, n *big.Int, scale int) []byte {

@@ -49,7 +49,7 @@ var javaStyle = avro.Config{DisableBlockSizeHeader: true, BlockLength: 1 << 20}.
 
 // avroFixture registers Money and Order (referencing Money) and encodes
 // one Order with hamba/avro's own writer behind franz-go's header.
-func avroFixture(t *testing.T) (*srtest.Registry, int, []byte) {
+func avroFixture(t testing.TB) (*srtest.Registry, int, []byte) {
 	t.Helper()
 	reg := srtest.New(t)
 	cl := srClient(t, reg)

@@ -46,7 +46,7 @@ func newRegistry(t *testing.T, reg *srtest.Registry, l2 schema.SchemaCache) *sch
 
 // srClient is franz-go's registry client, used by tests to register
 // schemas over HTTP like a producer's serializer would.
-func srClient(t *testing.T, reg *srtest.Registry) *sr.Client {
+func srClient(t testing.TB, reg *srtest.Registry) *sr.Client {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(reg.URL()), sr.HTTPClient(reg.Client()))
 	if err != nil {
@@ -55,7 +55,7 @@ func srClient(t *testing.T, reg *srtest.Registry) *sr.Client {
 	return cl
 }
 
-func register(t *testing.T, cl *sr.Client, subject string, s sr.Schema) int {
+func register(t testing.TB, cl *sr.Client, subject string, s sr.Schema) int {
 	t.Helper()
 	ss, err := cl.CreateSchema(context.Background(), subject, s)
 	if err != nil {
@@ -65,7 +65,7 @@ func register(t *testing.T, cl *sr.Client, subject string, s sr.Schema) int {
 }
 
 // header is the wire header as franz-go's serde writes it.
-func header(t *testing.T, id int, indexes []int) []byte {
+func header(t testing.TB, id int, indexes []int) []byte {
 	t.Helper()
 	var h sr.ConfluentHeader
 	b, err := h.AppendEncode(nil, id, indexes)

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -113,7 +112,7 @@ func (p *protoSchema) decode(indexes []int, body []byte) (string, []byte, error)
 		return "", nil, err
 	}
 	m := dynamicpb.NewMessage(md)
-	if err := (proto.UnmarshalOptions{RecursionLimit: maxProtoDepth}).Unmarshal(body, m); err != nil {
+	if err := unmarshalProto(body, m); err != nil {
 		return "", nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 	}
 	out, err := writeProtoMessage(make([]byte, 0, len(body)*2+16), m, "", 0)
@@ -133,6 +132,19 @@ func (p *protoSchema) encode(dst []byte, indexes []int, v *jval) ([]byte, error)
 		return nil, err
 	}
 	return marshalProto(dst, m)
+}
+
+// unmarshalProto is proto.Unmarshal, made safe for hostile bytes: the
+// reflective path dynamicpb takes panics on some malformed map entries
+// (google.golang.org/protobuf v1.36.12, "cannot convert nil to map key";
+// FuzzDecode found it), so a panic there is a mismatch, not a crash.
+func unmarshalProto(body []byte, m *dynamicpb.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed protobuf: %v", r)
+		}
+	}()
+	return proto.UnmarshalOptions{RecursionLimit: maxProtoDepth}.Unmarshal(body, m)
 }
 
 // ---- well-known types ----
@@ -615,4 +627,3 @@ func appendProtoScalar(dst []byte, fd protoreflect.FieldDescriptor, v protorefle
 	panic(errors.New("schema: not a packable kind: " + fd.Kind().String()))
 }
 
-var _ = base64.StdEncoding

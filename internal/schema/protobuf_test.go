@@ -60,7 +60,7 @@ const orderProtoJSON = `{"id":1234567890123456789,"note":"x","big":1844674407370
 // protoFixture registers money.proto and the order schema referencing it,
 // and returns wire bytes for message index list indexes, encoded by
 // Google's proto.Marshal from a message protojson built out of js.
-func protoFixture(t *testing.T) (*srtest.Registry, func(indexes []int, js string) []byte) {
+func protoFixture(t testing.TB) (*srtest.Registry, func(indexes []int, js string) []byte) {
 	t.Helper()
 	reg := srtest.New(t)
 	cl := srClient(t, reg)
