@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -66,8 +68,8 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
 	failingFetches(c, dlqTopic, &failing)
-	logs := &logLines{}
-	b := start(t, c.ListenAddrs(), logs.logger())
+	logs := &logtest.Buffer{}
+	b := start(t, c.ListenAddrs(), logs.JSONLogger(slog.LevelDebug))
 
 	var notReady struct {
 		Error struct {
@@ -85,7 +87,7 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 		t.Errorf("dlq_topics = %q, want the error named", check)
 	}
 	time.Sleep(time.Second) // a second of fetches failing as fast as they can
-	if n := len(logs.find("fetch error", map[string]any{"component": "ingest"})); n == 0 || n > 2 {
+	if n := len(logs.Find("fetch error", map[string]any{"component": "ingest"})); n == 0 || n > 2 {
 		t.Errorf("%d fetch error lines; want the failure logged once (a line per reason and minute)", n)
 	}
 

@@ -1,11 +1,9 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,8 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 )
-
-// logBuffer collects log lines from the ingester's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // Ingest counts the failures it stores in the queue's activity: a
 // re-consumed batch's duplicates are not counted again, and when the
@@ -60,8 +41,8 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 
 	// A second group re-consumes the 50 (as after a crash before the offset
 	// commit): duplicates, not failures stored.
-	logs := &logBuffer{}
-	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	logs := &logtest.Buffer{}
+	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = logs.TextLogger(slog.LevelInfo) })
 	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
 	eventually.True(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
 	kafkatest.Produce(t, b.cl, garbage(99))

@@ -1,14 +1,11 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,35 +19,10 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
-
-// jsonLog collects log records as JSON lines.
-type jsonLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *jsonLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// count returns how many records have a msg containing msg.
-func (l *jsonLog) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
-		var rec struct{ Msg string }
-		if json.Unmarshal(line, &rec) == nil && strings.Contains(rec.Msg, msg) {
-			n++
-		}
-	}
-	return n
-}
 
 // loadProducer produces failure envelopes to the DLQ topic, one after the
 // other, until stopped, and remembers when each was acknowledged. Its client
@@ -152,9 +124,9 @@ func (b *bundle) waitStored(t *testing.T, keys []string) {
 // in between are logged once, not once per fetch.
 func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 	b := setup(t)
-	logs := &jsonLog{}
+	logs := &logtest.Buffer{}
 	startWith(t, b, b.store, "g", func(c *ingest.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		c.Logger = logs.JSONLogger(slog.LevelInfo)
 		c.TopicCheckInterval = 200 * time.Millisecond // default 5s
 	})
 	load := startLoad(t, b.brokers)
@@ -173,10 +145,10 @@ func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 	}
 	b.waitStored(t, after)
 
-	if n := logs.count("fetch error"); n > 2 {
+	if n := len(logs.Find("fetch error", nil)); n > 2 {
 		t.Errorf("%d fetch error lines in the log; want each topic and reason logged at most once a minute", n)
 	}
-	if n := logs.count("deleted and created again"); n != 1 {
+	if n := len(logs.Find("deleted and created again", nil)); n != 1 {
 		t.Errorf("%d log lines say the topic was taken up anew, want 1", n)
 	}
 }
