@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
@@ -29,11 +27,7 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 		}
 		return a[dlqTopic].Added // unparseable records belong to the DLQ topic
 	}
-	var recs []*kgo.Record
-	for i := range 50 {
-		recs = append(recs, garbage(i))
-	}
-	kafkatest.Produce(t, b.cl, recs...)
+	b.produceGarbage(t, 0, 50)
 	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 50)
 	eventually.True(t, "50 added", func() bool { return added() == 50 })
