@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // Code is a handler's verdict on a failure (OJS retry spec §7). It travels in
@@ -33,13 +35,7 @@ const (
 )
 
 // Valid reports whether c is one of the four codes.
-func (c Code) Valid() bool {
-	switch c {
-	case CodeRetry, CodeDiscard, CodeDeadLetter, CodeFail:
-		return true
-	}
-	return false
-}
+func (c Code) Valid() bool { return dlq.Code(c).Valid() }
 
 // Error types the library gives failures that do not name their own.
 const (

@@ -34,17 +34,11 @@ type bundle struct {
 	adm     *kadm.Client
 }
 
+// setup starts a one-broker cluster with the source and DLQ topics, one
+// partition each, and a client on it.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic, DefaultDLQTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	b := &bundle{cluster: c, brokers: c.ListenAddrs()}
-	b.cl = b.client(t)
-	b.adm = kadm.NewClient(b.cl)
-	return b
+	return setupTopic(t, 1)
 }
 
 func (b *bundle) client(t *testing.T, opts ...kgo.Opt) *kgo.Client {

@@ -39,11 +39,7 @@ func cliServer(t *testing.T) (string, *pgxpool.Pool) {
 	}
 	a, _ := apptest.Start(t, brokers, dbURL, app.Options{Logger: slog.New(slog.DiscardHandler)},
 		"REDRIVE_AUTH_DISABLED", "false", "REDRIVE_API_KEYS_FILE", keys)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, dbURL)
 	return "http://" + a.Addr(), pool
 }
 

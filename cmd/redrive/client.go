@@ -62,6 +62,18 @@ func (f *clientFlags) client(cmd *cobra.Command) (*apiClient, error) {
 		http: &http.Client{Timeout: 60 * time.Second}, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}, nil
 }
 
+// runE adapts an API command's run function to cobra's RunE: it is given
+// the client the flags describe.
+func (f *clientFlags) runE(run func(cmd *cobra.Command, c *apiClient, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := f.client(cmd)
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, args)
+	}
+}
+
 // errorEnvelope is the API's error envelope.
 type errorEnvelope struct {
 	Error apiError `json:"error"`
@@ -173,6 +185,53 @@ func (c *apiClient) printJSON(raw []byte) error {
 	buf.WriteByte('\n')
 	_, err := c.out.Write(buf.Bytes())
 	return err
+}
+
+// printTable writes the API's answer: raw indented under --output json,
+// else rows under header as a table.
+func (c *apiClient) printTable(raw []byte, header []string, rows [][]string) error {
+	if c.output == "json" {
+		return c.printJSON(raw)
+	}
+	return c.table(header, rows)
+}
+
+// printLine writes the API's answer: raw indented under --output json, else
+// one line of text (format and args as for fmt.Printf, without the newline).
+func (c *apiClient) printLine(raw []byte, format string, args ...any) error {
+	if c.output == "json" {
+		return c.printJSON(raw)
+	}
+	fmt.Fprintf(c.out, format+"\n", args...)
+	return nil
+}
+
+// getTable GETs a page of items from path and prints it: under --output
+// json as the API answered, else as a table of header and each item's row.
+func getTable[T any](ctx context.Context, c *apiClient, path string, header []string, row func(T) []string) error {
+	var page struct {
+		Items []T `json:"items"`
+	}
+	raw, err := c.do(ctx, http.MethodGet, path, nil, &page)
+	if err != nil {
+		return err
+	}
+	rows := make([][]string, len(page.Items))
+	for i, it := range page.Items {
+		rows[i] = row(it)
+	}
+	return c.printTable(raw, header, rows)
+}
+
+// getRow GETs one item from path and prints it: under --output json as the
+// API answered, else as a table of header and its row.
+func getRow[T any](ctx context.Context, c *apiClient, path string, header []string, row func(T) []string) error {
+	var it T
+	raw, err := c.do(ctx, http.MethodGet, path, nil, &it)
+	if err != nil {
+		return err
+	}
+	return c.printTable(raw, header, [][]string{row(it)})
 }
 
 // table writes rows under a header, aligned.

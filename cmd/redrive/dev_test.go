@@ -1,45 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
-
-// syncBuffer is a bytes.Buffer safe to write and read at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // redrive dev says where its console is, and the README's tour shows what
 // it prints: a real run's banner, for its own ports, is the README's for
 // the default ones.
 func TestDevPrintsTheConsoleURL(t *testing.T) {
 	cmd := rootCmd()
-	var out, errOut syncBuffer
+	var out, errOut logtest.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetArgs([]string{"dev", "--http-addr", "127.0.0.1:0", "--kafka-port", "0", "--database-url", pgtest.URL(t),

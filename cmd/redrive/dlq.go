@@ -163,11 +163,7 @@ lists them (at most 1 KiB of key and 4 KiB of value; -o json shows key_truncated
 value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
 "dlq raw ID" downloads its value or key as bytes.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			q := f.query()
 			q.Set("limit", strconv.Itoa(limit))
 			if cursor != "" {
@@ -214,7 +210,7 @@ value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
 			}
 			fmt.Fprintln(c.errOut)
 			return nil
-		},
+		}),
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().IntVar(&limit, "limit", 50, "records per page (1-1000)")
@@ -228,17 +224,13 @@ func dlqShowCmd(cf *clientFlags) *cobra.Command {
 		Aliases: []string{"show"},
 		Short:   "Show one whole record with its error history (JSON)",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/dead-letter/"+url.PathEscape(args[0]), nil, nil)
 			if err != nil {
 				return err
 			}
 			return c.printJSON(raw) // a record is nested: JSON is its table
-		},
+		}),
 	}
 }
 
@@ -307,11 +299,7 @@ retry --all [filters] shows how many records would be retried; add --yes to
 start a background task (optionally --rate-limit records/s) and --wait to
 follow its progress.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if all == (len(args) == 1) {
 				return errors.New("give a record ID, or --all with filters")
 			}
@@ -369,12 +357,8 @@ follow its progress.`,
 			if err != nil {
 				return err
 			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			fmt.Fprintf(c.out, "retried %s (%s): state %s, attempt %d\n", rec.ID, rec.Queue, rec.State, rec.Attempt)
-			return nil
-		},
+			return c.printLine(raw, "retried %s (%s): state %s, attempt %d", rec.ID, rec.Queue, rec.State, rec.Attempt)
+		}),
 	}
 	f.register(cmd.Flags())
 	fl := cmd.Flags()
@@ -402,28 +386,20 @@ func dlqPurgeCmd(cf *clientFlags) *cobra.Command {
 		Long: `purge ID deletes one record. purge [filters] shows how many records would be
 deleted; add --yes to start a background task and --wait to follow it.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if len(args) == 1 {
 				raw, err := c.do(cmd.Context(), http.MethodDelete, "/ojs/v1/dead-letter/"+url.PathEscape(args[0]), nil, nil)
 				if err != nil {
 					return err
 				}
-				if c.output == "json" {
-					return c.printJSON(raw)
-				}
-				fmt.Fprintf(c.out, "deleted %s\n", args[0])
-				return nil
+				return c.printLine(raw, "deleted %s", args[0])
 			}
 			body, err := f.body()
 			if err != nil {
 				return err
 			}
 			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete")
-		},
+		}),
 	}
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&yes, "yes", false, "really delete (without it, only count)")
@@ -448,18 +424,10 @@ func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessa
 		return err
 	}
 	if ans.DryRun {
-		if c.output == "json" {
-			return c.printJSON(raw)
-		}
-		fmt.Fprintf(c.out, "would %s %s; nothing changed (add --yes to %s them)\n", verb, count(ans.WouldAffect, "record"), verb)
-		return nil
+		return c.printLine(raw, "would %s %s; nothing changed (add --yes to %s them)", verb, count(ans.WouldAffect, "record"), verb)
 	}
 	if !wait {
-		if c.output == "json" {
-			return c.printJSON(raw)
-		}
-		fmt.Fprintf(c.out, "task %s started: %s %s (follow: redrive tasks show %s --wait)\n", ans.Task.ID, verb, count(ans.WouldAffect, "record"), ans.Task.ID)
-		return nil
+		return c.printLine(raw, "task %s started: %s %s (follow: redrive tasks show %s --wait)", ans.Task.ID, verb, count(ans.WouldAffect, "record"), ans.Task.ID)
 	}
 	return waitTask(cmd, c, ans.Task.ID)
 }
@@ -470,11 +438,7 @@ func dlqStatsCmd(cf *clientFlags) *cobra.Command {
 		Use:   "stats",
 		Short: "Record counts by queue, error type and state; oldest and newest; retention",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			path := "/ojs/v1/dead-letter/stats"
 			if queue != "" {
 				path += "?queue=" + url.QueryEscape(queue)
@@ -517,7 +481,7 @@ func dlqStatsCmd(cf *clientFlags) *cobra.Command {
 			fmt.Fprintf(c.out, "oldest %s, newest %s; retention max_age %v, max_count %v\n",
 				deref(st.OldestAt), deref(st.NewestAt), st.Retention["max_age"], st.Retention["max_count"])
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "only this source topic")
 	return cmd

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -23,11 +22,7 @@ error type and its message with ids, numbers, hosts and times taken out), with
 how many stored records have it, in which queues and states. Retry or purge an
 incident's records with: redrive dlq retry --incident ID (dry run first).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error {
 			q := url.Values{}
 			for k, v := range map[string]string{"queue": queue, "state": state, "since": since, "sort": sort} {
 				if v != "" {
@@ -41,22 +36,8 @@ incident's records with: redrive dlq retry --incident ID (dry run first).`,
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			var page struct {
-				Items []incidentView `json:"items"`
-			}
-			raw, err := c.do(cmd.Context(), http.MethodGet, path, nil, &page)
-			if err != nil {
-				return err
-			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			rows := make([][]string, len(page.Items))
-			for i, in := range page.Items {
-				rows[i] = incidentRow(in)
-			}
-			return c.table(incidentHeader, rows)
-		},
+			return getTable(cmd.Context(), c, path, incidentHeader, incidentRow)
+		}),
 	}
 	cf.register(cmd.PersistentFlags())
 	cmd.Flags().StringVar(&queue, "queue", "", "only records of this queue")
@@ -68,21 +49,9 @@ incident's records with: redrive dlq retry --incident ID (dry run first).`,
 		Use:   "show ID",
 		Short: "Show one incident",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
-			var in incidentView
-			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/incidents/"+url.PathEscape(args[0]), nil, &in)
-			if err != nil {
-				return err
-			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			return c.table(incidentHeader, [][]string{incidentRow(in)})
-		},
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
+			return getRow(cmd.Context(), c, "/ojs/v1/incidents/"+url.PathEscape(args[0]), incidentHeader, incidentRow)
+		}),
 	}
 	cmd.AddCommand(show)
 	return cmd

@@ -27,15 +27,16 @@ func defaultPoliciesDir() string {
 	return "policies"
 }
 
-// policyLimits are the retry policy limits serve would apply
-// (REDRIVE_RETRY_MAX_ATTEMPTS, REDRIVE_RETRY_MIN_INTERVAL), so that validate
-// and explain judge files as serve does.
-func policyLimits() (policy.Limits, error) {
+// loadPolicies loads the policy files in dir under the retry policy limits
+// serve would apply (REDRIVE_RETRY_MAX_ATTEMPTS, REDRIVE_RETRY_MIN_INTERVAL),
+// so that validate and explain judge files as serve does.
+func loadPolicies(dir string) (*policy.Set, error) {
 	cfg, err := config.Load(os.LookupEnv, nil)
 	if err != nil {
-		return policy.Limits{}, err
+		return nil, err
 	}
-	return policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}, nil
+	limits := policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}
+	return limits.LoadDir(dir)
 }
 
 func policyValidateCmd() *cobra.Command {
@@ -48,11 +49,7 @@ func policyValidateCmd() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			limits, err := policyLimits()
-			if err != nil {
-				return err
-			}
-			set, err := limits.LoadDir(dir)
+			set, err := loadPolicies(dir)
 			if err != nil {
 				return err
 			}
@@ -70,11 +67,7 @@ func policyExplainCmd() *cobra.Command {
 		Short: "Print the effective merged policy of TOPIC and its delay schedule (without jitter)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			limits, err := policyLimits()
-			if err != nil {
-				return err
-			}
-			set, err := limits.LoadDir(dir)
+			set, err := loadPolicies(dir)
 			if err != nil {
 				return err
 			}

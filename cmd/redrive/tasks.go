@@ -16,7 +16,7 @@ func tasksCmd() *cobra.Command {
 		Use:   "tasks",
 		Short: "List background bulk tasks (retry/purge by filter); show, follow or cancel one",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return listTasks(cmd, &cf, state) },
+		RunE:  cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTasks(cmd, c, state) }),
 	}
 	cf.register(cmd.PersistentFlags())
 	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state: pending, running, completed, cancelled, failed")
@@ -24,7 +24,7 @@ func tasksCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List tasks, newest first",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return listTasks(cmd, &cf, state) },
+		RunE:  cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTasks(cmd, c, state) }),
 	}
 	list.Flags().StringVar(&state, "state", "", "only tasks in this state")
 	var wait bool
@@ -32,46 +32,26 @@ func tasksCmd() *cobra.Command {
 		Use:   "show ID",
 		Short: "Show a task's progress; --wait follows it with a progress bar until it finishes",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if wait {
 				return waitTask(cmd, c, args[0])
 			}
-			var t taskView
-			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/tasks/"+url.PathEscape(args[0]), nil, &t)
-			if err != nil {
-				return err
-			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			return c.table(taskHeader, [][]string{taskRow(t)})
-		},
+			return getRow(cmd.Context(), c, "/ojs/v1/tasks/"+url.PathEscape(args[0]), taskHeader, taskRow)
+		}),
 	}
 	show.Flags().BoolVar(&wait, "wait", false, "follow the task until it finishes")
 	cancel := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a task; a running one stops after its current batch",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var t taskView
 			raw, err := c.do(cmd.Context(), http.MethodPost, "/ojs/v1/tasks/"+url.PathEscape(args[0])+"/cancel", nil, &t)
 			if err != nil {
 				return err
 			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			fmt.Fprintf(c.out, "task %s: cancellation requested (%d of %s done)\n", t.ID, t.Processed, count(t.Total, "record"))
-			return nil
-		},
+			return c.printLine(raw, "task %s: cancellation requested (%d of %s done)", t.ID, t.Processed, count(t.Total, "record"))
+		}),
 	}
 	cmd.AddCommand(list, show, cancel)
 	return cmd
@@ -87,28 +67,10 @@ func taskRow(t taskView) []string {
 	return []string{t.ID, t.Kind, t.State, fmt.Sprintf("%d/%d (%.0f%%)", t.Processed, t.Total, t.Progress*100), rate, t.CreatedBy, t.CreatedAt}
 }
 
-func listTasks(cmd *cobra.Command, cf *clientFlags, state string) error {
-	c, err := cf.client(cmd)
-	if err != nil {
-		return err
-	}
+func listTasks(cmd *cobra.Command, c *apiClient, state string) error {
 	path := "/ojs/v1/tasks"
 	if state != "" {
 		path += "?state=" + url.QueryEscape(state)
 	}
-	var page struct {
-		Items []taskView `json:"items"`
-	}
-	raw, err := c.do(cmd.Context(), http.MethodGet, path, nil, &page)
-	if err != nil {
-		return err
-	}
-	if c.output == "json" {
-		return c.printJSON(raw)
-	}
-	rows := make([][]string, len(page.Items))
-	for i, t := range page.Items {
-		rows[i] = taskRow(t)
-	}
-	return c.table(taskHeader, rows)
+	return getTable(cmd.Context(), c, path, taskHeader, taskRow)
 }

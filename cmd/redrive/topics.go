@@ -17,20 +17,16 @@ func topicsCmd() *cobra.Command {
 		Use:   "topics",
 		Short: "List topics (OJS queues) with live stats; show, configure, pause, resume or drain one",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return listTopics(cmd, &cf) },
+		RunE:  cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTopics(cmd, c) }),
 	}
 	cf.register(cmd.PersistentFlags())
 	list := &cobra.Command{Use: "list", Short: "List topics", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return listTopics(cmd, &cf) }}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTopics(cmd, c) })}
 	show := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a topic's state, effective config, where it comes from, and stats (JSON)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			path := "/ojs/v1/queues/" + url.PathEscape(args[0])
 			if args[0] == "_default" {
 				path += "/config"
@@ -40,18 +36,14 @@ func topicsCmd() *cobra.Command {
 				return err
 			}
 			return c.printJSON(raw)
-		},
+		}),
 	}
 	var file string
 	set := &cobra.Command{
 		Use:   "set NAME --file CONFIG.json",
 		Short: "Replace a topic's API config (a partial policy in JSON, as in policies/*.yaml); _default for the default",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			data, err := os.ReadFile(file)
 			if err != nil {
 				return err
@@ -65,7 +57,7 @@ func topicsCmd() *cobra.Command {
 				return err
 			}
 			return c.printJSON(raw)
-		},
+		}),
 	}
 	set.Flags().StringVar(&file, "file", "", "JSON file with the config (required)")
 	_ = set.MarkFlagRequired("file")
@@ -79,22 +71,14 @@ func topicStateCmd(cf *clientFlags, verb, short string) *cobra.Command {
 		Use:   verb + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			var q topicView
 			raw, err := c.do(cmd.Context(), http.MethodPost, "/ojs/v1/queues/"+url.PathEscape(args[0])+"/"+verb, nil, &q)
 			if err != nil {
 				return err
 			}
-			if c.output == "json" {
-				return c.printJSON(raw)
-			}
-			fmt.Fprintf(c.out, "topic %s is %s\n", q.Name, q.State)
-			return nil
-		},
+			return c.printLine(raw, "topic %s is %s", q.Name, q.State)
+		}),
 	}
 }
 
@@ -130,11 +114,7 @@ func (q *topicView) delivery() string {
 const topicsPage = 1000
 
 // listTopics lists every topic, following the API's pages by name.
-func listTopics(cmd *cobra.Command, cf *clientFlags) error {
-	c, err := cf.client(cmd)
-	if err != nil {
-		return err
-	}
+func listTopics(cmd *cobra.Command, c *apiClient) error {
 	var all []json.RawMessage
 	cursor := ""
 	for {

@@ -3,12 +3,12 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +27,7 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -66,8 +67,8 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
 	failingFetches(c, dlqTopic, &failing)
-	logs := &logLines{}
-	b := start(t, c.ListenAddrs(), logs.logger())
+	logs := &logtest.Buffer{}
+	b := start(t, c.ListenAddrs(), logs.JSONLogger(slog.LevelDebug))
 
 	var notReady struct {
 		Error struct {
@@ -85,7 +86,7 @@ func TestReadinessNamesADLQTopicThatIsNotConsumed(t *testing.T) {
 		t.Errorf("dlq_topics = %q, want the error named", check)
 	}
 	time.Sleep(time.Second) // a second of fetches failing as fast as they can
-	if n := len(logs.find("fetch error", map[string]any{"component": "ingest"})); n == 0 || n > 2 {
+	if n := len(logs.Find("fetch error", map[string]any{"component": "ingest"})); n == 0 || n > 2 {
 		t.Errorf("%d fetch error lines; want the failure logged once (a line per reason and minute)", n)
 	}
 
@@ -127,76 +128,17 @@ func TestForgedSelfLoopEndsAfterOneAttemptAtMost(t *testing.T) {
 	}
 }
 
-// dlqLoad produces failures of "orders" to the DLQ topic, one after the
-// other, alternately to be retried and to be kept as dead letters, until
-// stopped, and remembers when each was acknowledged. Its client takes a
-// recreated topic up anew, as Redrive's producers do.
-type dlqLoad struct {
-	mu    sync.Mutex
-	acked map[string]time.Time
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func startDLQLoad(t *testing.T, brokers []string) *dlqLoad {
+// startDLQLoad produces failures of "orders" to the DLQ topic, one after
+// the other, alternately to be retried and to be kept as dead letters.
+func startDLQLoad(t *testing.T, brokers []string) *kafkatest.Load {
 	t.Helper()
-	cl := kafkatest.Client(t, brokers, kgo.RecordDeliveryTimeout(2*time.Second), kgo.MetadataMinAge(100*time.Millisecond))
-	l := &dlqLoad{acked: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		for i := 0; ; i++ {
-			select {
-			case <-l.stop:
-				return
-			default:
-			}
-			code := dlq.CodeRetry
-			if i%2 == 1 {
-				code = dlq.CodeDeadLetter
-			}
-			key := fmt.Sprintf("load-%d", i)
-			rec := failure(time.Now(), "orders", "t", "db.down", code, key)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			err := cl.ProduceSync(ctx, rec).FirstErr()
-			cancel()
-			if err != nil {
-				cl.PurgeTopicsFromClient(dlqTopic) // the topic may have been recreated
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			l.mu.Lock()
-			l.acked[key] = time.Now()
-			l.mu.Unlock()
-			time.Sleep(3 * time.Millisecond)
+	return kafkatest.StartLoad(t, brokers, 3*time.Millisecond, func(i int, key string) *kgo.Record {
+		code := dlq.CodeRetry
+		if i%2 == 1 {
+			code = dlq.CodeDeadLetter
 		}
-	}()
-	t.Cleanup(l.halt)
-	return l
-}
-
-func (l *dlqLoad) halt() {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
-	}
-	<-l.done
-}
-
-// ackedIn lists the keys acknowledged within one of the spans [from, to].
-func (l *dlqLoad) ackedIn(spans ...[2]time.Time) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for k, at := range l.acked {
-		for _, s := range spans {
-			if !at.Before(s[0]) && !at.After(s[1]) {
-				out = append(out, k)
-				break
-			}
-		}
-	}
-	return out
+		return failure(time.Now(), "orders", "t", "db.down", code, key)
+	})
 }
 
 // query runs sql and returns its one text column.
@@ -283,11 +225,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	const archiveTopic = dlqTopic + ".archive"
 	brokers := kafkatest.New(t, dlqTopic, "orders", archiveTopic, dlqTopic+".events")
 	dbURL := pgtest.URL(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, dbURL)
 	policies := t.TempDir()
 	if err := os.WriteFile(filepath.Join(policies, "p.yaml"),
 		[]byte("topics:\n  orders: {retry: {initial_interval: PT0.2S, jitter: false}}\n"), 0o600); err != nil {
@@ -307,13 +245,13 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	// The DLQ topic. What it acknowledged before is stored first, so that
 	// nothing it held is lost with it.
 	beforeDLQ := time.Now()
-	waitNoneMissing(t, "records acknowledged before the DLQ topic was recreated", load.ackedIn([2]time.Time{begin, beforeDLQ}), storedKeys)
+	waitNoneMissing(t, "records acknowledged before the DLQ topic was recreated", load.AckedIn([2]time.Time{begin, beforeDLQ}), storedKeys)
 	kafkatest.Recreate(t, brokers, dlqTopic, 3)
 	afterDLQ := time.Now()
 	time.Sleep(time.Second)
 	// Ingest takes the new topic up within seconds; the next topics are
 	// recreated while failures flow through again.
-	waitNoneMissing(t, "records acknowledged by the new DLQ topic", load.ackedIn([2]time.Time{afterDLQ, time.Now()}), storedKeys)
+	waitNoneMissing(t, "records acknowledged by the new DLQ topic", load.AckedIn([2]time.Time{afterDLQ, time.Now()}), storedKeys)
 
 	// The source topic: the redeliveries go on, to the new topic.
 	kafkatest.Recreate(t, brokers, "orders", 3)
@@ -323,10 +261,10 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	// The archive topic: the copies made to it are gone.
 	kafkatest.Recreate(t, brokers, archiveTopic, 3)
 	time.Sleep(time.Second)
-	load.halt()
+	load.Stop()
 	end := time.Now()
 
-	acked := load.ackedIn([2]time.Time{begin, beforeDLQ}, [2]time.Time{afterDLQ, end})
+	acked := load.AckedIn([2]time.Time{begin, beforeDLQ}, [2]time.Time{afterDLQ, end})
 	waitNoneMissing(t, "acknowledged failures stored", acked, storedKeys)
 	if len(acked) < 200 {
 		t.Fatalf("only %d failures under load", len(acked))
@@ -396,11 +334,7 @@ func TestNotRoutableRecordSaysWhyInTheAPI(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, dlqTopic+".archive", dlqTopic+".events")
 	dbURL := pgtest.URL(t)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, dbURL)
 	b := start(t, brokers, nil, "REDRIVE_DATABASE_URL", dbURL)
 	past := time.Now().Add(-time.Second).UTC()
 	id := "01a21500-0000-7000-8000-000000000001"

@@ -1,12 +1,9 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +12,8 @@ import (
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // With creation off, a missing topic is reported again every recheck
 // interval, and the setup ends once the topic exists.
@@ -41,9 +22,9 @@ func TestMissingTopicIsReportedAgainUntilItExists(t *testing.T) {
 	brokers := kafkatest.New(t, "dlq")
 	// Metadata no older than 10ms: the topic shows as soon as it is created.
 	adm := kadm.NewClient(kafkatest.Client(t, brokers, kgo.MetadataMinAge(10*time.Millisecond)))
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s := &topicSetup{
-		admin: adm, topics: []ownTopic{{"dlq.archive", "archive"}}, log: slog.New(slog.NewTextHandler(&logs, nil)),
+		admin: adm, topics: []ownTopic{{"dlq.archive", "archive"}}, log: logs.TextLogger(slog.LevelInfo),
 		minWait: time.Millisecond, maxWait: time.Millisecond, recheck: 20 * time.Millisecond,
 		reportEvery: time.Hour, attemptTimeout: 10 * time.Second,
 	}
@@ -54,7 +35,7 @@ func TestMissingTopicIsReportedAgainUntilItExists(t *testing.T) {
 
 	const line = `level=ERROR msg="topic does not exist and REDRIVE_CREATE_TOPICS is false: create it" topic=dlq.archive used_for=archive`
 	eventually.Nil(t, "the missing topic reported twice", func() error {
-		if strings.Count(logs.String(), line) < 2 {
+		if logs.Count(line) < 2 {
 			return fmt.Errorf("the log says:\n%s", logs.String())
 		}
 		return nil

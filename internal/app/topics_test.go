@@ -1,17 +1,13 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,47 +17,8 @@ import (
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 )
-
-// logLines collects an App's log records (JSON, one Write per record).
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// find returns the records whose msg contains msg and whose attributes include attrs.
-func (l *logLines) find(msg string, attrs map[string]any) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
-		var rec map[string]any
-		if json.Unmarshal(line, &rec) != nil {
-			continue
-		}
-		if s, _ := rec["msg"].(string); !strings.Contains(s, msg) {
-			continue
-		}
-		match := true
-		for k, v := range attrs {
-			match = match && rec[k] == v
-		}
-		if match {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
 
 // partitions returns each topic's partition count; a missing topic is absent.
 func partitions(t *testing.T, adm *kadm.Client, topics ...string) map[string]int {
@@ -87,12 +44,12 @@ func partitions(t *testing.T, adm *kadm.Client, topics ...string) map[string]int
 func TestArchiveAndEventsTopicsAreCreatedAtStart(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders")
-	var logs logLines
-	start(t, brokers, logs.logger(), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_TOPIC_PARTITIONS", "5")
+	var logs logtest.Buffer
+	start(t, brokers, logs.JSONLogger(slog.LevelDebug), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_TOPIC_PARTITIONS", "5")
 	want := []string{dlqTopic + ".archive", dlqTopic + ".events", "orders.archive"}
 	for _, topic := range want {
 		eventually.True(t, "the log of "+topic, func() bool {
-			return len(logs.find("topic created", map[string]any{"level": "INFO", "component": "app", "topic": topic})) == 1
+			return len(logs.Find("topic created", map[string]any{"level": "INFO", "component": "app", "topic": topic})) == 1
 		})
 	}
 	// A new client: metadata fetched after the creation.
@@ -112,14 +69,14 @@ func TestArchiveAndEventsTopicsAreCreatedAtStart(t *testing.T) {
 func TestTopicCreationDefaultsAndOff(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders")
-	var logs logLines
-	start(t, brokers, logs.logger(), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_ARCHIVE_TOPIC", "all.archive", "REDRIVE_EVENTS_TOPIC", "off")
-	eventually.True(t, "the archive topic", func() bool { return len(logs.find("topic created", map[string]any{"topic": "all.archive"})) == 1 })
+	var logs logtest.Buffer
+	start(t, brokers, logs.JSONLogger(slog.LevelDebug), "REDRIVE_DLQ_TOPICS", dlqTopic+",orders", "REDRIVE_ARCHIVE_TOPIC", "all.archive", "REDRIVE_EVENTS_TOPIC", "off")
+	eventually.True(t, "the archive topic", func() bool { return len(logs.Find("topic created", map[string]any{"topic": "all.archive"})) == 1 })
 	got := partitions(t, kadm.NewClient(kafkatest.Client(t, brokers)), "all.archive", dlqTopic+".events", dlqTopic+".archive", "orders.archive")
 	if len(got) != 1 || got["all.archive"] != kafkatest.Partitions {
 		t.Errorf("topics %v, want only all.archive with the broker's default of %d partitions", got, kafkatest.Partitions)
 	}
-	if n := len(logs.find("topic created", nil)); n != 1 {
+	if n := len(logs.Find("topic created", nil)); n != 1 {
 		t.Errorf("%d topics created, want 1", n)
 	}
 }
@@ -129,18 +86,18 @@ func TestTopicCreationDefaultsAndOff(t *testing.T) {
 func TestMissingTopicsAreOnlyReportedWhenCreationIsOff(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders")
-	var logs logLines
-	start(t, brokers, logs.logger(), "REDRIVE_CREATE_TOPICS", "false")
+	var logs logtest.Buffer
+	start(t, brokers, logs.JSONLogger(slog.LevelDebug), "REDRIVE_CREATE_TOPICS", "false")
 	for _, topic := range []string{dlqTopic + ".archive", dlqTopic + ".events"} {
 		eventually.True(t, "an error naming "+topic, func() bool {
-			return len(logs.find("topic does not exist", map[string]any{"level": "ERROR", "component": "app", "topic": topic})) == 1
+			return len(logs.Find("topic does not exist", map[string]any{"level": "ERROR", "component": "app", "topic": topic})) == 1
 		})
 	}
 	adm := kadm.NewClient(kafkatest.Client(t, brokers))
 	if got := partitions(t, adm, dlqTopic+".archive", dlqTopic+".events"); len(got) != 0 {
 		t.Errorf("topics created with REDRIVE_CREATE_TOPICS=false: %v", got)
 	}
-	if got := logs.find("topic created", nil); len(got) != 0 {
+	if got := logs.Find("topic created", nil); len(got) != 0 {
 		t.Errorf("logged %v", got)
 	}
 }
@@ -156,8 +113,8 @@ func TestTopicsAreCreatedWhenKafkaComesUpAfterStart(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	brokers := []string{ln.Addr().String()}
-	var logs logLines
-	b := start(t, brokers, logs.logger())
+	var logs logtest.Buffer
+	b := start(t, brokers, logs.JSONLogger(slog.LevelDebug))
 	if code := b.get(t, "/healthz", nil); code != http.StatusOK {
 		t.Fatalf("healthz = %d while Kafka is down", code)
 	}
@@ -171,7 +128,7 @@ func TestTopicsAreCreatedWhenKafkaComesUpAfterStart(t *testing.T) {
 	want := []string{dlqTopic + ".archive", dlqTopic + ".events"}
 	for _, topic := range want {
 		eventually.True(t, topic+" created once Kafka came up", func() bool {
-			return len(logs.find("topic created", map[string]any{"topic": topic})) > 0
+			return len(logs.Find("topic created", map[string]any{"topic": topic})) > 0
 		}, eventually.Within(60*time.Second))
 	}
 	adm := kadm.NewClient(kafkatest.Client(t, brokers))

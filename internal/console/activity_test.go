@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -17,12 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/app"
-	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
-	"github.com/redrive/redrive/internal/pgtest"
 )
 
 // behindClock is the server's clock: the real time, less a lag the test
@@ -40,14 +36,7 @@ func (s *server) produce(t *testing.T, recs ...*kgo.Record) {
 // startServerAt is startServer with the server's clock.
 func startServerAt(t *testing.T, clk *behindClock) *server {
 	t.Helper()
-	brokers := kafkatest.New(t, dlqTopic, "orders", "payments", dlqTopic+".archive", dlqTopic+".events")
-	dbURL := pgtest.URL(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "default.yaml"), []byte(policies), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := apptest.Start(t, brokers, dbURL, app.Options{Clock: clk}, "REDRIVE_POLICIES_DIR", dir)
-	return &server{base: "http://" + a.Addr(), brokers: brokers, dbURL: dbURL}
+	return startServerWith(t, app.Options{Clock: clk})
 }
 
 // failed is a record of queue that failed with errType and message.

@@ -5,6 +5,7 @@ package console_test
 // DevTools protocol with chromedp. No part is mocked.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,13 +52,19 @@ type server struct {
 // with the source topic orders; env overrides settings ("NAME", "value" pairs).
 func startServer(t testing.TB, env ...string) *server {
 	t.Helper()
+	return startServerWith(t, app.Options{}, env...)
+}
+
+// startServerWith is startServer with the processor's options.
+func startServerWith(t testing.TB, opts app.Options, env ...string) *server {
+	t.Helper()
 	brokers := kafkatest.New(t, dlqTopic, "orders", "payments", dlqTopic+".archive", dlqTopic+".events")
 	dbURL := pgtest.URL(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "default.yaml"), []byte(policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := apptest.Start(t, brokers, dbURL, app.Options{}, append([]string{"REDRIVE_POLICIES_DIR", dir}, env...)...)
+	a, _ := apptest.Start(t, brokers, dbURL, opts, append([]string{"REDRIVE_POLICIES_DIR", dir}, env...)...)
 	return &server{base: "http://" + a.Addr(), brokers: brokers, dbURL: dbURL}
 }
 
@@ -78,9 +85,26 @@ func (s *server) kcat(t testing.TB, key, value string, headers ...string) {
 // api calls the API and decodes its JSON into out.
 func (s *server) api(t testing.TB, method, path string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, s.base+path, nil)
+	status, body := s.call(t, method, path, "", nil)
+	if out != nil && len(body) > 0 {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, path, status, body, err)
+		}
+	}
+	return status
+}
+
+// call sends a request to the API, with the server's key if it has one and
+// with contentType unless it is empty, and returns the answer's status and
+// body.
+func (s *server) call(t testing.TB, method, path, contentType string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
@@ -90,13 +114,8 @@ func (s *server) api(t testing.TB, method, path string, out any) int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if out != nil && len(body) > 0 {
-		if err := json.Unmarshal(body, out); err != nil {
-			t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, body, err)
-		}
-	}
-	return resp.StatusCode
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw
 }
 
 // browser is a headless Chromium tab that fails the test on any uncaught

@@ -1,11 +1,8 @@
 package console_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -151,27 +148,14 @@ func (s *server) send(t testing.TB, method, path string, body, out any) int {
 	if body == nil {
 		b = nil
 	}
-	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.key != "" {
-		req.Header.Set("Authorization", "Bearer "+s.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	status, raw := s.call(t, method, path, "application/json", b)
+	if status >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, status, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
 			t.Fatalf("%s %s: %s: %v", method, path, raw, err)
 		}
 	}
-	return resp.StatusCode
+	return status
 }

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -573,8 +574,8 @@ func TestComposePostgres(t *testing.T) {
 		t.Errorf("REDRIVE_DATABASE_URL: port %s; the postgres image listens on 5432", port)
 	}
 	env := svc.Environment
-	wantUser := cmpOr(env["POSTGRES_USER"], "postgres")
-	wantDB := cmpOr(env["POSTGRES_DB"], wantUser)
+	wantUser := cmp.Or(env["POSTGRES_USER"], "postgres")
+	wantDB := cmp.Or(env["POSTGRES_DB"], wantUser)
 	pass, _ := u.User.Password()
 	if u.User.Username() != wantUser {
 		t.Errorf("REDRIVE_DATABASE_URL: user %q, service %s has POSTGRES_USER %q", u.User.Username(), name, wantUser)
@@ -591,13 +592,6 @@ func TestComposePostgres(t *testing.T) {
 	if svc.Healthcheck == nil || !strings.Contains(svc.Healthcheck.Test.String(), "pg_isready") {
 		t.Errorf("service %s: no pg_isready healthcheck", name)
 	}
-}
-
-func cmpOr(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // redrive waits until Kafka and Postgres are healthy, and those services

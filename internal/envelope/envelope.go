@@ -188,6 +188,27 @@ func (h headers) text(key string) string { return cleanText(h[key], maxTextBytes
 // name returns a header as a clean identifier ("" when absent).
 func (h headers) name(key string) string { return cleanName(h[key]) }
 
+// textSource reads the source topic, partition and offset a format writes as
+// text under the given keys. ok is false when the topic is absent or empty:
+// the record is not of that format.
+func (h headers) textSource(topic, partition, offset string) (src dlq.Source, ok bool) {
+	t := h.name(topic)
+	if t == "" {
+		return dlq.Source{}, false
+	}
+	return dlq.Source{Topic: t, Partition: textPartition(h[partition]), Offset: textOffset(h[offset])}, true
+}
+
+// setError sets e's Type (unless typ is empty: it stays as it was), Message
+// and Backtrace (trace, one entry a line).
+func setError(e *dlq.ErrorEntry, typ, message, trace string) {
+	if typ != "" {
+		e.Type = typ
+	}
+	e.Message = message
+	e.Backtrace = splitLines(trace)
+}
+
 // copyHeaders returns the headers not dropped by drop, in order. Header values
 // alias the record's.
 func copyHeaders(hs []kgo.RecordHeader, drop func(key string) bool) []dlq.Header {

@@ -34,21 +34,13 @@ const (
 // transformation or task). Source.Group stays empty: Connect does not say which
 // consumer group its sink task used.
 func decodeConnect(h headers, rec *kgo.Record, f *dlq.Failure) bool {
-	topic := h.name(connectTopic)
-	if topic == "" {
+	src, ok := h.textSource(connectTopic, connectPartition, connectOffset)
+	if !ok {
 		return false
 	}
-	f.Source = dlq.Source{
-		Topic:     topic,
-		Partition: textPartition(h[connectPartition]),
-		Offset:    textOffset(h[connectOffset]),
-	}
+	f.Source = src
 	e := &f.Error
-	if t := h.name(connectExceptionClass); t != "" {
-		e.Type = t
-	}
-	e.Message = h.text(connectExceptionMsg)
-	e.Backtrace = splitLines(h.text(connectExceptionTrace))
+	setError(e, h.name(connectExceptionClass), h.text(connectExceptionMsg), h.text(connectExceptionTrace))
 	e.Details = details(
 		"connector", h.name(connectConnector),
 		"task_id", h.name(connectTask),
@@ -78,26 +70,19 @@ const (
 // exception header. Streams stamps the DLQ record with the original record's
 // timestamp, so that is Source.Timestamp too.
 func decodeStreams(h headers, rec *kgo.Record, f *dlq.Failure) bool {
-	topic := h.name(streamsTopic)
-	if topic == "" {
+	src, ok := h.textSource(streamsTopic, streamsPartition, streamsOffset)
+	if !ok {
 		return false
 	}
-	f.Source = dlq.Source{
-		Topic:     topic,
-		Partition: textPartition(h[streamsPartition]),
-		Offset:    textOffset(h[streamsOffset]),
-		Timestamp: orZero(rec.Timestamp),
-	}
+	f.Source = src
+	f.Source.Timestamp = orZero(rec.Timestamp)
 	e := &f.Error
 	class, rest := splitThrowable(h.text(streamsException))
-	if class != "" {
-		e.Type = class
+	message := h.text(streamsMessage)
+	if message == "" {
+		message = rest
 	}
-	e.Message = h.text(streamsMessage)
-	if e.Message == "" {
-		e.Message = rest
-	}
-	e.Backtrace = splitLines(h.text(streamsTrace))
+	setError(e, class, message, h.text(streamsTrace))
 	e.Details = details(
 		"processor_node_id", h.name(streamsNode),
 		"task_id", h.name(streamsTask),
@@ -142,16 +127,12 @@ const (
 // ErrorTypeShareRejected and ErrorTypeShareDeliveryCountExceeded; Details
 // keeps delivery_count.
 func decodeShareGroup(h headers, rec *kgo.Record, f *dlq.Failure) bool {
-	topic := h.name(shareTopic)
-	if topic == "" {
+	src, ok := h.textSource(shareTopic, sharePartition, shareOffset)
+	if !ok {
 		return false
 	}
-	f.Source = dlq.Source{
-		Topic:     topic,
-		Partition: textPartition(h[sharePartition]),
-		Offset:    textOffset(h[shareOffset]),
-		Group:     h.name(shareGroup),
-	}
+	f.Source = src
+	f.Source.Group = h.name(shareGroup)
 	e := &f.Error
 	e.Message = h.text(shareMessage)
 	lower := strings.ToLower(e.Message)

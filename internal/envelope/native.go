@@ -14,26 +14,18 @@ import (
 // record is unparseable with all its headers kept. Invalid partition, offset
 // or timestamp values leave that field unknown; the record stays native.
 func decodeNative(h headers, rec *kgo.Record, f *dlq.Failure) bool {
-	topic := h.name(HeaderSourceTopic)
-	if topic == "" {
+	src, ok := h.textSource(HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset)
+	if !ok {
 		return false
 	}
-	f.Source = dlq.Source{
-		Topic:     topic,
-		Partition: textPartition(h[HeaderSourcePartition]),
-		Offset:    textOffset(h[HeaderSourceOffset]),
-		Group:     h.name(HeaderSourceGroup),
-	}
+	f.Source = src
+	f.Source.Group = h.name(HeaderSourceGroup)
 	if t, ok := parseTime(string(h[HeaderSourceTimestamp])); ok {
 		f.Source.Timestamp = t
 	}
 
 	e := &f.Error
-	if t := h.name(HeaderErrorType); t != "" {
-		e.Type = t
-	}
-	e.Message = h.text(HeaderErrorMessage)
-	e.Backtrace = splitLines(h.text(HeaderErrorBacktrace))
+	setError(e, h.name(HeaderErrorType), h.text(HeaderErrorMessage), h.text(HeaderErrorBacktrace))
 	if raw, ok := h[HeaderErrorDetails]; ok && len(strings.TrimSpace(string(raw))) > 0 {
 		if obj, ok := jsonObject(raw); ok {
 			e.Details = obj

@@ -63,15 +63,12 @@ func decodeSpring(h headers, rec *kgo.Record, f *dlq.Failure) bool {
 		fqcn, msg, trace = springKeyExceptionFQCN, springKeyExceptionMsg, springKeyExceptionTrace
 	}
 	exception, cause := h.name(fqcn), h.name(springCauseFQCN)
-	e := &f.Error
-	switch {
-	case cause != "" && (exception == "" || strings.HasSuffix(exception, springListenerWrapperFQN)):
-		e.Type = cause
-	case exception != "":
-		e.Type = exception
+	typ := exception
+	if cause != "" && (exception == "" || strings.HasSuffix(exception, springListenerWrapperFQN)) {
+		typ = cause
 	}
-	e.Message = h.text(msg)
-	e.Backtrace = splitLines(h.text(trace))
+	e := &f.Error
+	setError(e, typ, h.text(msg), h.text(trace))
 	e.Details = details(
 		"exception_fqcn", exception,
 		"cause_fqcn", cause,

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,16 +57,12 @@ func ProducerOpts() []kgo.Opt {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Source == "" {
-		c.Source = DefaultSource
-	}
+	c.Source = cmp.Or(c.Source, DefaultSource)
 	if c.Buffer <= 0 {
 		c.Buffer = 4096
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewEvents(nil)
 	}

@@ -1,38 +1,17 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 )
-
-// logBuffer collects log lines from the ingester's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // Ingest counts the failures it stores in the queue's activity: a
 // re-consumed batch's duplicates are not counted again, and when the
@@ -48,11 +27,7 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 		}
 		return a[dlqTopic].Added // unparseable records belong to the DLQ topic
 	}
-	var recs []*kgo.Record
-	for i := range 50 {
-		recs = append(recs, garbage(i))
-	}
-	kafkatest.Produce(t, b.cl, recs...)
+	b.produceGarbage(t, 0, 50)
 	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 50)
 	eventually.True(t, "50 added", func() bool { return added() == 50 })
@@ -60,8 +35,8 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 
 	// A second group re-consumes the 50 (as after a crash before the offset
 	// commit): duplicates, not failures stored.
-	logs := &logBuffer{}
-	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	logs := &logtest.Buffer{}
+	second := startWith(t, b, b.store, "second", func(c *ingest.Config) { c.Logger = logs.TextLogger(slog.LevelInfo) })
 	dups := second.metrics.IngestDuplicates.WithLabelValues(dlqTopic)
 	eventually.True(t, "the second group to re-consume all 50", func() bool { return counterValue(dups) == 50 })
 	kafkatest.Produce(t, b.cl, garbage(99))

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,12 +73,8 @@ func (c Config) withDefaults() Config {
 	if len(c.Topics) == 0 {
 		c.Topics = []string{DefaultTopic}
 	}
-	if c.Group == "" {
-		c.Group = "redrive"
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 5000
-	}
+	c.Group = cmp.Or(c.Group, "redrive")
+	c.BatchSize = cmp.Or(c.BatchSize, 5000)
 	if c.Policies == nil {
 		c.Policies = (*policy.Set)(nil)
 	}
@@ -85,15 +82,9 @@ func (c Config) withDefaults() Config {
 		c.Reserved = dlq.NewReservedTopics(c.Topics...)
 	}
 	c.RetryLimits = c.RetryLimits.WithDefaults()
-	if c.WarnEvery == 0 {
-		c.WarnEvery = time.Minute
-	}
-	if c.RetryBackoffMin == 0 {
-		c.RetryBackoffMin = 100 * time.Millisecond
-	}
-	if c.RetryBackoffMax == 0 {
-		c.RetryBackoffMax = 5 * time.Second
-	}
+	c.WarnEvery = cmp.Or(c.WarnEvery, time.Minute)
+	c.RetryBackoffMin = cmp.Or(c.RetryBackoffMin, 100*time.Millisecond)
+	c.RetryBackoffMax = cmp.Or(c.RetryBackoffMax, 5*time.Second)
 	if c.TopicCheckInterval <= 0 {
 		c.TopicCheckInterval = 5 * time.Second
 	}
@@ -101,12 +92,8 @@ func (c Config) withDefaults() Config {
 	if c.Rand == nil {
 		c.Rand = randFloat
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.New()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Metrics = metrics.Or(c.Metrics)
 	return c
 }
 

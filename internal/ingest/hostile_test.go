@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -171,8 +172,8 @@ func watchReady(in *ingest.Ingester, paused prometheus.Gauge) (stop func() bool)
 func TestHostileRecordsNeverPauseIngest(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	var logs logBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	var logs logtest.Buffer
+	logger := logs.TextLogger(slog.LevelInfo)
 	cfg := func(c *ingest.Config) {
 		c.Reserved = dlq.NewReservedTopics(dlqTopic, dlqTopic+".archive", dlqTopic+".events")
 		c.Logger = logger
@@ -275,7 +276,7 @@ func TestHostileRecordsNeverPauseIngest(t *testing.T) {
 		}
 	}
 	// A flood of forged headers is one warning per ingester run, not one per record.
-	if n := strings.Count(logs.String(), "redrive.retry header past REDRIVE_RETRY_* limits; clamped"); n < 1 || n > 3 {
+	if n := logs.Count("redrive.retry header past REDRIVE_RETRY_* limits; clamped"); n < 1 || n > 3 {
 		t.Errorf("the clamped header was logged %d times for %d forged records", n, 3*20)
 	}
 }

@@ -109,6 +109,16 @@ func garbage(i int) *kgo.Record {
 	}
 }
 
+// produceGarbage produces garbage(i) for i in [from, to) to the DLQ topic.
+func (b *bundle) produceGarbage(t *testing.T, from, to int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, garbage(i))
+	}
+	kafkatest.Produce(t, b.cl, recs...)
+}
+
 func TestGarbageIsStoredAsUnparseable(t *testing.T) {
 	b := setup(t)
 	start(t, b, b.store, "g1")
@@ -137,11 +147,7 @@ func TestGarbageIsStoredAsUnparseable(t *testing.T) {
 
 func TestSameBatchConsumedTwiceStoresNoDuplicates(t *testing.T) {
 	b := setup(t)
-	var recs []*kgo.Record
-	for i := range 50 {
-		recs = append(recs, garbage(i))
-	}
-	kafkatest.Produce(t, b.cl, recs...)
+	b.produceGarbage(t, 0, 50)
 
 	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 50)
@@ -158,33 +164,22 @@ func TestSameBatchConsumedTwiceStoresNoDuplicates(t *testing.T) {
 func TestPostgresOutageMidIngestLosesAndDuplicatesNothing(t *testing.T) {
 	b := setup(t)
 	cluster, url := pgtest.NewCluster(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, url)
 	st := store.New(pool)
 	in := start(t, b, st, "outage").in
 
-	produce := func(from, to int) {
-		var recs []*kgo.Record
-		for i := from; i < to; i++ {
-			recs = append(recs, garbage(i))
-		}
-		kafkatest.Produce(t, b.cl, recs...)
-	}
-	produce(0, 200)
+	b.produceGarbage(t, 0, 200)
 	waitForCount(t, st, 200)
 
 	if err := cluster.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	produce(200, 500) // consumed while Postgres is down: must wait, not be dropped or committed
+	b.produceGarbage(t, 200, 500) // consumed while Postgres is down: must wait, not be dropped or committed
 	eventually.True(t, "ingest to pause", func() bool { return errors.Is(in.Ready(), ingest.ErrPaused) })
 	if err := cluster.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	produce(500, 600)
+	b.produceGarbage(t, 500, 600)
 	waitForCount(t, st, 600)
 
 	var distinct int
@@ -210,22 +205,14 @@ func counterValue(c prometheus.Counter) float64 {
 
 func TestPartlyReconsumedBatchAnnouncesTheRecordsItStores(t *testing.T) {
 	b := setup(t)
-	var old []*kgo.Record
-	for i := range 30 {
-		old = append(old, garbage(i))
-	}
-	kafkatest.Produce(t, b.cl, old...)
+	b.produceGarbage(t, 0, 30)
 	first := start(t, b, b.store, "first")
 	waitForCount(t, b.store, 30)
 	first.stop()
 
 	// A crash between insert and commit, and meanwhile 20 more records:
 	// the batch a new member reads mixes 30 stored records with 20 new ones.
-	var fresh []*kgo.Record
-	for i := range 20 {
-		fresh = append(fresh, garbage(100+i))
-	}
-	kafkatest.Produce(t, b.cl, fresh...)
+	b.produceGarbage(t, 100, 120)
 	pub := events.New(events.Config{})
 	sub := pub.Broker().Subscribe(events.Filter{})
 	if err := pub.Start(context.Background()); err != nil {

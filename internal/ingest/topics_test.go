@@ -1,20 +1,15 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -22,99 +17,19 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
 
-// jsonLog collects log records as JSON lines.
-type jsonLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *jsonLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// count returns how many records have a msg containing msg.
-func (l *jsonLog) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range bytes.Split(l.buf.Bytes(), []byte("\n")) {
-		var rec struct{ Msg string }
-		if json.Unmarshal(line, &rec) == nil && strings.Contains(rec.Msg, msg) {
-			n++
-		}
-	}
-	return n
-}
-
-// loadProducer produces failure envelopes to the DLQ topic, one after the
-// other, until stopped, and remembers when each was acknowledged. Its client
-// takes a recreated topic up anew as Redrive's producers do.
-type loadProducer struct {
-	mu    sync.Mutex
-	acked map[string]time.Time // key → when the broker acknowledged it
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func startLoad(t *testing.T, brokers []string) *loadProducer {
+// startLoad produces failure envelopes of "orders" to the DLQ topic, one
+// after the other.
+func startLoad(t *testing.T, brokers []string) *kafkatest.Load {
 	t.Helper()
-	cl := kafkatest.Client(t, brokers, kgo.RecordDeliveryTimeout(2*time.Second), kgo.MetadataMinAge(100*time.Millisecond))
-	l := &loadProducer{acked: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		for i := 0; ; i++ {
-			select {
-			case <-l.stop:
-				return
-			default:
-			}
-			key := fmt.Sprintf("load-%d", i)
-			src := &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(`{"n":1}`)}
-			rec := envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "db.down", Code: dlq.CodeDeadLetter})
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			err := cl.ProduceSync(ctx, rec).FirstErr()
-			cancel()
-			if err != nil {
-				cl.PurgeTopicsFromClient(dlqTopic) // the topic may have been recreated
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			l.mu.Lock()
-			l.acked[key] = time.Now()
-			l.mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(l.halt)
-	return l
-}
-
-func (l *loadProducer) halt() {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
-	}
-	<-l.done
-}
-
-// ackedBetween lists the keys acknowledged within [from, to].
-func (l *loadProducer) ackedBetween(from, to time.Time) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for k, at := range l.acked {
-		if !at.Before(from) && !at.After(to) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return kafkatest.StartLoad(t, brokers, 2*time.Millisecond, func(_ int, key string) *kgo.Record {
+		src := &kgo.Record{Topic: "orders", Key: []byte(key), Value: []byte(`{"n":1}`)}
+		return envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, ErrorType: "db.down", Code: dlq.CodeDeadLetter})
+	})
 }
 
 // waitStored waits until every key is stored.
@@ -152,31 +67,31 @@ func (b *bundle) waitStored(t *testing.T, keys []string) {
 // in between are logged once, not once per fetch.
 func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 	b := setup(t)
-	logs := &jsonLog{}
+	logs := &logtest.Buffer{}
 	startWith(t, b, b.store, "g", func(c *ingest.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		c.Logger = logs.JSONLogger(slog.LevelInfo)
 		c.TopicCheckInterval = 200 * time.Millisecond // default 5s
 	})
 	load := startLoad(t, b.brokers)
 	begin := time.Now()
 	time.Sleep(300 * time.Millisecond)
 	beforeDelete := time.Now()
-	b.waitStored(t, load.ackedBetween(begin, beforeDelete))
+	b.waitStored(t, load.AckedIn([2]time.Time{begin, beforeDelete}))
 
 	kafkatest.Recreate(t, b.brokers, dlqTopic, 3)
 	recreated := time.Now()
 	time.Sleep(time.Second)
-	load.halt()
-	after := load.ackedBetween(recreated, time.Now())
+	load.Stop()
+	after := load.AckedIn([2]time.Time{recreated, time.Now()})
 	if len(after) < 20 {
 		t.Fatalf("only %d records produced to the new topic", len(after))
 	}
 	b.waitStored(t, after)
 
-	if n := logs.count("fetch error"); n > 2 {
+	if n := len(logs.Find("fetch error", nil)); n > 2 {
 		t.Errorf("%d fetch error lines in the log; want each topic and reason logged at most once a minute", n)
 	}
-	if n := logs.count("deleted and created again"); n != 1 {
+	if n := len(logs.Find("deleted and created again", nil)); n != 1 {
 		t.Errorf("%d log lines say the topic was taken up anew, want 1", n)
 	}
 }
@@ -188,11 +103,7 @@ func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 func TestRecreatedDLQTopicWhilePostgresIsDownLosesNothing(t *testing.T) {
 	b := setup(t)
 	cluster, url := pgtest.NewCluster(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, url)
 	b.pool, b.store = pool, store.New(pool)
 	in := startWith(t, b, b.store, "g", func(c *ingest.Config) { c.TopicCheckInterval = 200 * time.Millisecond }).in
 	failures := func(prefix string, n int) (keys []string, recs []*kgo.Record) {

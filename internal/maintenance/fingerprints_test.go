@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/fingerprint"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -193,15 +193,15 @@ func TestBackfillRunsOnOneReplicaAtATime(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("take the lock: %v, %v", ok, err)
 	}
-	logs := &logLines{}
+	logs := &logtest.Buffer{}
 	bf := maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store, Retry: time.Minute, Clock: b.clock,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Logger: logs.TextLogger(slog.LevelDebug)})
 	mustNoErr(t, bf.Start(ctx))
 	defer func() { mustNoErr(t, bf.Stop()) }()
 	// Twice it finds the lock taken and waits a minute on the clock.
 	for try := 1; try <= 2; try++ {
 		mustNoErr(t, b.clock.BlockUntil(ctx, 1))
-		if n := logs.count("another replica is fingerprinting"); n != try {
+		if n := logs.Count("another replica is fingerprinting"); n != try {
 			t.Fatalf("%d waits logged after try %d", n, try)
 		}
 		select {
@@ -225,22 +225,4 @@ func TestBackfillRunsOnOneReplicaAtATime(t *testing.T) {
 	if r, err := b.store.Get(ctx, ids[0]); err != nil || r.Fingerprint == "" {
 		t.Fatalf("fingerprint %q, %v after the lock was free", r.Fingerprint, err)
 	}
-}
-
-// logLines collects log output.
-type logLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
 }

@@ -35,6 +35,14 @@ type Metrics struct {
 	Redelivery *Redelivery
 }
 
+// Or returns m, or a private set (New) when m is nil (for config defaults).
+func Or(m *Metrics) *Metrics {
+	if m == nil {
+		return New()
+	}
+	return m
+}
+
 // New creates the collectors and registers them, with Go and process
 // collectors, on a fresh registry.
 func New() *Metrics {

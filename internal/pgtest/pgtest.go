@@ -113,7 +113,14 @@ func URL(t testing.TB) string {
 // New returns a pool on a fresh migrated database of the test's own.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), URL(t))
+	return Pool(t, URL(t))
+}
+
+// Pool returns a pool on the database at url (from URL or NewCluster),
+// closed when the test ends.
+func Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatalf("pgtest: connect: %v", err)
 	}

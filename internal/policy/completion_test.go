@@ -3,8 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,20 +14,13 @@ import (
 // the effective policy's JSON and in explain, and the API takes them.
 func TestCompletionPolicy(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(`
+	set := loadYAML(t, `
 _default: {ack_timeout: PT30M}
 topics:
   payments: {completion: ack}
   "audit.*": {completion: ack, ack_timeout: PT2H}
   audit.eu: {completion: redelivered}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	set, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, tt := range []struct {
 		topic   string
 		want    Completion
@@ -96,14 +87,7 @@ func TestConstantIsAnAliasOfNone(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"backoff_strategy":"none"`)) {
 		t.Errorf("written back as %s", b)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("topics: {polls: {retry: {backoff_strategy: constant}}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	set, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := loadYAML(t, "topics: {polls: {retry: {backoff_strategy: constant}}}\n")
 	if got := set.Resolve("polls", "").Retry.BackoffStrategy; got != StrategyNone {
 		t.Errorf("policy file: backoff_strategy %q", got)
 	}
@@ -113,14 +97,7 @@ func TestConstantIsAnAliasOfNone(t *testing.T) {
 // and docs/operations.md says so); max_age still bounds every dead letter.
 func TestMaxCountZeroTurnsTheCountLimitOff(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("topics: {ledger: {dead_letter: {retention: {max_count: 0}}}}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	set, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := loadYAML(t, "topics: {ledger: {dead_letter: {retention: {max_count: 0}}}}\n")
 	got := set.Resolve("ledger", "")
 	if got.DeadLetter.Retention.MaxCount != 0 || got.DeadLetter.Retention.MaxAge != 180*day {
 		t.Errorf("ledger retention: %+v", got.DeadLetter.Retention)

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,11 +45,9 @@ func TestLimitsClamp(t *testing.T) {
 func TestLoadWithinLimits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(`topics:
+	writeFile(t, dir, `topics:
   orders: {retry: {max_attempts: 300, initial_interval: PT0.1S, max_interval: PT1M}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "max_attempts: must be at most 100") ||
 		!strings.Contains(err.Error(), "initial_interval: must be at least PT1S") {
 		t.Fatalf("default limits: %v", err)
@@ -65,9 +61,7 @@ func TestLoadWithinLimits(t *testing.T) {
 	}
 	// A floor above the system default initial_interval (PT1S) and a
 	// ceiling below its max_attempts (3) need them set in _default.
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("topics:\n  orders: {max_age: P1D}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, "topics:\n  orders: {max_age: P1D}\n")
 	_, err = Limits{MaxAttempts: 2, MinInterval: 5 * time.Second}.LoadDir(dir)
 	for _, want := range []string{
 		"retry.initial_interval: the system default PT1S is below REDRIVE_RETRY_MIN_INTERVAL (PT5S); set it in _default",
@@ -77,10 +71,8 @@ func TestLoadWithinLimits(t *testing.T) {
 			t.Errorf("floor 5s, ceiling 2: %v\nwant %q", err, want)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(`_default: {retry: {max_attempts: 2, initial_interval: PT5S}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, dir, `_default: {retry: {max_attempts: 2, initial_interval: PT5S}}
+`)
 	if _, err := (Limits{MaxAttempts: 2, MinInterval: 5 * time.Second}).LoadDir(dir); err != nil {
 		t.Errorf("with _default set: %v", err)
 	}

@@ -2,8 +2,6 @@ package policy
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,13 +15,7 @@ import (
 func TestTargetTopicMayNotNameAReservedTopic(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("topics:\n  orders:\n    redelivery: {target_topic: __consumer_offsets}\n")
+	writeFile(t, dir, "topics:\n  orders:\n    redelivery: {target_topic: __consumer_offsets}\n")
 	_, err := LoadDir(dir)
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `topics.orders.redelivery.target_topic: "__consumer_offsets" is a Kafka internal topic`) {
 		t.Fatalf("LoadDir = %v; want target_topic refused as a Kafka internal topic", err)
@@ -34,7 +26,7 @@ func TestTargetTopicMayNotNameAReservedTopic(t *testing.T) {
 	}
 
 	reserved := dlq.NewReservedTopics("dead_letter_queue", "dead_letter_queue.archive", "dead_letter_queue.events")
-	write("_default: {}\ntopics:\n  orders:\n    types:\n      refund:\n        redelivery: {target_topic: dead_letter_queue}\n" +
+	writeFile(t, dir, "_default: {}\ntopics:\n  orders:\n    types:\n      refund:\n        redelivery: {target_topic: dead_letter_queue}\n"+
 		"  payments:\n    redelivery: {target_topic: dead_letter_queue.events}\n  audit:\n    redelivery: {target_topic: audit.replay}\n")
 	if _, err := NewWatcher(dir, dlq.ReservedTopics{}, nil); err != nil {
 		t.Fatalf("without reserved topics the file is fine: %v", err)

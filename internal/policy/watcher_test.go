@@ -12,6 +12,26 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
+// writeFile writes body to dir as the policy file p.yaml.
+func writeFile(t *testing.T, dir, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadYAML loads body as the one policy file of a directory.
+func loadYAML(t *testing.T, body string) *Set {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, body)
+	set, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 func writePolicy(t *testing.T, dir, body string) {
 	t.Helper()
 	path := filepath.Join(dir, "topics.yaml")

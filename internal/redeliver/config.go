@@ -1,6 +1,7 @@
 package redeliver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,35 +86,19 @@ func (c Config) withDefaults() Config {
 	if c.Policies == nil {
 		c.Policies = (*policy.Set)(nil)
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
-	}
-	if c.Workers == 0 {
-		c.Workers = 2
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 4 * c.Workers
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = 5 * time.Second
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.Workers = cmp.Or(c.Workers, 2)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, 4*c.Workers)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, 5*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
 	if c.Owner == "" {
 		c.Owner = defaultOwner()
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.New()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Metrics = metrics.Or(c.Metrics)
 	return c
 }
 
@@ -173,29 +158,15 @@ func (c ArchiverConfig) withDefaults() ArchiverConfig {
 	if c.Topic == nil {
 		c.Topic = DefaultArchiveTopic
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = 5 * time.Second
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
-	if c.TopicCheckInterval == 0 {
-		c.TopicCheckInterval = 30 * time.Second
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, 5*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.TopicCheckInterval = cmp.Or(c.TopicCheckInterval, 30*time.Second)
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.New()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Metrics = metrics.Or(c.Metrics)
 	return c
 }
 

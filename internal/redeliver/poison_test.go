@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,34 +17,11 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/service"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(level string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(s.b.String(), "\n") {
-		if strings.Contains(l, "level="+level) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // TestPoisonRecordsFailOnlyThemselves: a record whose topic is missing, one
 // whose topic name is invalid and one too large for Kafka keep failing — on a
@@ -63,8 +39,8 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 	large := b.dueWith(t, "big", huge)           // over the producer's 1 MB limit
 	discarded := b.discardedWith(t, "big", huge) // its archive copy is too large too
 
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logs := &logtest.Buffer{}
+	log := logs.TextLogger(slog.LevelInfo)
 	m := metrics.New()
 	fast := redeliver.Backoff{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 	s := b.scheduler(t, nil, func(c *redeliver.Config) {
@@ -119,11 +95,11 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 
 	// A quiet log: each queue and reason is logged once (at most once a
 	// minute), however often it failed.
-	warns := logs.lines("WARN")
+	warns := logs.Lines("level=WARN")
 	if len(warns) != 3 {
 		t.Fatalf("%d WARN lines, want 3 (one per poison queue):\n%s", len(warns), strings.Join(warns, "\n"))
 	}
-	if errs := logs.lines("ERROR"); len(errs) != 0 {
+	if errs := logs.Lines("level=ERROR"); len(errs) != 0 {
 		t.Fatalf("ERROR lines:\n%s", strings.Join(errs, "\n"))
 	}
 }

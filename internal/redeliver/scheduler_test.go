@@ -45,11 +45,7 @@ func setup(t *testing.T, topics ...string) *bundle {
 	t.Helper()
 	t.Parallel()
 	url := pgtest.URL(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.Pool(t, url)
 	return &bundle{
 		brokers: kafkatest.New(t, append([]string{dlqTopic, dlqTopic + ".archive"}, topics...)...),
 		url:     url, pool: pool, store: store.New(pool), clock: clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond)),
