@@ -305,7 +305,7 @@ const maxRateLimit = 100_000
 func (s *Server) bulkRetry(c echo.Context) error { return s.bulk(c, store.TaskRetry) }
 func (s *Server) bulkPurge(c echo.Context) error { return s.bulk(c, store.TaskPurge) }
 
-func (s *Server) bulk(c echo.Context, kind string) error {
+func (s *Server) bulk(c echo.Context, kind store.TaskKind) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	noteAudit(c, "dry_run", canon, &n)
 	if !b.Confirm {
 		out := map[string]any{"dry_run": true, "would_affect": n, "filter": canon,
-			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"}
+			"message": "nothing changed; send \"confirm\": true to " + string(kind) + " these records"}
 		if kind == store.TaskRetry {
 			out["skipped"] = skipped
 			if skipped > 0 {
@@ -419,7 +419,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // (dead_letter.retried or dead_letter.deleted); the App publishes them.
 func BatchEvents(kind string, rows []store.BatchRow) []events.Event {
 	t := events.DeadLetterRetried
-	if kind == store.TaskPurge {
+	if kind == string(store.TaskPurge) {
 		t = events.DeadLetterDeleted
 	}
 	out := make([]events.Event, len(rows))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,42 +74,36 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 	}
 	f, sc := p.Filter, p.Scope
 	f.State, f.Exhaustion, f.Unacknowledged, sc.States, sc.InFlight = "", "", nil, nil, nil
-	cond, args := where(&f, &sc, []any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
-	args = append(args, p.DiscardedBefore)
-	cond += fmt.Sprintf(" AND discarded_at <= $%d", len(args))
-	args = append(args, p.MaxReplays)
-	cond += fmt.Sprintf(" AND %s < $%d", ruleCount("meta"), len(args))
+	args := pgx.NamedArgs{"rule": p.Rule, "available_at": p.Now, "replayed_at": p.Now.UTC().Format(time.RFC3339Nano),
+		"discarded_before": p.DiscardedBefore, "max_replays": p.MaxReplays, "limit": p.Limit}
+	cond := where(&f, &sc, "f_", args) + " AND discarded_at <= @discarded_before AND " + ruleReplays + " < @max_replays"
 	if p.Queue != "" {
-		args = append(args, p.Queue)
-		cond += fmt.Sprintf(" AND queue = $%d", len(args))
+		args["rule_queue"] = p.Queue
+		cond += " AND queue = @rule_queue"
 	}
 	if len(p.ExcludeQueues) > 0 {
-		args = append(args, p.ExcludeQueues)
-		cond += fmt.Sprintf(" AND queue <> ALL($%d)", len(args))
+		args["exclude_queues"] = p.ExcludeQueues
+		cond += " AND queue <> ALL(@exclude_queues)"
 	}
-	args = append(args, p.Limit)
-	q := fmt.Sprintf(`
+	q := `
 		WITH picked AS (
 			SELECT id FROM redrive_record
-			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND %s
-			ORDER BY discarded_at LIMIT $%d
+			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND ` + cond + `
+			ORDER BY discarded_at LIMIT @limit
 			FOR UPDATE SKIP LOCKED
 		)
-		UPDATE redrive_record r SET
-			state = 'available', attempt = 0, next_retry_at = $2, enqueued_at = $2,
-			exhaustion = NULL, discarded_at = NULL, updated_at = $2,
+		UPDATE redrive_record r SET ` + makeAvailable + `,
 			meta = r.meta || jsonb_build_object(
-				'ojs.replay_count', %s + 1,
-				'ojs.last_replayed_at', $3::text,
-				'ojs.replay_rule', $1::text,
+				'ojs.replay_count', ` + replayCount + ` + 1,
+				'ojs.last_replayed_at', @replayed_at::text,
+				'ojs.replay_rule', @rule::text,
 				'redrive.replays', CASE WHEN jsonb_typeof(r.meta->'redrive.replays') = 'object'
 				                        THEN r.meta->'redrive.replays' ELSE '{}'::jsonb END
-				                   || jsonb_build_object($1::text, %s + 1))
+				                   || jsonb_build_object(@rule::text, ` + ruleReplays + ` + 1))
 		FROM picked WHERE r.id = picked.id
 		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int,
-			substring(r.key from 1 for %d), coalesce(octet_length(r.key), -1)`,
-		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"), BatchKeyBytes)
-	rows, err := m.db.Query(ctx, q, args...)
+			substring(r.key from 1 for ` + strconv.Itoa(BatchKeyBytes) + `), coalesce(octet_length(r.key), -1)`
+	rows, err := m.db.Query(ctx, q, args)
 	if err != nil {
 		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
 	}
@@ -123,16 +118,16 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 	return out, nil
 }
 
-// jsonInt is a SQL expression reading a JSON number as an integer, 0 when it
-// is missing or not a number (meta is user-editable).
-func jsonInt(expr string) string {
-	return fmt.Sprintf("(CASE WHEN jsonb_typeof(%[1]s) = 'number' THEN floor((%[1]s)::numeric)::int ELSE 0 END)", expr)
-}
-
-// ruleCount is how often rule $1 replayed the record whose meta is metaCol.
-func ruleCount(metaCol string) string {
-	return jsonInt(metaCol + "->'redrive.replays'->($1::text)")
-}
+// replayCount is how often the record's meta says it was replayed; ruleReplays
+// how often rule @rule replayed it. Each reads a JSON number as an integer, 0
+// when it is missing or not a number (meta is user-editable). The columns are
+// unqualified: both read the meta of the one record a statement looks at.
+const (
+	replayCount = `(CASE WHEN jsonb_typeof(meta->'ojs.replay_count') = 'number'
+		THEN floor((meta->'ojs.replay_count')::numeric)::int ELSE 0 END)`
+	ruleReplays = `(CASE WHEN jsonb_typeof(meta->'redrive.replays'->(@rule::text)) = 'number'
+		THEN floor((meta->'redrive.replays'->(@rule::text))::numeric)::int ELSE 0 END)`
+)
 
 // ReplayRule is a replay rule created through the API.
 type ReplayRule struct {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/internal/clock"
@@ -185,7 +184,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			cursor = *t.CursorID
 		}
 		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
-		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx pgx.Tx) (store.BatchResult, error) {
+		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx *store.Tx) (store.BatchResult, error) {
 			if t.Kind == store.TaskPurge {
 				return r.store.PurgeBatch(ctx, tx, p)
 			}
@@ -235,7 +234,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			if t.Kind == store.TaskRetry {
 				r.cfg.Wake()
 			}
-			r.cfg.OnBatch(t.Kind, res.Rows)
+			r.cfg.OnBatch(string(t.Kind), res.Rows)
 			// Pay for the batch done: the next waits until the rate allows
 			// it, and the last (empty) one waits for nothing.
 			if lim != nil {
@@ -282,7 +281,7 @@ func Selection(t *store.Task, ownTopics []string) (filter.Filter, filter.Scope, 
 	return f, scope, nil
 }
 
-func (r *Runner) finish(ctx context.Context, t *store.Task, state string, log *slog.Logger) {
+func (r *Runner) finish(ctx context.Context, t *store.Task, state store.TaskState, log *slog.Logger) {
 	if _, err := r.store.FinishTask(context.WithoutCancel(ctx), t, state); err != nil {
 		log.Warn("finish task", "state", state, "err", err)
 		return

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/clock"
@@ -60,7 +59,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	if err != nil || dead.ID != created.ID {
 		t.Fatalf("claim = %+v, %v", dead, err)
 	}
-	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx pgx.Tx) (store.BatchResult, error) {
+	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx *store.Tx) (store.BatchResult, error) {
 		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: filter.Filter{Queue: "orders"}, Limit: 500})
 	}); err != nil {
 		t.Fatal(err)
