@@ -32,14 +32,14 @@ var qualifiedReadColumns = "r." + strings.ReplaceAll(readColumns, ", ", ", r.")
 // oldest due first, for lease.
 func (s *Store) ClaimArchive(ctx context.Context, now time.Time, limit int, lease time.Duration) (*ArchiveClaim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	recs, err := collect(ctx, s.pool, "claim archive copies", scanRecord, fmt.Sprintf(`
+	recs, err := collect(ctx, s.pool, "claim archive copies", scanRecord, `
 		WITH due AS (
 			SELECT id FROM redrive_record
 			WHERE archive_state IN ('pending', 'failed') AND coalesce(archive_retry_at, '-infinity'::timestamptz) <= $1
 			ORDER BY coalesce(archive_retry_at, '-infinity'::timestamptz) LIMIT $2 FOR UPDATE SKIP LOCKED)
 		UPDATE redrive_record r SET archive_token = $3, archive_retry_at = $1::timestamptz + $4 * interval '1 millisecond'
 		FROM due WHERE r.id = due.id
-		RETURNING %s`, qualifiedReadColumns), now, limit, token, lease.Milliseconds())
+		RETURNING `+qualifiedReadColumns, now, limit, token, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}

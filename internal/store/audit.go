@@ -69,36 +69,36 @@ type AuditParams struct {
 // whether more follow.
 func (s *Store) Audit(ctx context.Context, p *AuditParams) ([]AuditEntry, int64, bool, error) {
 	conds := "TRUE"
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds += fmt.Sprintf(" AND "+cond, len(args))
+	args := pgx.NamedArgs{}
+	add := func(name, cond string, v any) {
+		args[name] = v
+		conds += " AND " + cond
 	}
 	if p.KeyName != "" {
-		add("key_name = $%d", p.KeyName)
+		add("key_name", "key_name = @key_name", p.KeyName)
 	}
 	if p.Action != "" {
-		add("action = $%d", p.Action)
+		add("action", "action = @action", p.Action)
 	}
 	if p.Target != "" {
-		add("target = $%d", p.Target)
+		add("target", "target = @target", p.Target)
 	}
 	if !p.Since.IsZero() {
-		add("at >= $%d", p.Since)
+		add("since", "at >= @since", p.Since)
 	}
 	if !p.Until.IsZero() {
-		add("at < $%d", p.Until)
+		add("until", "at < @until", p.Until)
 	}
 	var total int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_audit WHERE "+conds, args...).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_audit WHERE "+conds, args).Scan(&total); err != nil {
 		return nil, 0, false, fmt.Errorf("count audit log: %w", err)
 	}
 	if p.BeforeID > 0 {
-		add("id < $%d", p.BeforeID)
+		add("before_id", "id < @before_id", p.BeforeID)
 	}
-	args = append(args, p.Limit+1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
-		FROM redrive_audit WHERE %s ORDER BY id DESC LIMIT $%d`, conds, len(args)), args...)
+	args["limit"] = p.Limit + 1
+	rows, err := s.pool.Query(ctx, `SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
+		FROM redrive_audit WHERE `+conds+` ORDER BY id DESC LIMIT @limit`, args)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
 	}

@@ -55,27 +55,29 @@ type PruneSet struct {
 	Exhaustion dlq.Exhaustion
 }
 
-func (p *PruneSet) where(args []any) (cond string, tsCol string, out []any, err error) {
-	args = append(args, p.Queue)
+// where renders the set's condition, binding its values into args, and the
+// column its records' age is counted from.
+func (p *PruneSet) where(args pgx.NamedArgs) (cond string, tsCol string, err error) {
+	args["queue"] = p.Queue
 	switch {
 	case p.State == dlq.StateDiscarded && p.Exhaustion.Valid():
-		args = append(args, string(p.Exhaustion))
-		return fmt.Sprintf("queue = $%d AND state = 'discarded' AND exhaustion = $%d", len(args)-1, len(args)),
-			"discarded_at", args, nil
+		args["exhaustion"] = string(p.Exhaustion)
+		return "queue = @queue AND state = 'discarded' AND exhaustion = @exhaustion", "discarded_at", nil
 	case p.State == dlq.StateCompleted && p.Exhaustion == "":
-		return fmt.Sprintf("queue = $%d AND state = 'completed'", len(args)), "completed_at", args, nil
+		return "queue = @queue AND state = 'completed'", "completed_at", nil
 	}
-	return "", "", nil, fmt.Errorf("prune set: state %q with exhaustion %q is not prunable", p.State, p.Exhaustion)
+	return "", "", fmt.Errorf("prune set: state %q with exhaustion %q is not prunable", p.State, p.Exhaustion)
 }
 
 // CountPruneSet counts the records of the set.
 func (m *Maint) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
-	cond, _, args, err := p.where(nil)
+	args := pgx.NamedArgs{}
+	cond, _, err := p.where(args)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s records of %s: %w", p.State, p.Queue, err)
 	}
 	return n, nil
@@ -95,23 +97,24 @@ type PruneBatchParams struct {
 	Archived bool
 }
 
-// cond renders the batch's condition and arguments, and the column its age
-// is counted from.
-func (p *PruneBatchParams) cond() (string, string, []any, error) {
+// cond renders the batch's condition, binding its values (and its limit)
+// into args, and the column its age is counted from.
+func (p *PruneBatchParams) cond(args pgx.NamedArgs) (string, string, error) {
 	if p.Limit <= 0 {
-		return "", "", nil, errors.New("prune batch: limit must be > 0")
+		return "", "", errors.New("prune batch: limit must be > 0")
 	}
-	cond, tsCol, args, err := p.where(nil)
+	cond, tsCol, err := p.where(args)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", err
 	}
+	args["limit"] = p.Limit
 	if !p.Before.IsZero() {
-		args = append(args, p.Before)
-		cond += fmt.Sprintf(" AND %s < $%d", tsCol, len(args))
+		args["before"] = p.Before
+		cond += " AND " + tsCol + " < @before"
 	}
 	// Records waiting for redelivery are never terminal; skip them defensively.
 	cond += " AND next_retry_at IS NULL"
-	return cond, tsCol, args, nil
+	return cond, tsCol, nil
 }
 
 // PruneBatch deletes up to Limit records of the set, oldest first, and
@@ -119,16 +122,16 @@ func (p *PruneBatchParams) cond() (string, string, []any, error) {
 // a batch never waits on other work and never holds many locks for long. It
 // never talks to Kafka: archive copies are the archiver's (RequestArchive).
 func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, error) {
-	cond, tsCol, args, err := p.cond()
+	args := pgx.NamedArgs{}
+	cond, tsCol, err := p.cond(args)
 	if err != nil {
 		return 0, err
 	}
 	if p.Archived {
 		cond += " AND (archive_state IS NULL OR archive_state = 'done')"
 	}
-	args = append(args, p.Limit)
-	tag, err := m.db.Exec(ctx, fmt.Sprintf(`DELETE FROM redrive_record WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`, cond, tsCol, len(args)), args...)
+	tag, err := m.db.Exec(ctx, `DELETE FROM redrive_record WHERE id IN (
+		SELECT id FROM redrive_record WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`, args)
 	if err != nil {
 		return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
 	}
@@ -140,14 +143,14 @@ func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, err
 // oldest first, and returns how many. A later pass prunes them once the
 // archiver has copied them.
 func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64, error) {
-	cond, tsCol, args, err := p.cond()
+	args := pgx.NamedArgs{}
+	cond, tsCol, err := p.cond(args)
 	if err != nil {
 		return 0, err
 	}
-	args = append(args, p.Limit)
-	tag, err := m.db.Exec(ctx, fmt.Sprintf(`UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s AND archive_state IS NULL ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`,
-		cond, tsCol, len(args)), args...)
+	tag, err := m.db.Exec(ctx, `UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
+		SELECT id FROM redrive_record WHERE `+cond+` AND archive_state IS NULL ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`,
+		args)
 	if err != nil {
 		return 0, fmt.Errorf("request archive copies of %s records of %s: %w", p.State, p.Queue, err)
 	}
