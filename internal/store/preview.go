@@ -117,8 +117,8 @@ var previewExpr = map[string]string{
 			WHERE n <= :backtrace_lines), '[]'::jsonb),
 		'details', CASE WHEN octet_length((e->'details')::text) <= :details_bytes THEN e->'details' ELSE '{}'::jsonb END)), '[]'::jsonb)
 		FROM (SELECT errors->-1 AS e) x WHERE e IS NOT NULL)`),
-	"retry": previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
-	"meta":  previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
+	"retry":      previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
+	"meta":       previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
 	"redelivery": previewBounds("CASE WHEN octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END"),
 }
 
