@@ -143,16 +143,7 @@ func (s *Store) OldestRecords(ctx context.Context, queues []string) (map[string]
 func (s *Store) CompactActivity(ctx context.Context, now time.Time) error {
 	cut := now.Truncate(time.Hour).Add(-ActivityMinutes) // minutes from here on stay minutes
 	hour := cut.Add(-time.Hour)                          // the hour folded now
-	_, err := s.pool.Exec(ctx, `
-		WITH m AS (DELETE FROM redrive_queue_activity WHERE minute >= $1 RETURNING *),
-		h AS (DELETE FROM redrive_queue_activity WHERE minute >= $2 AND minute < $1 RETURNING *),
-		old AS (DELETE FROM redrive_queue_activity WHERE minute < $3),
-		fm AS (INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
-			SELECT queue, fingerprint, minute, sum(added), sum(retried) FROM m GROUP BY 1, 2, 3)
-		INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
-		SELECT queue, fingerprint, $2, sum(added), sum(retried) FROM h GROUP BY 1, 2`,
-		cut, hour, now.Add(-ActivityKept))
-	if err != nil {
+	if err := s.q.ActivityCompact(ctx, s.pool, hour, cut, now.Add(-ActivityKept)); err != nil {
 		return fmt.Errorf("compact queue activity: %w", err)
 	}
 	return nil

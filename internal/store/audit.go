@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // AuditEntry is one state-changing API call.
@@ -35,9 +37,9 @@ func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 	filter, before, after := auditJSON(e.Filter), auditJSON(e.Before), auditJSON(e.After)
 	// Refused calls are logged too, whatever bytes they carried: text
 	// columns get valid UTF-8 without NUL.
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id, before, after)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		clean(e.KeyName), e.Action, e.Method, clean(e.Path), clean(e.Target), filter, e.Count, e.Status, clean(e.RequestID), before, after)
+	err := s.q.AuditAdd(ctx, s.pool, dbsqlc.AuditAddParams{KeyName: clean(e.KeyName), Action: e.Action, Method: e.Method,
+		Path: clean(e.Path), Target: clean(e.Target), Filter: filter, Count: e.Count, Status: int32(e.Status),
+		RequestID: clean(e.RequestID), Before: before, After: after})
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
@@ -46,7 +48,7 @@ func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 
 // auditJSON is JSON for a jsonb column of the audit log: NULL when empty,
 // NUL escapes replaced.
-func auditJSON(b json.RawMessage) any {
+func auditJSON(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}

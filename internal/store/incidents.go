@@ -187,20 +187,13 @@ func (s *Store) GetIncident(ctx context.Context, id string) (*Incident, error) {
 
 // IncidentsPerQueue counts, per queue, the incidents with live records.
 func (s *Store) IncidentsPerQueue(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT queue, count(*) FROM (
-			SELECT queue, fingerprint FROM redrive_record_count WHERE fingerprint <> ''
-			GROUP BY 1, 2 HAVING sum(n) > 0) c
-		GROUP BY 1`)
+	rows, err := s.q.IncidentsPerQueue(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("incidents per queue: %w", err)
 	}
-	out := map[string]int64{}
-	var q string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("incidents per queue: %w", err)
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Queue] = r.N
 	}
 	return out, nil
 }
@@ -261,13 +254,15 @@ type OldIncident struct {
 // replica of an older version, during a rolling upgrade). One pass over
 // the primary key across the pages, however many incidents there are.
 func (s *Store) IncidentsBefore(ctx context.Context, version int, after string, limit int) ([]OldIncident, error) {
-	return collect(ctx, s.pool, "incidents of older fingerprint rules", func(row pgx.CollectableRow) (OldIncident, error) {
-		var o OldIncident
-		err := row.Scan(&o.Fingerprint, &o.FirstSeen, &o.LastSeen)
-		return o, err
-	}, `SELECT fingerprint, first_seen, last_seen FROM redrive_incident
-		WHERE fingerprint > $2 AND rules_version < $1 AND (refingerprinted_at IS NULL OR last_seen > refingerprinted_at)
-		ORDER BY fingerprint LIMIT $3`, version, after, limit)
+	rows, err := s.q.IncidentsBefore(ctx, s.pool, after, int16(version), int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("incidents of older fingerprint rules: %w", err)
+	}
+	out := make([]OldIncident, len(rows))
+	for i, r := range rows {
+		out[i] = OldIncident{Fingerprint: r.Fingerprint, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+	}
+	return out, nil
 }
 
 // RecordsOf returns up to limit records whose fingerprint is one of fps,
@@ -315,9 +310,7 @@ func (s *Store) MergeIncident(ctx context.Context, old OldIncident, into string)
 // MarkRefingerprinted notes that incidents of older rules have no records
 // left, so that IncidentsBefore skips them until one is seen again.
 func (s *Store) MarkRefingerprinted(ctx context.Context, fps []string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE redrive_incident SET refingerprinted_at = greatest(now(), last_seen)
-		WHERE fingerprint = ANY($1)`, fps)
-	if err != nil {
+	if err := s.q.IncidentsMarkRefingerprinted(ctx, s.pool, fps); err != nil {
 		return fmt.Errorf("mark %d incidents fingerprinted again: %w", len(fps), err)
 	}
 	return nil

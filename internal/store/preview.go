@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // What a preview listing (ListPreviews) reads of a record's parts that a
@@ -225,7 +227,16 @@ func (s *Store) RecordPart(ctx context.Context, id, part string) ([]byte, error)
 	}
 	var b []byte
 	var null bool
-	err := s.pool.QueryRow(ctx, "SELECT "+part+", "+part+" IS NULL FROM redrive_record WHERE id = $1", id).Scan(&b, &null)
+	var err error
+	if part == "key" {
+		var r dbsqlc.RecordKeyRow
+		r, err = s.q.RecordKey(ctx, s.pool, id)
+		b, null = r.Key, r.Null
+	} else {
+		var r dbsqlc.RecordValueRow
+		r, err = s.q.RecordValue(ctx, s.pool, id)
+		b, null = r.Value, r.Null
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

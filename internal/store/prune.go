@@ -272,19 +272,13 @@ type RecordCountRow struct {
 // RecordCounts sums the statistics table the triggers maintain: cheap at any
 // table size (a few hundred rows once compacted).
 func (s *Store) RecordCounts(ctx context.Context) ([]RecordCountRow, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT queue, state, exhaustion, error_type, sum(n)::bigint FROM redrive_record_count
-		GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`)
+	rows, err := s.q.RecordCounts(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("record counts: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordCountRow, error) {
-		var r RecordCountRow
-		err := row.Scan(&r.Queue, &r.State, &r.Exhaustion, &r.ErrorType, &r.N)
-		return r, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record counts: %w", err)
+	out := make([]RecordCountRow, len(rows))
+	for i, r := range rows {
+		out[i] = RecordCountRow{Queue: r.Queue, State: r.State, Exhaustion: r.Exhaustion, ErrorType: r.ErrorType, N: r.N}
 	}
 	return out, nil
 }

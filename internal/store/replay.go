@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/filter"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrRuleExists is returned when creating a replay rule whose name is taken.
@@ -145,21 +147,17 @@ type ReplayRule struct {
 	CreatedAt, UpdatedAt   time.Time
 }
 
-const replayRuleColumns = "name, filter, delay_ms, max_replays, enabled, rate_limit, window_start, window_end, time_zone, created_at, updated_at"
-
-func scanReplayRule(row pgx.CollectableRow) (ReplayRule, error) {
-	var r ReplayRule
-	var delayMS int64
-	var ws, we *string
-	err := row.Scan(&r.Name, &r.Filter, &delayMS, &r.MaxReplays, &r.Enabled, &r.RateLimit, &ws, &we, &r.TimeZone, &r.CreatedAt, &r.UpdatedAt)
-	r.Delay = time.Duration(delayMS) * time.Millisecond
-	if ws != nil {
-		r.WindowStart = *ws
+func replayRuleOf(r dbsqlc.RedriveReplayRule) ReplayRule {
+	out := ReplayRule{Name: r.Name, Filter: r.Filter, Delay: time.Duration(r.DelayMs) * time.Millisecond,
+		MaxReplays: int(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit, TimeZone: r.TimeZone,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.WindowStart != nil {
+		out.WindowStart = *r.WindowStart
 	}
-	if we != nil {
-		r.WindowEnd = *we
+	if r.WindowEnd != nil {
+		out.WindowEnd = *r.WindowEnd
 	}
-	return r, err
+	return out
 }
 
 func nullString(s string) *string {
@@ -171,21 +169,35 @@ func nullString(s string) *string {
 
 // ListReplayRules returns the API's replay rules by name.
 func (s *Store) ListReplayRules(ctx context.Context) ([]ReplayRule, error) {
-	return collect(ctx, s.pool, "list replay rules", scanReplayRule, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule ORDER BY name")
+	rows, err := s.q.ReplayRuleList(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("list replay rules: %w", err)
+	}
+	out := make([]ReplayRule, len(rows))
+	for i, r := range rows {
+		out[i] = replayRuleOf(r)
+	}
+	return out, nil
 }
 
 // GetReplayRule returns one rule, or ErrNotFound.
 func (s *Store) GetReplayRule(ctx context.Context, name string) (*ReplayRule, error) {
-	return collectOne(ctx, s.pool, "get replay rule "+name, scanReplayRule,
-		"SELECT "+replayRuleColumns+" FROM redrive_replay_rule WHERE name = $1", name)
+	r, err := s.q.ReplayRuleGet(ctx, s.pool, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
+	}
+	out := replayRuleOf(r)
+	return &out, nil
 }
 
 // CreateReplayRule stores a new rule; ErrRuleExists when the name is taken.
 func (s *Store) CreateReplayRule(ctx context.Context, r *ReplayRule) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_replay_rule (`+replayRuleColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
-		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.CreatedAt)
+	err := s.q.ReplayRuleCreate(ctx, s.pool, dbsqlc.ReplayRuleCreateParams{Name: r.Name, Filter: r.Filter,
+		DelayMs: r.Delay.Milliseconds(), MaxReplays: int32(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit,
+		WindowStart: nullString(r.WindowStart), WindowEnd: nullString(r.WindowEnd), TimeZone: r.TimeZone, CreatedAt: r.CreatedAt})
 	if isUniqueViolation(err) {
 		return ErrRuleExists
 	}
@@ -198,15 +210,13 @@ func (s *Store) CreateReplayRule(ctx context.Context, r *ReplayRule) error {
 // UpdateReplayRule replaces a rule's settings (not its name or created_at);
 // ErrNotFound when there is none.
 func (s *Store) UpdateReplayRule(ctx context.Context, r *ReplayRule) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE redrive_replay_rule SET filter = $2, delay_ms = $3, max_replays = $4,
-		enabled = $5, rate_limit = $6, window_start = $7, window_end = $8, time_zone = $9, updated_at = $10
-		WHERE name = $1`,
-		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
-		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.UpdatedAt)
+	n, err := s.q.ReplayRuleUpdate(ctx, s.pool, dbsqlc.ReplayRuleUpdateParams{Name: r.Name, Filter: r.Filter,
+		DelayMs: r.Delay.Milliseconds(), MaxReplays: int32(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit,
+		WindowStart: nullString(r.WindowStart), WindowEnd: nullString(r.WindowEnd), TimeZone: r.TimeZone, UpdatedAt: r.UpdatedAt})
 	if err != nil {
 		return fmt.Errorf("update replay rule %s: %w", r.Name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil
@@ -214,11 +224,11 @@ func (s *Store) UpdateReplayRule(ctx context.Context, r *ReplayRule) error {
 
 // DeleteReplayRule removes a rule; ErrNotFound when there is none.
 func (s *Store) DeleteReplayRule(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_replay_rule WHERE name = $1", name)
+	n, err := s.q.ReplayRuleDelete(ctx, s.pool, name)
 	if err != nil {
 		return fmt.Errorf("delete replay rule %s: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil

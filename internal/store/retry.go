@@ -96,8 +96,7 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 // whyNot tells ErrNotFound, ErrInFlight and ErrConflict apart after a
 // guarded retry matched nothing.
 func (s *Store) whyNot(ctx context.Context, id string) error {
-	var exists, inFlight bool
-	err := s.pool.QueryRow(ctx, "SELECT true, "+inFlightSQL+" FROM redrive_record WHERE id = $1", id).Scan(&exists, &inFlight)
+	inFlight, err := s.q.RecordInFlight(ctx, s.pool, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return ErrNotFound
@@ -112,18 +111,14 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // DeleteRecord deletes one record, or returns ErrNotFound. A record the
 // scheduler is producing right now is waited for.
 func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
-	rows, err := s.pool.Query(ctx, "DELETE FROM redrive_record WHERE id = $1 RETURNING "+batchRowColumns, id)
+	d, err := s.q.RecordDelete(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BatchRow{}, ErrNotFound
+	}
 	if err != nil {
 		return BatchRow{}, fmt.Errorf("delete record %s: %w", id, err)
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[BatchRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, ErrNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("delete record %s: %w", id, err)
-	}
-	return r, nil
+	return BatchRow{ID: d.ID, Queue: d.Queue, Type: d.Type, KeyPrefix: d.KeyPrefix, KeySize: int(d.KeySize)}, nil
 }
 
 // BatchRow is a record a bulk change touched.
@@ -277,13 +272,11 @@ func (s *Store) RetryOldest(ctx context.Context, f *filter.Filter, sc filter.Sco
 // Redelivered counts how many of ids were produced to Kafka at or after
 // their retry (redelivered_at set and next_retry_at cleared).
 func (s *Store) Redelivered(ctx context.Context, ids []string) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM redrive_record
-		WHERE id = ANY($1) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL`, ids).Scan(&n)
+	n, err := s.q.RecordsRedelivered(ctx, s.pool, ids)
 	if err != nil {
 		return 0, fmt.Errorf("check redelivery: %w", err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // PurgeAll deletes every record matching f in batches and returns how many.

@@ -79,28 +79,21 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 // exhaustion (Stats' ByQueueState, without the rest): one row per queue,
 // state and exhaustion, whatever the number of records.
 func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue, state, exhaustion, sum(n)::bigint FROM redrive_record_count
-		GROUP BY 1, 2, 3 HAVING sum(n) <> 0`)
+	rows, err := s.q.QueueCounts(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("read queue counts: %w", err)
 	}
 	out := map[string]map[string]int64{}
-	var q, state, exh string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&q, &state, &exh, &n}, func() error {
-		m := out[q]
+	for _, r := range rows {
+		m := out[r.Queue]
 		if m == nil {
 			m = make(map[string]int64, 4)
-			out[q] = m
+			out[r.Queue] = m
 		}
-		m[state] += n
-		if exh != "" {
-			m[exh] += n
+		m[r.State] += r.N
+		if r.Exhaustion != "" {
+			m[r.Exhaustion] += r.N
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read queue counts: %w", err)
 	}
 	return out, nil
 }
@@ -110,11 +103,7 @@ func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, e
 // concurrently with writers or with itself is safe (each run folds only the
 // rows its snapshot sees, and deletes what it folds).
 func (s *Store) CompactCounts(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM redrive_record_count RETURNING *)
-		INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
-		SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
-		GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0`)
-	if err != nil {
+	if err := s.q.CompactCounts(ctx, s.pool); err != nil {
 		return fmt.Errorf("compact record counts: %w", err)
 	}
 	return nil

@@ -1,0 +1,19 @@
+-- Single records (retry.go, preview.go, sort.go).
+
+-- name: RecordDelete :one
+DELETE FROM redrive_record WHERE id = @id
+RETURNING id, queue, type, substring(key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(key), -1)::int AS key_size;
+
+-- name: RecordInFlight :one
+SELECT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
+FROM redrive_record r WHERE r.id = @id;
+
+-- name: RecordsRedelivered :one
+SELECT count(*) FROM redrive_record
+WHERE id = ANY(@ids::uuid[]) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL;
+
+-- name: RecordKey :one
+SELECT key, (key IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+
+-- name: RecordValue :one
+SELECT value, (value IS NULL)::bool AS null FROM redrive_record WHERE id = @id;

@@ -1,0 +1,15 @@
+-- The statistics table the triggers keep (stats.go, prune.go).
+
+-- name: QueueCounts :many
+SELECT queue, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
+
+-- name: CompactCounts :exec
+WITH d AS (DELETE FROM redrive_record_count RETURNING *)
+INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
+SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
+GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0;
+
+-- name: RecordCounts :many
+SELECT queue, state, exhaustion, error_type, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
