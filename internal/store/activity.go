@@ -112,22 +112,12 @@ func (s *Store) OldestRecords(ctx context.Context, queues []string) (map[string]
 	if len(queues) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT q.name, o.created_at FROM unnest($1::text[]) AS q(name)
-		JOIN LATERAL (SELECT created_at FROM redrive_record WHERE queue >= q.name AND queue <= q.name
-			ORDER BY queue, id LIMIT 1) o ON true`, queues)
+	rows, err := s.q.OldestRecords(ctx, s.pool, queues)
 	if err != nil {
 		return nil, fmt.Errorf("read oldest records: %w", err)
 	}
-	var (
-		name string
-		at   time.Time
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &at}, func() error {
-		out[name] = at
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read oldest records: %w", err)
+	for _, r := range rows {
+		out[r.Queue] = r.CreatedAt
 	}
 	return out, nil
 }

@@ -11,32 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // TerminalQueues lists the queues that have discarded or completed records, by
 // loose scans of the partial indexes on them: the cost grows with the number
 // of queues, not of records.
 func (m *Maint) TerminalQueues(ctx context.Context) ([]string, error) {
-	rows, err := m.db.Query(ctx, `
-		WITH RECURSIVE d(queue) AS (
-			SELECT min(queue) FROM redrive_record WHERE state = 'discarded'
-			UNION ALL
-			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'discarded' AND r.queue > d.queue)
-			FROM d WHERE d.queue IS NOT NULL
-		), c(queue) AS (
-			SELECT min(queue) FROM redrive_record WHERE state = 'completed'
-			UNION ALL
-			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'completed' AND r.queue > c.queue)
-			FROM c WHERE c.queue IS NOT NULL
-		)
-		SELECT queue FROM d WHERE queue IS NOT NULL
-		UNION
-		SELECT queue FROM c WHERE queue IS NOT NULL
-		ORDER BY 1`)
-	if err != nil {
-		return nil, fmt.Errorf("list queues with terminal records: %w", err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	queues, err := m.q.TerminalQueues(ctx, m.db)
 	if err != nil {
 		return nil, fmt.Errorf("list queues with terminal records: %w", err)
 	}
@@ -163,32 +145,19 @@ func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64,
 // oldest from one probe of the discarded index per queue, so it stays cheap at
 // millions of rows.
 func (s *Store) DeadLetterDepth(ctx context.Context) (map[string]DepthRow, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.queue, c.n, (SELECT min(r.discarded_at) FROM redrive_record r
-		                      WHERE r.queue = c.queue AND r.state = 'discarded' AND r.exhaustion = 'dead_letter')
-		FROM (SELECT queue, sum(n)::bigint AS n FROM redrive_record_count
-		      WHERE state = 'discarded' AND exhaustion = 'dead_letter' GROUP BY queue) c`)
+	rows, err := s.q.DeadLetterDepth(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter depth: %w", err)
 	}
-	defer rows.Close()
 	out := map[string]DepthRow{}
-	for rows.Next() {
-		var q string
-		var d DepthRow
-		var oldest *time.Time
-		if err := rows.Scan(&q, &d.Count, &oldest); err != nil {
-			return nil, fmt.Errorf("dead-letter depth: %w", err)
-		}
-		if oldest != nil {
-			d.Oldest = *oldest
+	for _, r := range rows {
+		d := DepthRow{Count: r.N}
+		if oldest, ok := r.Oldest.(time.Time); ok {
+			d.Oldest = oldest
 		}
 		if d.Count > 0 {
-			out[q] = d
+			out[r.Queue] = d
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dead-letter depth: %w", err)
 	}
 	return out, nil
 }
@@ -211,10 +180,13 @@ type dbtx interface {
 // Maint runs the pruning and replay statements, on the pool (Store.Maint) or
 // on the connection of an AdvisoryLock, so that a maintenance pass uses one
 // connection however long it runs.
-type Maint struct{ db dbtx }
+type Maint struct {
+	db dbtx
+	q  *dbsqlc.Queries
+}
 
 // Maint runs maintenance statements on the pool.
-func (s *Store) Maint() *Maint { return &Maint{db: s.pool} }
+func (s *Store) Maint() *Maint { return &Maint{db: s.pool, q: s.q} }
 
 // TerminalQueues is Maint().TerminalQueues.
 func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
@@ -227,6 +199,7 @@ func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
 type AdvisoryLock struct {
 	conn *pgxpool.Conn
 	key  int64
+	q    *dbsqlc.Queries
 }
 
 // TryAdvisoryLock takes the session-level advisory lock key without waiting.
@@ -236,7 +209,7 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (lock *AdvisoryL
 	if err != nil {
 		return nil, false, fmt.Errorf("advisory lock %d: acquire connection: %w", key, err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+	if ok, err = s.q.AdvisoryTryLock(ctx, conn, key); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("advisory lock %d: %w", key, err)
 	}
@@ -244,19 +217,18 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (lock *AdvisoryL
 		conn.Release()
 		return nil, false, nil
 	}
-	return &AdvisoryLock{conn: conn, key: key}, true, nil
+	return &AdvisoryLock{conn: conn, key: key, q: s.q}, true, nil
 }
 
 // Maint runs statements on the lock's connection.
-func (l *AdvisoryLock) Maint() *Maint { return &Maint{db: l.conn} }
+func (l *AdvisoryLock) Maint() *Maint { return &Maint{db: l.conn, q: l.q} }
 
 // Release unlocks and returns the connection; if the unlock fails the
 // connection is closed, so the lock never lingers on a pooled session.
 func (l *AdvisoryLock) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var unlocked bool
-	if err := l.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.key).Scan(&unlocked); err != nil || !unlocked {
+	if unlocked, err := l.q.AdvisoryUnlock(ctx, l.conn, l.key); err != nil || !unlocked {
 		_ = l.conn.Conn().Close(ctx)
 	}
 	l.conn.Release()

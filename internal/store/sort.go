@@ -233,22 +233,12 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 // left) and how many it changed: serve calls it in the background until
 // it has walked every record. Records stored since have it from the start.
 func (s *Store) FillFailedAt(ctx context.Context, afterID string, limit int) (string, int, error) {
-	var last *string
-	var n int
-	err := s.pool.QueryRow(ctx, `WITH batch AS (
-			SELECT id, failed_at IS NULL AS missing FROM redrive_record
-			WHERE ($1 = '' OR id > $1::uuid) ORDER BY id LIMIT $2),
-		filled AS (
-			UPDATE redrive_record r
-			SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
-			FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
-			RETURNING 1)
-		SELECT (SELECT max(id::text) FROM batch), (SELECT count(*) FROM filled)`, afterID, limit).Scan(&last, &n)
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
+	}
+	r, err := s.q.FillFailedAt(ctx, s.pool, afterID, int32(limit))
 	if err != nil {
 		return "", 0, fmt.Errorf("fill failed_at: %w", err)
 	}
-	if last == nil {
-		return "", n, nil
-	}
-	return *last, n, nil
+	return r.LastID, int(r.Filled), nil
 }

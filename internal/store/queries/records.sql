@@ -17,3 +17,14 @@ SELECT key, (key IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
 
 -- name: RecordValue :one
 SELECT value, (value IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+
+-- name: FillFailedAt :one
+WITH batch AS (
+    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record b
+    WHERE b.id > @after_id::uuid ORDER BY b.id LIMIT @max),
+filled AS (
+    UPDATE redrive_record r
+    SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
+    FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
+    RETURNING 1)
+SELECT coalesce((SELECT max(batch.id::text) FROM batch), '')::text AS last_id, (SELECT count(*) FROM filled)::int AS filled;

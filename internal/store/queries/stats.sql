@@ -13,3 +13,11 @@ GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0;
 -- name: RecordCounts :many
 SELECT queue, state, exhaustion, error_type, sum(n)::bigint AS n FROM redrive_record_count
 GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+
+-- name: StatsCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+
+-- name: StatsQueueCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+WHERE queue = @queue GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;

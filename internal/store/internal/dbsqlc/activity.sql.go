@@ -27,3 +27,34 @@ func (q *Queries) ActivityCompact(ctx context.Context, db DBTX, hour time.Time, 
 	_, err := db.Exec(ctx, activityCompact, hour, cut, dropBefore)
 	return err
 }
+
+const oldestRecords = `-- name: OldestRecords :many
+SELECT q.name::text AS queue, o.created_at FROM unnest($1::text[]) AS q(name)
+JOIN LATERAL (SELECT r.created_at FROM redrive_record r WHERE r.queue >= q.name AND r.queue <= q.name
+    ORDER BY r.queue, r.id LIMIT 1) o ON true
+`
+
+type OldestRecordsRow struct {
+	Queue     string
+	CreatedAt time.Time
+}
+
+func (q *Queries) OldestRecords(ctx context.Context, db DBTX, queues []string) ([]OldestRecordsRow, error) {
+	rows, err := db.Query(ctx, oldestRecords, queues)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OldestRecordsRow
+	for rows.Next() {
+		var i OldestRecordsRow
+		if err := rows.Scan(&i.Queue, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

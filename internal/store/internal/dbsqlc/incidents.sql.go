@@ -7,8 +7,91 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
+
+const incidentList = `-- name: IncidentList :many
+WITH c AS (
+    SELECT fingerprint, queue, state, sum(n)::bigint AS n FROM redrive_record_count
+    WHERE fingerprint <> '' AND ($5::text = '' OR queue = $5::text) AND ($1::text = '' OR fingerprint = $1::text)
+    GROUP BY 1, 2, 3 HAVING sum(n) <> 0),
+q AS (SELECT fingerprint, array_agg(DISTINCT queue ORDER BY queue) AS queues FROM c GROUP BY 1),
+t AS (SELECT fingerprint, state, sum(n)::bigint AS n FROM c GROUP BY 1, 2),
+u AS (SELECT fingerprint, jsonb_object_agg(state, n) AS states,
+             coalesce(sum(n) FILTER (WHERE $6::text = '' OR state = $6::text), 0)::bigint AS matching
+      FROM t GROUP BY 1)
+SELECT i.fingerprint, i.error_type, i.signature, coalesce(u.matching, 0)::bigint AS count, coalesce(q.queues, '{}')::text[] AS queues,
+       coalesce(u.states, '{}')::jsonb AS states, i.first_seen, i.last_seen, i.sample_id::text AS sample_id, i.sample_message, i.frames
+FROM redrive_incident i
+LEFT JOIN u USING (fingerprint) LEFT JOIN q USING (fingerprint)
+WHERE ($1::text <> '' AND i.fingerprint = $1::text)
+   OR ($1::text = '' AND u.matching > 0 AND ($2::timestamptz IS NULL OR i.last_seen >= $2::timestamptz))
+ORDER BY CASE WHEN $3::text = 'count' THEN coalesce(u.matching, 0) END DESC NULLS LAST, i.last_seen DESC, i.fingerprint
+LIMIT $4
+`
+
+type IncidentListParams struct {
+	ID    string
+	Since *time.Time
+	Sort  string
+	Max   int32
+	Queue string
+	State string
+}
+
+type IncidentListRow struct {
+	Fingerprint   string
+	ErrorType     string
+	Signature     string
+	Count         int64
+	Queues        []string
+	States        json.RawMessage
+	FirstSeen     time.Time
+	LastSeen      time.Time
+	SampleID      string
+	SampleMessage string
+	Frames        []string
+}
+
+func (q *Queries) IncidentList(ctx context.Context, db DBTX, arg IncidentListParams) ([]IncidentListRow, error) {
+	rows, err := db.Query(ctx, incidentList,
+		arg.ID,
+		arg.Since,
+		arg.Sort,
+		arg.Max,
+		arg.Queue,
+		arg.State,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IncidentListRow
+	for rows.Next() {
+		var i IncidentListRow
+		if err := rows.Scan(
+			&i.Fingerprint,
+			&i.ErrorType,
+			&i.Signature,
+			&i.Count,
+			&i.Queues,
+			&i.States,
+			&i.FirstSeen,
+			&i.LastSeen,
+			&i.SampleID,
+			&i.SampleMessage,
+			&i.Frames,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const incidentsBefore = `-- name: IncidentsBefore :many
 SELECT fingerprint, first_seen, last_seen FROM redrive_incident
@@ -76,6 +159,92 @@ func (q *Queries) IncidentsPerQueue(ctx context.Context, db DBTX) ([]IncidentsPe
 	for rows.Next() {
 		var i IncidentsPerQueueRow
 		if err := rows.Scan(&i.Queue, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordsOfIncidents = `-- name: RecordsOfIncidents :many
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record
+WHERE fingerprint = ANY($1::text[]) AND (fingerprint, id) > ($2::text, $3::uuid)
+ORDER BY fingerprint, id LIMIT $4
+`
+
+type RecordsOfIncidentsParams struct {
+	Fingerprints     []string
+	AfterFingerprint string
+	AfterID          string
+	Max              int32
+}
+
+type RecordsOfIncidentsRow struct {
+	ID          string
+	Queue       string
+	Fingerprint string
+	Last        string
+}
+
+func (q *Queries) RecordsOfIncidents(ctx context.Context, db DBTX, arg RecordsOfIncidentsParams) ([]RecordsOfIncidentsRow, error) {
+	rows, err := db.Query(ctx, recordsOfIncidents,
+		arg.Fingerprints,
+		arg.AfterFingerprint,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RecordsOfIncidentsRow
+	for rows.Next() {
+		var i RecordsOfIncidentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Queue,
+			&i.Fingerprint,
+			&i.Last,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const unfingerprinted = `-- name: Unfingerprinted :many
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1
+`
+
+type UnfingerprintedRow struct {
+	ID          string
+	Queue       string
+	Fingerprint string
+	Last        string
+}
+
+func (q *Queries) Unfingerprinted(ctx context.Context, db DBTX, max int32) ([]UnfingerprintedRow, error) {
+	rows, err := db.Query(ctx, unfingerprinted, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UnfingerprintedRow
+	for rows.Next() {
+		var i UnfingerprintedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Queue,
+			&i.Fingerprint,
+			&i.Last,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

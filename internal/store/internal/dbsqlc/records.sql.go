@@ -9,6 +9,30 @@ import (
 	"context"
 )
 
+const fillFailedAt = `-- name: FillFailedAt :one
+WITH batch AS (
+    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record b
+    WHERE b.id > $1::uuid ORDER BY b.id LIMIT $2),
+filled AS (
+    UPDATE redrive_record r
+    SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
+    FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
+    RETURNING 1)
+SELECT coalesce((SELECT max(batch.id::text) FROM batch), '')::text AS last_id, (SELECT count(*) FROM filled)::int AS filled
+`
+
+type FillFailedAtRow struct {
+	LastID string
+	Filled int32
+}
+
+func (q *Queries) FillFailedAt(ctx context.Context, db DBTX, afterID string, max int32) (FillFailedAtRow, error) {
+	row := db.QueryRow(ctx, fillFailedAt, afterID, max)
+	var i FillFailedAtRow
+	err := row.Scan(&i.LastID, &i.Filled)
+	return i, err
+}
+
 const recordDelete = `-- name: RecordDelete :one
 
 DELETE FROM redrive_record WHERE id = $1

@@ -98,3 +98,81 @@ func (q *Queries) RecordCounts(ctx context.Context, db DBTX) ([]RecordCountsRow,
 	}
 	return items, nil
 }
+
+const statsCounts = `-- name: StatsCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
+`
+
+type StatsCountsRow struct {
+	Queue      string
+	ErrorType  string
+	State      string
+	Exhaustion string
+	N          int64
+}
+
+func (q *Queries) StatsCounts(ctx context.Context, db DBTX) ([]StatsCountsRow, error) {
+	rows, err := db.Query(ctx, statsCounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StatsCountsRow
+	for rows.Next() {
+		var i StatsCountsRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.ErrorType,
+			&i.State,
+			&i.Exhaustion,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const statsQueueCounts = `-- name: StatsQueueCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+WHERE queue = $1 GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0
+`
+
+type StatsQueueCountsRow struct {
+	Queue      string
+	ErrorType  string
+	State      string
+	Exhaustion string
+	N          int64
+}
+
+func (q *Queries) StatsQueueCounts(ctx context.Context, db DBTX, queue string) ([]StatsQueueCountsRow, error) {
+	rows, err := db.Query(ctx, statsQueueCounts, queue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StatsQueueCountsRow
+	for rows.Next() {
+		var i StatsQueueCountsRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.ErrorType,
+			&i.State,
+			&i.Exhaustion,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
