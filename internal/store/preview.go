@@ -166,7 +166,7 @@ func (r extraRow) Scan(dest ...any) error {
 	if err := r.CollectableRow.Scan(append(dest, r.extra...)...); err != nil {
 		return err
 	}
-	if b, ok := dest[previewHeadersAt].(*[]byte); ok {
+	if b, ok := dest[previewHeadersAt].(*json.RawMessage); ok {
 		*r.headers = *b
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ListParams selects a page of records, newest first unless Sort says
@@ -170,15 +171,18 @@ func (s *Store) countDims(ctx context.Context, f *filter.Filter, sc *filter.Scop
 // is in flight (InFlight): claimed by a scheduler that has not settled the
 // claim yet.
 func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
-	var inFlight bool
-	scan := func(row pgx.CollectableRow) (dlq.Record, error) {
-		var headers []byte
-		r, err := scanRecord(extraRow{CollectableRow: row, extra: []any{&inFlight}, headers: &headers})
-		r.InFlight = inFlight
-		return r, err
+	row, err := s.q.RecordGet(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
 	}
-	return collectOne(ctx, s.pool, "get record "+id, scan,
-		"SELECT "+readColumns+", "+inFlightSQL+" FROM redrive_record WHERE id = $1", id)
+	if err != nil {
+		return nil, fmt.Errorf("get record %s: %w", id, err)
+	}
+	r, err := recordOf(&row)
+	if err != nil {
+		return nil, fmt.Errorf("get record %s: %w", id, err)
+	}
+	return &r, nil
 }
 
 // inFlightSQL is true for a record a scheduler has claimed and not settled
@@ -209,75 +213,83 @@ func (s *Store) count(ctx context.Context, f *filter.Filter, sc *filter.Scope) (
 	return n, nil
 }
 
+// storedRecord is a record's row as read: readColumns (scanRecord, in every
+// listing), or the same columns and whether the record is in flight
+// (RecordGet). recordOf decodes it.
+type storedRecord = dbsqlc.RecordGetRow
+
 func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
-	var (
-		r                      dlq.Record
-		state, format          string
-		exhaustion             *string
-		sourceTS               *time.Time
-		headers, errs, redeliv []byte
-		dlqTS                  pgtype.Timestamptz
-		archiveState           *string
-		archiveReason          *string
-		failure, archiveFail   []byte
-		payloadOmitted         *string
-		completedBy            *string
-	)
+	var sr storedRecord
 	err := row.Scan(
-		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
-		&r.Source.Partition, &r.Source.Offset, &sourceTS, &r.Source.Group,
-		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &dlqTS, &format,
-		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
-		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
-		&archiveState, &r.Fingerprint, &payloadOmitted,
-		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
-		&completedBy, &r.AckDueAt, &r.UnacknowledgedAt,
+		&sr.ID, &sr.Queue, &sr.Type, &sr.State, &sr.Exhaustion, &sr.Attempt, &sr.MaxAttempts,
+		&sr.SourcePartition, &sr.SourceOffset, &sr.SourceTimestamp, &sr.SourceGroup,
+		&sr.DlqTopic, &sr.DlqPartition, &sr.DlqOffset, &sr.DlqTimestamp, &sr.Format,
+		&sr.Key, &sr.Value, &sr.Headers, &sr.Errors, &sr.Retry, &sr.Meta,
+		&sr.CreatedAt, &sr.EnqueuedAt, &sr.NextRetryAt, &sr.DiscardedAt, &sr.CompletedAt, &sr.UpdatedAt,
+		&sr.ArchiveState, &sr.Fingerprint, &sr.PayloadOmitted,
+		&sr.RedeliveredAt, &sr.Redelivery, &sr.ArchivedAt, &sr.RedeliveryFailure, &sr.ArchiveReason, &sr.ArchiveFailure,
+		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt,
 	)
 	if err != nil {
-		return r, err
+		return dlq.Record{}, err
 	}
-	r.State, r.Format = dlq.State(state), dlq.Format(format)
-	if payloadOmitted != nil {
-		r.PayloadOmitted = *payloadOmitted
+	return recordOf(&sr)
+}
+
+// recordOf decodes a record's row.
+func recordOf(sr *storedRecord) (dlq.Record, error) {
+	r := dlq.Record{
+		ID: sr.ID, Queue: sr.Queue, Type: sr.Type, State: dlq.State(sr.State), Attempt: int(sr.Attempt), MaxAttempts: int(sr.MaxAttempts),
+		Source: dlq.Source{Partition: sr.SourcePartition, Offset: sr.SourceOffset, Group: sr.SourceGroup},
+		DLQ:    dlq.Coord{Topic: sr.DlqTopic, Partition: sr.DlqPartition, Offset: sr.DlqOffset},
+		Format: dlq.Format(sr.Format), Key: sr.Key, Value: sr.Value, Retry: sr.Retry, Meta: sr.Meta,
+		CreatedAt: sr.CreatedAt, EnqueuedAt: sr.EnqueuedAt, NextRetryAt: sr.NextRetryAt, DiscardedAt: sr.DiscardedAt,
+		CompletedAt: sr.CompletedAt, UpdatedAt: sr.UpdatedAt, Fingerprint: sr.Fingerprint,
+		RedeliveredAt: sr.RedeliveredAt, ArchivedAt: sr.ArchivedAt, AckDueAt: sr.AckDueAt, UnacknowledgedAt: sr.UnacknowledgedAt,
+		InFlight: sr.InFlight,
+	}
+	if sr.PayloadOmitted != nil {
+		r.PayloadOmitted = *sr.PayloadOmitted
 	}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
-	if exhaustion != nil {
-		r.Exhaustion = dlq.Exhaustion(*exhaustion)
+	if sr.Exhaustion != nil {
+		r.Exhaustion = dlq.Exhaustion(*sr.Exhaustion)
 	}
 	switch {
-	case completedBy != nil:
-		r.CompletedBy = dlq.CompletedBy(*completedBy)
+	case sr.CompletedBy != nil:
+		r.CompletedBy = dlq.CompletedBy(*sr.CompletedBy)
 	case r.State == dlq.StateCompleted:
 		// Stored before completion policies (migration 00090), when only an
 		// acknowledgement completed a record.
 		r.CompletedBy = dlq.CompletedByAck
 	}
-	if sourceTS != nil {
-		r.Source.Timestamp = *sourceTS
+	if sr.SourceTimestamp != nil {
+		r.Source.Timestamp = *sr.SourceTimestamp
 	}
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	var err error
+	if r.Headers, err = decodeHeaders(sr.Headers); err != nil {
 		return r, err
 	}
-	if r.Redelivery, err = decodeRedelivery(redeliv); err != nil {
+	if r.Redelivery, err = decodeRedelivery(sr.Redelivery); err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(errs, &r.Errors); err != nil {
+	if err := json.Unmarshal(sr.Errors, &r.Errors); err != nil {
 		return r, fmt.Errorf("decode errors: %w", err)
 	}
-	if dlqTS.InfinityModifier == pgtype.Finite {
-		r.DLQ.Timestamp = dlqTS.Time
+	if sr.DlqTimestamp.InfinityModifier == pgtype.Finite {
+		r.DLQ.Timestamp = sr.DlqTimestamp.Time
 	}
-	if r.RedeliveryFailure, err = decodeFailure(failure); err != nil {
+	if r.RedeliveryFailure, err = decodeFailure(sr.RedeliveryFailure); err != nil {
 		return r, fmt.Errorf("decode redelivery failure: %w", err)
 	}
-	if archiveState != nil {
-		r.Archive = &dlq.ArchiveStatus{State: dlq.ArchiveState(*archiveState)}
-		if archiveReason != nil {
-			r.Archive.Reason = *archiveReason
+	if sr.ArchiveState != nil {
+		r.Archive = &dlq.ArchiveStatus{State: dlq.ArchiveState(*sr.ArchiveState)}
+		if sr.ArchiveReason != nil {
+			r.Archive.Reason = *sr.ArchiveReason
 		}
-		if r.Archive.Failure, err = decodeFailure(archiveFail); err != nil {
+		if r.Archive.Failure, err = decodeFailure(sr.ArchiveFailure); err != nil {
 			return r, fmt.Errorf("decode archive failure: %w", err)
 		}
 	}

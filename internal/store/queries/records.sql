@@ -28,3 +28,11 @@ filled AS (
     FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
     RETURNING 1)
 SELECT coalesce((SELECT max(batch.id::text) FROM batch), '')::text AS last_id, (SELECT count(*) FROM filled)::int AS filled;
+
+
+-- name: RecordGet :one
+-- The columns are readColumns' (columns.go), in order: scanRecord reads every
+-- listing into this query's row (TestReadColumnsAreTheRecordRow).
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
+FROM redrive_record r WHERE r.id = @id;

@@ -7,6 +7,8 @@ package dbsqlc
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type RedriveArchiveTopic struct {
@@ -111,7 +113,7 @@ type RedriveRecord struct {
 	ArchiveFailure    json.RawMessage
 	ArchiveRetryAt    *time.Time
 	ArchiveToken      *string
-	DlqTimestamp      time.Time
+	DlqTimestamp      pgtype.Timestamptz
 	Fingerprint       string
 	PayloadOmitted    *string
 	FailedAt          *time.Time

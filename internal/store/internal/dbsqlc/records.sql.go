@@ -7,6 +7,10 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const fillFailedAt = `-- name: FillFailedAt :one
@@ -57,6 +61,107 @@ func (q *Queries) RecordDelete(ctx context.Context, db DBTX, id string) (RecordD
 		&i.Type,
 		&i.KeyPrefix,
 		&i.KeySize,
+	)
+	return i, err
+}
+
+const recordGet = `-- name: RecordGet :one
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
+FROM redrive_record r WHERE r.id = $1
+`
+
+type RecordGetRow struct {
+	ID                string
+	Queue             string
+	Type              string
+	State             string
+	Exhaustion        *string
+	Attempt           int32
+	MaxAttempts       int32
+	SourcePartition   int32
+	SourceOffset      int64
+	SourceTimestamp   *time.Time
+	SourceGroup       string
+	DlqTopic          string
+	DlqPartition      int32
+	DlqOffset         int64
+	DlqTimestamp      pgtype.Timestamptz
+	Format            string
+	Key               []byte
+	Value             []byte
+	Headers           json.RawMessage
+	Errors            json.RawMessage
+	Retry             json.RawMessage
+	Meta              json.RawMessage
+	CreatedAt         time.Time
+	EnqueuedAt        *time.Time
+	NextRetryAt       *time.Time
+	DiscardedAt       *time.Time
+	CompletedAt       *time.Time
+	UpdatedAt         time.Time
+	ArchiveState      *string
+	Fingerprint       string
+	PayloadOmitted    *string
+	RedeliveredAt     *time.Time
+	Redelivery        json.RawMessage
+	ArchivedAt        *time.Time
+	RedeliveryFailure json.RawMessage
+	ArchiveReason     *string
+	ArchiveFailure    json.RawMessage
+	CompletedBy       *string
+	AckDueAt          *time.Time
+	UnacknowledgedAt  *time.Time
+	InFlight          bool
+}
+
+// The columns are readColumns' (columns.go), in order: scanRecord reads every
+// listing into this query's row (TestReadColumnsAreTheRecordRow).
+func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetRow, error) {
+	row := db.QueryRow(ctx, recordGet, id)
+	var i RecordGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.Queue,
+		&i.Type,
+		&i.State,
+		&i.Exhaustion,
+		&i.Attempt,
+		&i.MaxAttempts,
+		&i.SourcePartition,
+		&i.SourceOffset,
+		&i.SourceTimestamp,
+		&i.SourceGroup,
+		&i.DlqTopic,
+		&i.DlqPartition,
+		&i.DlqOffset,
+		&i.DlqTimestamp,
+		&i.Format,
+		&i.Key,
+		&i.Value,
+		&i.Headers,
+		&i.Errors,
+		&i.Retry,
+		&i.Meta,
+		&i.CreatedAt,
+		&i.EnqueuedAt,
+		&i.NextRetryAt,
+		&i.DiscardedAt,
+		&i.CompletedAt,
+		&i.UpdatedAt,
+		&i.ArchiveState,
+		&i.Fingerprint,
+		&i.PayloadOmitted,
+		&i.RedeliveredAt,
+		&i.Redelivery,
+		&i.ArchivedAt,
+		&i.RedeliveryFailure,
+		&i.ArchiveReason,
+		&i.ArchiveFailure,
+		&i.CompletedBy,
+		&i.AckDueAt,
+		&i.UnacknowledgedAt,
+		&i.InFlight,
 	)
 	return i, err
 }
