@@ -101,16 +101,12 @@ func (s *Store) SettleArchive(ctx context.Context, c *ArchiveClaim, outcomes []A
 // NextArchiveDue returns when the next archive copy is due (before now when
 // one is due at once), zero when none is waiting.
 func (s *Store) NextArchiveDue(ctx context.Context, now time.Time) (time.Time, error) {
-	var at *time.Time
-	err := s.pool.QueryRow(ctx, `
-		SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN $1
-		            ELSE min(archive_retry_at) END
-		FROM redrive_record WHERE archive_state IN ('pending', 'failed')`, now).Scan(&at)
+	at, err := s.q.ArchiveNextDue(ctx, s.pool, now)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next archive due: %w", err)
 	}
-	if at == nil {
-		return time.Time{}, nil
+	if t, ok := at.(time.Time); ok {
+		return t, nil
 	}
-	return *at, nil
+	return time.Time{}, nil // none waiting (NULL)
 }

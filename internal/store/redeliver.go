@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // WaitingQueues lists the queues that have records waiting for (re)delivery,
@@ -92,40 +93,18 @@ type prior struct {
 // empty claim (nothing due) has no token.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	rows, err := s.pool.Query(ctx, `
-		WITH due AS (
-			SELECT id, state, next_retry_at, redelivered_at, redelivery_failure FROM redrive_record
-			WHERE queue = $1 AND next_retry_at <= $2
-			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
-		claimed AS (
-			UPDATE redrive_record r
-			SET state = CASE WHEN $7 THEN 'available' ELSE 'completed' END,
-			    completed_at = CASE WHEN $7 THEN NULL ELSE $2::timestamptz END,
-			    completed_by = CASE WHEN $7 THEN NULL ELSE 'redelivered' END,
-			    ack_due_at = CASE WHEN $7 THEN $2::timestamptz + $8 * interval '1 millisecond' END,
-			    unacknowledged_at = NULL,
-			    attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-			    discarded_at = NULL, redelivered_at = $2, updated_at = $2, redelivery_failure = NULL, claim_token = $4
-			FROM due WHERE r.id = due.id
-			RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
-			          r.redelivery, due.next_retry_at, due.state, due.redelivered_at,
-			          coalesce((due.redelivery_failure->>'failures')::int, 0) AS failures),
-		lease AS (
-			INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
-			SELECT $4, $5, $1, $2, $2::timestamptz + $6 * interval '1 millisecond', array_agg(id), array_agg(state)
-			FROM claimed HAVING count(*) > 0)
-		SELECT * FROM claimed`, p.Queue, p.Now, p.Limit, token, p.Owner, p.Lease.Milliseconds(), p.AwaitAck, p.AckTimeout.Milliseconds())
+	rows, err := s.q.ClaimDue(ctx, s.pool, dbsqlc.ClaimDueParams{Queue: p.Queue, Now: p.Now, Max: int32(p.Limit), Token: token,
+		Owner: p.Owner, LeaseMs: p.Lease.Milliseconds(), AwaitAck: p.AwaitAck, AckTimeoutMs: p.AckTimeout.Milliseconds()})
 	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
-	c := &Claim{prior: map[string]prior{}}
-	c.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.Record, error) {
-		r, pr, err := scanForRedelivery(row)
-		c.prior[r.ID] = pr
-		return r, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+	c := &Claim{prior: make(map[string]prior, len(rows)), Records: make([]dlq.Record, len(rows))}
+	for i := range rows {
+		r, pr, err := forRedelivery(&rows[i])
+		if err != nil {
+			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+		}
+		c.Records[i], c.prior[r.ID] = r, pr
 	}
 	if len(c.Records) > 0 {
 		c.Token = token
@@ -142,27 +121,19 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	return c, nil
 }
 
-// scanForRedelivery reads the columns ClaimDue returns.
-func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, prior, error) {
-	var (
-		r                dlq.Record
-		p                prior
-		format           string
-		headers, redeliv []byte
-	)
-	if err := row.Scan(&r.ID, &r.Queue, &format, &r.Attempt, &r.Source.Partition,
-		&r.Key, &r.Value, &headers, &redeliv, &r.NextRetryAt, &p.state, &p.redeliveredAt, &p.failures); err != nil {
-		return r, p, err
-	}
-	r.Format = dlq.Format(format)
+// forRedelivery decodes a row ClaimDue returns.
+func forRedelivery(row *dbsqlc.ClaimDueRow) (dlq.Record, prior, error) {
+	r := dlq.Record{ID: row.ID, Queue: row.Queue, Format: dlq.Format(row.Format), Attempt: int(row.Attempt),
+		Source: dlq.Source{Partition: row.SourcePartition}, Key: row.Key, Value: row.Value, NextRetryAt: row.DueAt}
+	p := prior{state: row.PriorState, redeliveredAt: row.PriorRedeliveredAt, failures: int(row.Failures)}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
 	var err error
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	if r.Headers, err = decodeHeaders(row.Headers); err != nil {
 		return r, p, err
 	}
-	r.Redelivery, err = decodeRedelivery(redeliv)
+	r.Redelivery, err = decodeRedelivery(row.Redelivery)
 	return r, p, err
 }
 

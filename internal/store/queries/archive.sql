@@ -30,3 +30,8 @@ UPDATE redrive_record SET archive_state = 'pending', archive_reason = NULL, arch
        archive_retry_at = NULL, archive_token = NULL, archived_at = NULL
 WHERE dlq_topic = ANY(@dlq_topics::text[]) AND (archive_state = 'done' OR archive_token IS NOT NULL);
 
+
+-- name: ArchiveNextDue :one
+SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN @now::timestamptz
+            ELSE min(archive_retry_at) END AS due
+FROM redrive_record WHERE archive_state IN ('pending', 'failed');

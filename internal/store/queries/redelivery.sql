@@ -35,3 +35,32 @@ WITH due AS (
 UPDATE redrive_record r SET unacknowledged_at = @now, updated_at = @now
 FROM due WHERE r.id = due.id
 RETURNING r.id, r.queue, r.attempt;
+
+-- ClaimDue's statement: see Store.ClaimDue.
+-- name: ClaimDue :many
+WITH due AS (
+    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_record d
+    WHERE d.queue = sqlc.arg(queue) AND d.next_retry_at <= sqlc.arg(now)::timestamptz
+    ORDER BY d.next_retry_at LIMIT sqlc.arg(max) FOR UPDATE SKIP LOCKED),
+claimed AS (
+    UPDATE redrive_record r
+    SET state = CASE WHEN sqlc.arg(await_ack)::bool THEN 'available' ELSE 'completed' END,
+        completed_at = CASE WHEN sqlc.arg(await_ack)::bool THEN NULL ELSE sqlc.arg(now)::timestamptz END,
+        completed_by = CASE WHEN sqlc.arg(await_ack)::bool THEN NULL ELSE 'redelivered' END,
+        ack_due_at = CASE WHEN sqlc.arg(await_ack)::bool THEN sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(ack_timeout_ms)::bigint END,
+        unacknowledged_at = NULL,
+        attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+        discarded_at = NULL, redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz, redelivery_failure = NULL,
+        claim_token = sqlc.arg(token)::uuid
+    FROM due WHERE r.id = due.id
+    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
+              r.redelivery, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
+              coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
+lease AS (
+    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
+    SELECT sqlc.arg(token)::uuid, sqlc.arg(owner)::text, sqlc.arg(queue)::text, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint,
+        array_agg(claimed.id), array_agg(claimed.prior_state)
+    FROM claimed HAVING count(*) > 0)
+SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.key, claimed.value,
+    claimed.headers, claimed.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
+FROM claimed;

@@ -10,6 +10,47 @@ import (
 	"time"
 )
 
+const activityAll = `-- name: ActivityAll :many
+
+SELECT queue, floor(extract(epoch FROM minute - $1::timestamptz) / $2::float8)::int AS bucket,
+    sum(added)::bigint AS added, sum(retried)::bigint AS retried
+FROM redrive_queue_activity WHERE minute >= $1::timestamptz AND minute < $3::timestamptz GROUP BY 1, 2
+`
+
+type ActivityAllRow struct {
+	Queue   string
+	Bucket  int32
+	Added   int64
+	Retried int64
+}
+
+// Activity series: one statement per index that fits (minute, queue, or
+// fingerprint), so that each plan is made for the filter it has.
+func (q *Queries) ActivityAll(ctx context.Context, db DBTX, since time.Time, stepSeconds float64, until time.Time) ([]ActivityAllRow, error) {
+	rows, err := db.Query(ctx, activityAll, since, stepSeconds, until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActivityAllRow
+	for rows.Next() {
+		var i ActivityAllRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Bucket,
+			&i.Added,
+			&i.Retried,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const activityCompact = `-- name: ActivityCompact :exec
 
 WITH m AS (DELETE FROM redrive_queue_activity a WHERE a.minute >= $2::timestamptz RETURNING queue, minute, added, retried, fingerprint),
@@ -26,6 +67,106 @@ SELECT h.queue, h.fingerprint, $1::timestamptz, sum(h.added), sum(h.retried) FRO
 func (q *Queries) ActivityCompact(ctx context.Context, db DBTX, hour time.Time, cut time.Time, dropBefore time.Time) error {
 	_, err := db.Exec(ctx, activityCompact, hour, cut, dropBefore)
 	return err
+}
+
+const activityOfFingerprint = `-- name: ActivityOfFingerprint :many
+SELECT queue, floor(extract(epoch FROM minute - $1::timestamptz) / $2::float8)::int AS bucket,
+    sum(added)::bigint AS added, sum(retried)::bigint AS retried
+FROM redrive_queue_activity WHERE fingerprint = $3 AND minute >= $1::timestamptz AND minute < $4::timestamptz GROUP BY 1, 2
+`
+
+type ActivityOfFingerprintParams struct {
+	Since       time.Time
+	StepSeconds float64
+	Fingerprint string
+	Until       time.Time
+}
+
+type ActivityOfFingerprintRow struct {
+	Queue   string
+	Bucket  int32
+	Added   int64
+	Retried int64
+}
+
+func (q *Queries) ActivityOfFingerprint(ctx context.Context, db DBTX, arg ActivityOfFingerprintParams) ([]ActivityOfFingerprintRow, error) {
+	rows, err := db.Query(ctx, activityOfFingerprint,
+		arg.Since,
+		arg.StepSeconds,
+		arg.Fingerprint,
+		arg.Until,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActivityOfFingerprintRow
+	for rows.Next() {
+		var i ActivityOfFingerprintRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Bucket,
+			&i.Added,
+			&i.Retried,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const activityOfQueue = `-- name: ActivityOfQueue :many
+SELECT queue, floor(extract(epoch FROM minute - $1::timestamptz) / $2::float8)::int AS bucket,
+    sum(added)::bigint AS added, sum(retried)::bigint AS retried
+FROM redrive_queue_activity WHERE queue = $3 AND minute >= $1::timestamptz AND minute < $4::timestamptz GROUP BY 1, 2
+`
+
+type ActivityOfQueueParams struct {
+	Since       time.Time
+	StepSeconds float64
+	Queue       string
+	Until       time.Time
+}
+
+type ActivityOfQueueRow struct {
+	Queue   string
+	Bucket  int32
+	Added   int64
+	Retried int64
+}
+
+func (q *Queries) ActivityOfQueue(ctx context.Context, db DBTX, arg ActivityOfQueueParams) ([]ActivityOfQueueRow, error) {
+	rows, err := db.Query(ctx, activityOfQueue,
+		arg.Since,
+		arg.StepSeconds,
+		arg.Queue,
+		arg.Until,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActivityOfQueueRow
+	for rows.Next() {
+		var i ActivityOfQueueRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Bucket,
+			&i.Added,
+			&i.Retried,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const oldestRecords = `-- name: OldestRecords :many

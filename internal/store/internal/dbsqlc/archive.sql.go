@@ -10,6 +10,19 @@ import (
 	"time"
 )
 
+const archiveNextDue = `-- name: ArchiveNextDue :one
+SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN $1::timestamptz
+            ELSE min(archive_retry_at) END AS due
+FROM redrive_record WHERE archive_state IN ('pending', 'failed')
+`
+
+func (q *Queries) ArchiveNextDue(ctx context.Context, db DBTX, now time.Time) (interface{}, error) {
+	row := db.QueryRow(ctx, archiveNextDue, now)
+	var due interface{}
+	err := row.Scan(&due)
+	return due, err
+}
+
 const archiveRecopy = `-- name: ArchiveRecopy :execrows
 UPDATE redrive_record SET archive_state = 'pending', archive_reason = NULL, archive_failure = NULL,
        archive_retry_at = NULL, archive_token = NULL, archived_at = NULL

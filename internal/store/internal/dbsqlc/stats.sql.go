@@ -21,6 +21,38 @@ func (q *Queries) CompactCounts(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const errorTypes = `-- name: ErrorTypes :many
+SELECT error_type, sum(n)::bigint AS n, count(*) OVER () AS total FROM redrive_record_count
+WHERE ($1::text = '' OR queue = $1::text) AND ($2::text = '' OR strpos(lower(error_type), lower($2::text)) > 0)
+GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT $3
+`
+
+type ErrorTypesRow struct {
+	ErrorType string
+	N         int64
+	Total     int64
+}
+
+func (q *Queries) ErrorTypes(ctx context.Context, db DBTX, queue string, search string, max int32) ([]ErrorTypesRow, error) {
+	rows, err := db.Query(ctx, errorTypes, queue, search, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ErrorTypesRow
+	for rows.Next() {
+		var i ErrorTypesRow
+		if err := rows.Scan(&i.ErrorType, &i.N, &i.Total); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const queueCounts = `-- name: QueueCounts :many
 
 SELECT queue, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
