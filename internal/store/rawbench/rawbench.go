@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ func Scratch(ctx context.Context, serverURL string) (*DB, string, func(), error)
 		cleanup()
 		return nil, "", nil, fmt.Errorf("connect: %w", err)
 	}
-	name := "redrive_bench_" + fmt.Sprint(os.Getpid())
+	name := "redrive_bench_" + strconv.Itoa(os.Getpid())
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		admin.Close(ctx)
 		cleanup()
@@ -87,7 +88,7 @@ func Scratch(ctx context.Context, serverURL string) (*DB, string, func(), error)
 // dsn is a keyword/value connection string for a child process.
 func dsn(c pgconn.Config) string {
 	quote := func(v string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'" }
-	s := fmt.Sprintf("host=%s port=%d user=%s dbname=%s", quote(c.Host), c.Port, quote(c.User), quote(c.Database))
+	s := "host=" + quote(c.Host) + " port=" + strconv.Itoa(int(c.Port)) + " user=" + quote(c.User) + " dbname=" + quote(c.Database)
 	if c.Password != "" {
 		s += " password=" + quote(c.Password)
 	}
@@ -132,8 +133,8 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 	for {
 		var buf bytes.Buffer
 		// COPY takes no parameters; last is a uuid read from the table.
-		tag, err := pg.CopyTo(ctx, &buf, fmt.Sprintf(
-			"COPY (SELECT * FROM redrive_record WHERE id > '%s' ORDER BY id LIMIT %d) TO STDOUT (FORMAT binary)", last, batch))
+		tag, err := pg.CopyTo(ctx, &buf, "COPY (SELECT * FROM redrive_record WHERE id > '"+last+"' ORDER BY id LIMIT "+
+			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)")
 		if err != nil {
 			return 0, fmt.Errorf("copy rows out: %w", err)
 		}
@@ -141,8 +142,8 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 			break
 		}
 		chunks = append(chunks, &buf)
-		if err := conn.QueryRow(ctx, fmt.Sprintf(
-			"SELECT id::text FROM (SELECT id FROM redrive_record WHERE id > '%s' ORDER BY id LIMIT %d) c ORDER BY id DESC LIMIT 1", last, batch)).Scan(&last); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT id::text FROM (SELECT id FROM redrive_record WHERE id > $1 ORDER BY id LIMIT $2) c ORDER BY id DESC LIMIT 1",
+			last, batch).Scan(&last); err != nil {
 			return 0, err
 		}
 	}
