@@ -105,6 +105,9 @@ func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns strin
 // cannot answer; past it, a listing shows the planner's estimate instead.
 const countBudget = 25 * time.Millisecond
 
+// setCountBudget bounds a counting transaction's statements to countBudget.
+var setCountBudget = "SET LOCAL statement_timeout = " + strconv.FormatInt(countBudget.Milliseconds(), 10)
+
 // countFor counts the records matching f narrowed by sc: exactly from the
 // count table when they use only its dimensions, else by scanning at most
 // countCap+1 rows within countBudget; beyond the budget it returns the
@@ -114,10 +117,10 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 		n, err = s.countDims(ctx, f, sc)
 		return n, false, false, err
 	}
-	args := pgx.NamedArgs{"count_cap": countCap + 1, "count_budget": strconv.FormatInt(countBudget.Milliseconds(), 10)}
+	args := pgx.NamedArgs{"count_cap": countCap + 1}
 	cond := where(f, sc, "", args)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', @count_budget, true)", args); err != nil {
+		if _, err := tx.Exec(ctx, setCountBudget); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE "+cond+" LIMIT @count_cap) c", args).Scan(&n)
