@@ -31,8 +31,25 @@ test: ## Run every test against real Postgres and in-process Kafka
 chaos: ## Run the full chaos suite: kill -9 serve and stop Postgres under load (REDRIVE_CHAOS_SEED, REDRIVE_CHAOS_LOGS=dir)
 	REDRIVE_CHAOS=full $(GO) test -count=1 -timeout 30m -run TestChaos -v ./internal/chaos
 
+# sqlc compiles internal/store/queries/*.sql against the migrations into
+# internal/store/internal/dbsqlc (committed). A dev tool, pinned, in ./bin.
+SQLC_VERSION := v1.31.1
+SQLC         := $(CURDIR)/bin/sqlc
+
+$(SQLC): Makefile
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
+	@touch $@
+
+.PHONY: generate
+generate: $(SQLC) ## Compile the store's SQL (internal/store/queries) with sqlc
+	cd internal/store && $(SQLC) generate
+
+.PHONY: check-generate
+check-generate: $(SQLC) ## Fail when the code sqlc generates is stale
+	@cd internal/store && $(SQLC) diff || { echo "internal/store/internal/dbsqlc is stale: run make generate"; exit 1; }
+
 .PHONY: lint
-lint: ## Run golangci-lint (falls back to go vet + staticcheck when it is not installed)
+lint: check-generate ## Run golangci-lint (falls back to go vet + staticcheck when it is not installed), check generated code
 	@if command -v golangci-lint >/dev/null 2>&1; then \
 		golangci-lint run $(PKGS); \
 	else \

@@ -5,7 +5,6 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/internal/config"
@@ -28,12 +27,12 @@ func migrateCmd() *cobra.Command {
 				return fmt.Errorf("REDRIVE_DATABASE_URL (or --database-url) is required")
 			}
 			ctx := cmd.Context()
-			pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+			st, err := store.Open(ctx, cfg.DatabaseURL, store.OpenOptions{})
 			if err != nil {
 				return fmt.Errorf("postgres: %w", err)
 			}
-			defer pool.Close()
-			m, err := store.NewMigrator(pool, log)
+			defer st.Close()
+			m, err := st.Migrator(log)
 			if err != nil {
 				return err
 			}

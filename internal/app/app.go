@@ -17,12 +17,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/auth"
@@ -61,7 +59,6 @@ type App struct {
 	opts     Options
 	clock    clock.Clock
 	log      *slog.Logger
-	pool     *pgxpool.Pool
 	ingester *ingest.Ingester
 	sched    *redeliver.Scheduler
 	archiver *redeliver.Archiver // nil when archiving is off
@@ -92,14 +89,14 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("REDRIVE_DATABASE_URL is required")
 	}
-	pool, err := newPool(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, clock: clock.Or(opts.Clock), log: log, pool: pool, metrics: metrics.New()}
+	a := &App{opts: opts, clock: clock.Or(opts.Clock), log: log, store: st, metrics: metrics.New()}
 	if err := a.init(ctx); err != nil {
 		_ = a.services.Stop() // never started: each releases what it holds
-		pool.Close()
+		st.Close()
 		return nil, err
 	}
 	return a, nil
@@ -107,7 +104,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 
 func (a *App) init(ctx context.Context) error {
 	cfg := a.opts.Config
-	if err := checkSchema(ctx, a.pool, cfg.MigrateOnStart, a.log); err != nil {
+	if err := checkSchema(ctx, a.store, cfg.MigrateOnStart, a.log); err != nil {
 		return err
 	}
 	kopts, err := cfg.KafkaOpts()
@@ -115,7 +112,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	kopts = append(kopts, a.opts.ExtraKafkaOpts...)
-	st := store.New(a.pool)
+	st := a.store
 	// The topics Redrive never produces a redelivery to: its own and Kafka's internal ones.
 	reserved := dlq.NewReservedTopics(reservedTopics(cfg)...)
 	limits := policy.Limits{MaxAttempts: cfg.RetryMaxAttempts, MinInterval: cfg.RetryMinInterval}
@@ -132,7 +129,6 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.store = st
 	a.queues = queue.New(a.policies.Current, st, a.log).Within(limits)
 	a.queues.Reserve(reserved)
 	if err := a.queues.Refresh(ctx); err != nil {
@@ -196,7 +192,7 @@ func (a *App) init(ctx context.Context) error {
 	}
 	retryScope := a.records.RetryScope()
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope,
-		OnBatch: func(kind string, rows []store.BatchRow) {
+		OnBatch: func(kind store.TaskKind, rows []store.BatchRow) {
 			a.records.PublishBatch(context.Background(), kind, rows)
 		}, Clock: a.clock}, st)
 	if err != nil {
@@ -266,8 +262,8 @@ func (a *App) boundLabels() {
 
 // checkSchema applies pending migrations when asked to, and otherwise refuses
 // to start on a schema that is not up to date.
-func checkSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool, log *slog.Logger) error {
-	m, err := store.NewMigrator(pool, nil)
+func checkSchema(ctx context.Context, st *store.Store, migrate bool, log *slog.Logger) error {
+	m, err := st.Migrator(nil)
 	if err != nil {
 		return err
 	}
@@ -301,7 +297,7 @@ func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 // configured grace period) and closes the Postgres pool. It returns the
 // first failure.
 func (a *App) Run(ctx context.Context) error {
-	defer a.pool.Close()
+	defer a.store.Close()
 	if err := a.services.Start(ctx); err != nil {
 		return err // Start stopped every service
 	}
@@ -449,18 +445,15 @@ func (a *App) Queues() *queue.Resolver { return a.queues }
 // default (max(4, CPUs)) starves them on small machines.
 const minPoolConns = 20
 
-// newPool connects to Postgres with a pool large enough for every component.
-func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
+// openStore connects to Postgres with a pool large enough for every component.
+func openStore(ctx context.Context, url string) (*store.Store, error) {
+	st, err := store.Open(ctx, url, store.OpenOptions{MinMaxConns: minPoolConns})
+	var urlErr *store.URLError
+	switch {
+	case errors.As(err, &urlErr):
 		return nil, fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
-	}
-	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = max(cfg.MaxConns, minPoolConns)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return pool, nil
+	return st, nil
 }

@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 // AbuseConfig sizes the abuse suite's attacks; zero fields take the sizes
@@ -138,7 +138,7 @@ func Abuse(ctx context.Context, cfg Config) (*AbuseResult, error) {
 
 type abuser struct {
 	cfg  AbuseConfig
-	pool *pgxpool.Pool
+	pool *rawbench.DB
 	api  string
 	// broker is the Kafka address.
 	broker string

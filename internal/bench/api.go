@@ -64,7 +64,7 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 		return nil, err
 	}
 	defer cleanup()
-	st := store.New(pool)
+	st := pool.Store()
 	fmt.Fprintf(cfg.Out, "api: %d stored records, %d requests per query, in-process HTTP\n", APIRecords, apiSamples)
 	res := &APIResult{}
 	start := time.Now()

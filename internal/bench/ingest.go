@@ -9,13 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 const benchTopic = "dead_letter_queue"
@@ -78,7 +78,7 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 
 // ingestFromBrokerProcess empties the table and times the same ingest again
 // with the broker as a `redrive broker` process.
-func ingestFromBrokerProcess(ctx context.Context, pool *pgxpool.Pool, cfg Config) (time.Duration, int, error) {
+func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config) (time.Duration, int, error) {
 	broker, addr, err := startBroker(ctx, benchTopic)
 	if err != nil {
 		return 0, 0, err
@@ -130,47 +130,9 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 	return firstErr
 }
 
-// timeRawCopy copies the stored rows out, truncates the table, and times
-// binary COPYs of exactly those rows back in, in batches of the ingest's batch
-// size (a single COPY of every row would pay the statistics triggers' transition
-// tables differently): the database's ceiling for ingest.
-func timeRawCopy(ctx context.Context, pool *pgxpool.Pool, batch int) (time.Duration, error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Release()
-	pg := conn.Conn().PgConn()
-	var chunks []*bytes.Buffer
-	last := "00000000-0000-0000-0000-000000000000"
-	for {
-		var buf bytes.Buffer
-		// COPY takes no parameters; last is a uuid read from the table.
-		tag, err := pg.CopyTo(ctx, &buf, fmt.Sprintf(
-			"COPY (SELECT * FROM redrive_record WHERE id > '%s' ORDER BY id LIMIT %d) TO STDOUT (FORMAT binary)", last, batch))
-		if err != nil {
-			return 0, fmt.Errorf("copy rows out: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			break
-		}
-		chunks = append(chunks, &buf)
-		if err := conn.QueryRow(ctx, fmt.Sprintf(
-			"SELECT id::text FROM (SELECT id FROM redrive_record WHERE id > '%s' ORDER BY id LIMIT %d) c ORDER BY id DESC LIMIT 1", last, batch)).Scan(&last); err != nil {
-			return 0, err
-		}
-	}
-	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
-		return 0, err
-	}
-	quiesce(ctx, pool)
-	start := time.Now()
-	for _, buf := range chunks {
-		if _, err := pg.CopyFrom(ctx, buf, "COPY redrive_record FROM STDIN (FORMAT binary)"); err != nil {
-			return 0, fmt.Errorf("raw copy: %w", err)
-		}
-	}
-	return time.Since(start), nil
+// timeRawCopy is the ingest baseline (rawbench.DB.TimeRawCopy).
+func timeRawCopy(ctx context.Context, pool *rawbench.DB, batch int) (time.Duration, error) {
+	return pool.TimeRawCopy(ctx, batch)
 }
 
 func counterValue(c prometheus.Counter) float64 {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 // MemoryResult is the resident memory of `redrive serve` in each phase.
@@ -156,7 +156,7 @@ func startServe(ctx context.Context, broker, dbURL, policy string, env ...string
 }
 
 // waitRows polls a query answering whether n rows are in the wanted state.
-func waitRows(ctx context.Context, pool *pgxpool.Pool, query string, n int) error {
+func waitRows(ctx context.Context, pool *rawbench.DB, query string, n int) error {
 	deadline := time.Now().Add(30 * time.Minute)
 	for time.Now().Before(deadline) {
 		var done bool

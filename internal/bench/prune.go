@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -17,7 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 // PruneRecords is how many expired dead letters the prune suite loads.
@@ -78,7 +77,7 @@ func Prune(ctx context.Context, cfg Config) (*PruneResult, error) {
 	res.IngestAlone = rate(count, d)
 
 	// Prune everything while the second ingest runs.
-	st := store.New(pool)
+	st := pool.Store()
 	pr, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: st, Logger: quiet})
 	if err != nil {
 		return nil, err
@@ -135,8 +134,8 @@ func Prune(ctx context.Context, cfg Config) (*PruneResult, error) {
 }
 
 // loadDeadLetters COPYs n dead letters discarded at `at` over four queues.
-func loadDeadLetters(ctx context.Context, pool *pgxpool.Pool, n int, at time.Time) error {
-	st := store.New(pool)
+func loadDeadLetters(ctx context.Context, pool *rawbench.DB, n int, at time.Time) error {
+	st := pool.Store()
 	const chunk = 20_000
 	value := distinctValue(0, pruneValueSize)
 	for off := 0; off < n; off += chunk {
@@ -194,11 +193,11 @@ func produceFailuresTo(ctx context.Context, brokers []string, topic string, n, s
 // returns the steady-state time and count: the clock starts at the first
 // committed batch, so the consumer group join is not counted. onStart, if
 // set, is called then.
-func timeIngestTopic(ctx context.Context, pool *pgxpool.Pool, brokers []string, topic string, n int, onStart func()) (time.Duration, int, error) {
+func timeIngestTopic(ctx context.Context, pool *rawbench.DB, brokers []string, topic string, n int, onStart func()) (time.Duration, int, error) {
 	m := metrics.New()
 	in, err := ingest.New(ingest.Config{Brokers: brokers, Topics: []string{topic}, Group: "bench-" + topic,
 		BatchSize: ingestBatch, Logger: quiet, Metrics: m,
-		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}, store.New(pool))
+		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}, pool.Store())
 	if err != nil {
 		return 0, 0, err
 	}

@@ -4,17 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/redeliver"
-	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 // redeliverQueue is the source topic the benchmark redelivers to.
@@ -90,8 +88,8 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 }
 
 // loadDue stores n retryable records that are due now.
-func loadDue(ctx context.Context, pool *pgxpool.Pool, n, size int) error {
-	st := store.New(pool)
+func loadDue(ctx context.Context, pool *rawbench.DB, n, size int) error {
+	st := pool.Store()
 	past := time.Now().Add(-time.Minute)
 	const chunk = 5000
 	for done := 0; done < n; done += chunk {
@@ -116,52 +114,14 @@ func loadDue(ctx context.Context, pool *pgxpool.Pool, n, size int) error {
 	return err
 }
 
-// timeRawClaimLoop is the baseline: workers that claim due rows with SKIP
-// LOCKED, update them and read them back, in batches — the scheduler's claim
-// statement, done bare: no decoding, no Kafka, no bookkeeping.
-func timeRawClaimLoop(ctx context.Context, pool *pgxpool.Pool, workers int) (time.Duration, error) {
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				rows, err := pool.Query(ctx, `
-					WITH due AS (
-						SELECT id FROM redrive_record WHERE queue = $1 AND next_retry_at <= now()
-						ORDER BY next_retry_at LIMIT 500 FOR UPDATE SKIP LOCKED)
-					UPDATE redrive_record r
-					SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
-					FROM due WHERE r.id = due.id
-					RETURNING r.id, r.key, r.value, r.headers`, redeliverQueue)
-				if err != nil {
-					errs <- err
-					return
-				}
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				if rows.Close(); rows.Err() != nil {
-					errs <- rows.Err()
-					return
-				}
-				if n == 0 {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return time.Since(start), <-errs
+// timeRawClaimLoop is the redelivery baseline (rawbench.DB.TimeRawClaimLoop).
+func timeRawClaimLoop(ctx context.Context, pool *rawbench.DB, workers int) (time.Duration, error) {
+	return pool.TimeRawClaimLoop(ctx, redeliverQueue, workers)
 }
 
 // makeDueAgain resets the records for the next run and vacuums away the dead
 // tuples of the previous one, so both runs start from the same table.
-func makeDueAgain(ctx context.Context, pool *pgxpool.Pool) error {
+func makeDueAgain(ctx context.Context, pool *rawbench.DB) error {
 	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET state = 'retryable', attempt = 1, redelivered_at = NULL,
 		claim_token = NULL, next_retry_at = now() - interval '1 minute'`); err != nil {
 		return err
@@ -177,11 +137,11 @@ func makeDueAgain(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // timeScheduler runs the scheduler until every record is redelivered.
-func timeScheduler(ctx context.Context, pool *pgxpool.Pool, brokers []string, n, workers int) (time.Duration, error) {
+func timeScheduler(ctx context.Context, pool *rawbench.DB, brokers []string, n, workers int) (time.Duration, error) {
 	m := metrics.New()
 	// Redeliveries of the previous run are still on the topic; it does not matter.
 	s, err := redeliver.New(redeliver.Config{Brokers: brokers, Workers: workers, BatchSize: 500, Logger: quiet,
-		Metrics: m, PollInterval: 10 * time.Millisecond}, store.New(pool))
+		Metrics: m, PollInterval: 10 * time.Millisecond}, pool.Store())
 	if err != nil {
 		return 0, err
 	}

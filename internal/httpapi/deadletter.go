@@ -263,7 +263,7 @@ const maxRateLimit = 100_000
 func (s *Server) bulkRetry(c echo.Context) error { return s.bulk(c, records.TaskRetry) }
 func (s *Server) bulkPurge(c echo.Context) error { return s.bulk(c, records.TaskPurge) }
 
-func (s *Server) bulk(c echo.Context, kind string) error {
+func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (s *Server) bulk(c echo.Context, kind string) error {
 	noteAudit(c, "dry_run", canon, &n)
 	if res.Task == nil {
 		out := map[string]any{"dry_run": true, "would_affect": n, "filter": canon,
-			"message": "nothing changed; send \"confirm\": true to " + kind + " these records"}
+			"message": "nothing changed; send \"confirm\": true to " + string(kind) + " these records"}
 		if kind == records.TaskRetry {
 			out["skipped"] = res.Skipped
 			if res.Skipped > 0 {

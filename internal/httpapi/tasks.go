@@ -38,7 +38,7 @@ type taskErrorJSON struct {
 }
 
 func toTaskJSON(t *records.Task) taskJSON {
-	out := taskJSON{ID: t.ID, Kind: t.Kind, State: t.State, Filter: t.Filter, RateLimit: t.RateLimit, Total: t.Total,
+	out := taskJSON{ID: t.ID, Kind: string(t.Kind), State: string(t.State), Filter: t.Filter, RateLimit: t.RateLimit, Total: t.Total,
 		Processed: t.Processed, Errors: make([]taskErrorJSON, len(t.Errors)), CancelRequested: t.CancelRequested,
 		CreatedBy: t.CreatedBy, Owner: t.LeaseOwner, CreatedAt: jsonTime(t.CreatedAt), StartedAt: optTime(t.StartedAt),
 		UpdatedAt: jsonTime(t.UpdatedAt), FinishedAt: optTime(t.FinishedAt),
@@ -78,7 +78,7 @@ func (s *Server) getTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, toTaskJSON(t))
 }
 
-var taskStates = map[string]bool{records.TaskPending: true, records.TaskRunning: true, records.TaskCompleted: true,
+var taskStates = map[records.TaskState]bool{records.TaskPending: true, records.TaskRunning: true, records.TaskCompleted: true,
 	records.TaskCancelled: true, records.TaskFailed: true}
 
 func (s *Server) listTasks(c echo.Context) error {
@@ -86,7 +86,7 @@ func (s *Server) listTasks(c echo.Context) error {
 	if err := checkParams(q, map[string]bool{"state": true, "limit": true, "cursor": true}); err != nil {
 		return err
 	}
-	p := &records.ListTasksParams{State: q.Get("state")}
+	p := &records.ListTasksParams{State: records.TaskState(q.Get("state"))}
 	if p.State != "" && !taskStates[p.State] {
 		return invalidParam("state", "must be one of pending, running, completed, cancelled, failed")
 	}

@@ -12,7 +12,7 @@ import (
 // BulkParams is a bulk retry or purge of the records a filter matches.
 type BulkParams struct {
 	// Kind is TaskRetry or TaskPurge.
-	Kind   string
+	Kind   TaskKind
 	Filter filter.Filter
 	// Confirm creates the task; without it only the counts are returned.
 	Confirm bool

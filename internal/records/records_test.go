@@ -166,7 +166,7 @@ func TestOwnTopicsRuleIsTheSameForEveryRetry(t *testing.T) {
 		eventually.Nil(t, "the task to finish", func() error {
 			got, err := b.rec.GetTask(ctx, res.Task.ID)
 			if err == nil && got.State != records.TaskCompleted {
-				err = errors.New("task is " + got.State)
+				err = errors.New("task is " + string(got.State))
 			}
 			return err
 		})

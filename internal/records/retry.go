@@ -121,7 +121,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 
 // BatchEvents turns the records a bulk change touched into lifecycle events:
 // dead_letter.retried for a retry, dead_letter.deleted for a purge.
-func BatchEvents(kind string, rows []BatchRow) []events.Event {
+func BatchEvents(kind TaskKind, rows []BatchRow) []events.Event {
 	t := events.DeadLetterRetried
 	if kind == TaskPurge {
 		t = events.DeadLetterDeleted
@@ -135,6 +135,6 @@ func BatchEvents(kind string, rows []BatchRow) []events.Event {
 
 // PublishBatch emits the lifecycle events of a committed batch of a bulk
 // task (the task runner calls it after each).
-func (s *Service) PublishBatch(ctx context.Context, kind string, rows []BatchRow) {
+func (s *Service) PublishBatch(ctx context.Context, kind TaskKind, rows []BatchRow) {
 	s.cfg.Events.Publish(ctx, BatchEvents(kind, rows)...)
 }

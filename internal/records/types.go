@@ -30,6 +30,8 @@ type (
 
 	// Tasks.
 	Task            = store.Task
+	TaskKind        = store.TaskKind
+	TaskState       = store.TaskState
 	ListTasksParams = store.ListTasksParams
 
 	// Incidents and activity.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ActivityWindow is how far back QueueActivity counts. Activity rows are
@@ -112,22 +114,12 @@ func (s *Store) OldestRecords(ctx context.Context, queues []string) (map[string]
 	if len(queues) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT q.name, o.created_at FROM unnest($1::text[]) AS q(name)
-		JOIN LATERAL (SELECT created_at FROM redrive_record WHERE queue >= q.name AND queue <= q.name
-			ORDER BY queue, id LIMIT 1) o ON true`, queues)
+	rows, err := s.q.OldestRecords(ctx, s.pool, queues)
 	if err != nil {
 		return nil, fmt.Errorf("read oldest records: %w", err)
 	}
-	var (
-		name string
-		at   time.Time
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &at}, func() error {
-		out[name] = at
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read oldest records: %w", err)
+	for _, r := range rows {
+		out[r.Queue] = r.CreatedAt
 	}
 	return out, nil
 }
@@ -143,16 +135,7 @@ func (s *Store) OldestRecords(ctx context.Context, queues []string) (map[string]
 func (s *Store) CompactActivity(ctx context.Context, now time.Time) error {
 	cut := now.Truncate(time.Hour).Add(-ActivityMinutes) // minutes from here on stay minutes
 	hour := cut.Add(-time.Hour)                          // the hour folded now
-	_, err := s.pool.Exec(ctx, `
-		WITH m AS (DELETE FROM redrive_queue_activity WHERE minute >= $1 RETURNING *),
-		h AS (DELETE FROM redrive_queue_activity WHERE minute >= $2 AND minute < $1 RETURNING *),
-		old AS (DELETE FROM redrive_queue_activity WHERE minute < $3),
-		fm AS (INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
-			SELECT queue, fingerprint, minute, sum(added), sum(retried) FROM m GROUP BY 1, 2, 3)
-		INSERT INTO redrive_queue_activity (queue, fingerprint, minute, added, retried)
-		SELECT queue, fingerprint, $2, sum(added), sum(retried) FROM h GROUP BY 1, 2`,
-		cut, hour, now.Add(-ActivityKept))
-	if err != nil {
+	if err := s.q.ActivityCompact(ctx, s.pool, hour, cut, now.Add(-ActivityKept)); err != nil {
 		return fmt.Errorf("compact queue activity: %w", err)
 	}
 	return nil
@@ -194,47 +177,47 @@ func (s *Store) Activity(ctx context.Context, p ActivityParams) (*ActivitySeries
 		n++
 	}
 	out := &ActivitySeries{Added: make([]int64, n), Retried: make([]int64, n)}
-	// The filter that is set picks the index; the others are constant.
-	where := "minute >= $1 AND minute < $2"
-	args := []any{p.Since, p.Until, p.Step.Seconds()}
-	switch {
+	// The filter that is set picks the index (and the statement).
+	var rows []dbsqlc.ActivityAllRow
+	var err error
+	switch step := p.Step.Seconds(); {
 	case p.Fingerprint != "":
-		where = "fingerprint = $4 AND " + where
-		args = append(args, p.Fingerprint)
+		var fr []dbsqlc.ActivityOfFingerprintRow
+		fr, err = s.q.ActivityOfFingerprint(ctx, s.pool, dbsqlc.ActivityOfFingerprintParams{Fingerprint: p.Fingerprint,
+			Since: p.Since, Until: p.Until, StepSeconds: step})
+		for _, r := range fr {
+			rows = append(rows, dbsqlc.ActivityAllRow(r))
+		}
 	case p.Queue != "":
-		where = "queue = $4 AND " + where
-		args = append(args, p.Queue)
+		var qr []dbsqlc.ActivityOfQueueRow
+		qr, err = s.q.ActivityOfQueue(ctx, s.pool, dbsqlc.ActivityOfQueueParams{Queue: p.Queue,
+			Since: p.Since, Until: p.Until, StepSeconds: step})
+		for _, r := range qr {
+			rows = append(rows, dbsqlc.ActivityAllRow(r))
+		}
+	default:
+		rows, err = s.q.ActivityAll(ctx, s.pool, p.Since, step, p.Until)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT queue, floor(extract(epoch FROM minute - $1) / $3)::int,
-		sum(added)::bigint, sum(retried)::bigint FROM redrive_queue_activity WHERE `+where+` GROUP BY 1, 2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read activity: %w", err)
 	}
-	var (
-		queue          string
-		bucket         int
-		added, retried int64
-		byQueue        = map[string]*QueueSeries{}
-	)
-	_, err = pgx.ForEachRow(rows, []any{&queue, &bucket, &added, &retried}, func() error {
+	byQueue := map[string]*QueueSeries{}
+	for _, r := range rows {
+		bucket := int(r.Bucket)
 		if bucket < 0 || bucket >= n {
-			return nil
+			continue
 		}
-		out.Added[bucket] += added
-		out.Retried[bucket] += retried
-		if added > 0 && p.TopQueues > 0 {
-			q := byQueue[queue]
+		out.Added[bucket] += r.Added
+		out.Retried[bucket] += r.Retried
+		if r.Added > 0 && p.TopQueues > 0 {
+			q := byQueue[r.Queue]
 			if q == nil {
-				q = &QueueSeries{Queue: queue, Added: make([]int64, n)}
-				byQueue[queue] = q
+				q = &QueueSeries{Queue: r.Queue, Added: make([]int64, n)}
+				byQueue[r.Queue] = q
 			}
-			q.Added[bucket] += added
-			q.Total += added
+			q.Added[bucket] += r.Added
+			q.Total += r.Added
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read activity: %w", err)
 	}
 	for _, q := range byQueue {
 		out.Queues = append(out.Queues, *q)

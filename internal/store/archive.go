@@ -32,14 +32,14 @@ var qualifiedReadColumns = "r." + strings.ReplaceAll(readColumns, ", ", ", r.")
 // oldest due first, for lease.
 func (s *Store) ClaimArchive(ctx context.Context, now time.Time, limit int, lease time.Duration) (*ArchiveClaim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	recs, err := collect(ctx, s.pool, "claim archive copies", scanRecord, fmt.Sprintf(`
+	recs, err := collect(ctx, s.pool, "claim archive copies", scanRecord, `
 		WITH due AS (
 			SELECT id FROM redrive_record
 			WHERE archive_state IN ('pending', 'failed') AND coalesce(archive_retry_at, '-infinity'::timestamptz) <= $1
 			ORDER BY coalesce(archive_retry_at, '-infinity'::timestamptz) LIMIT $2 FOR UPDATE SKIP LOCKED)
 		UPDATE redrive_record r SET archive_token = $3, archive_retry_at = $1::timestamptz + $4 * interval '1 millisecond'
 		FROM due WHERE r.id = due.id
-		RETURNING %s`, qualifiedReadColumns), now, limit, token, lease.Milliseconds())
+		RETURNING `+qualifiedReadColumns, now, limit, token, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -101,16 +101,12 @@ func (s *Store) SettleArchive(ctx context.Context, c *ArchiveClaim, outcomes []A
 // NextArchiveDue returns when the next archive copy is due (before now when
 // one is due at once), zero when none is waiting.
 func (s *Store) NextArchiveDue(ctx context.Context, now time.Time) (time.Time, error) {
-	var at *time.Time
-	err := s.pool.QueryRow(ctx, `
-		SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN $1
-		            ELSE min(archive_retry_at) END
-		FROM redrive_record WHERE archive_state IN ('pending', 'failed')`, now).Scan(&at)
+	at, err := s.q.ArchiveNextDue(ctx, s.pool, now)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next archive due: %w", err)
 	}
-	if at == nil {
-		return time.Time{}, nil
+	if t, ok := at.(time.Time); ok {
+		return t, nil
 	}
-	return *at, nil
+	return time.Time{}, nil // none waiting (NULL)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // AuditEntry is one state-changing API call.
@@ -35,9 +37,9 @@ func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 	filter, before, after := auditJSON(e.Filter), auditJSON(e.Before), auditJSON(e.After)
 	// Refused calls are logged too, whatever bytes they carried: text
 	// columns get valid UTF-8 without NUL.
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id, before, after)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		clean(e.KeyName), e.Action, e.Method, clean(e.Path), clean(e.Target), filter, e.Count, e.Status, clean(e.RequestID), before, after)
+	err := s.q.AuditAdd(ctx, s.pool, dbsqlc.AuditAddParams{KeyName: clean(e.KeyName), Action: e.Action, Method: e.Method,
+		Path: clean(e.Path), Target: clean(e.Target), Filter: filter, Count: e.Count, Status: int32(e.Status),
+		RequestID: clean(e.RequestID), Before: before, After: after})
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
@@ -46,7 +48,7 @@ func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 
 // auditJSON is JSON for a jsonb column of the audit log: NULL when empty,
 // NUL escapes replaced.
-func auditJSON(b json.RawMessage) any {
+func auditJSON(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
@@ -69,36 +71,36 @@ type AuditParams struct {
 // whether more follow.
 func (s *Store) Audit(ctx context.Context, p *AuditParams) ([]AuditEntry, int64, bool, error) {
 	conds := "TRUE"
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds += fmt.Sprintf(" AND "+cond, len(args))
+	args := pgx.NamedArgs{}
+	add := func(name, cond string, v any) {
+		args[name] = v
+		conds += " AND " + cond
 	}
 	if p.KeyName != "" {
-		add("key_name = $%d", p.KeyName)
+		add("key_name", "key_name = @key_name", p.KeyName)
 	}
 	if p.Action != "" {
-		add("action = $%d", p.Action)
+		add("action", "action = @action", p.Action)
 	}
 	if p.Target != "" {
-		add("target = $%d", p.Target)
+		add("target", "target = @target", p.Target)
 	}
 	if !p.Since.IsZero() {
-		add("at >= $%d", p.Since)
+		add("since", "at >= @since", p.Since)
 	}
 	if !p.Until.IsZero() {
-		add("at < $%d", p.Until)
+		add("until", "at < @until", p.Until)
 	}
 	var total int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_audit WHERE "+conds, args...).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_audit WHERE "+conds, args).Scan(&total); err != nil {
 		return nil, 0, false, fmt.Errorf("count audit log: %w", err)
 	}
 	if p.BeforeID > 0 {
-		add("id < $%d", p.BeforeID)
+		add("before_id", "id < @before_id", p.BeforeID)
 	}
-	args = append(args, p.Limit+1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
-		FROM redrive_audit WHERE %s ORDER BY id DESC LIMIT $%d`, conds, len(args)), args...)
+	args["limit"] = p.Limit + 1
+	rows, err := s.pool.Query(ctx, `SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
+		FROM redrive_audit WHERE `+conds+` ORDER BY id DESC LIMIT @limit`, args)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -25,20 +24,4 @@ func collect[T any](ctx context.Context, q querier, what string, scan pgx.RowToF
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
-}
-
-// collectOne is collect for a query that returns one row; none is ErrNotFound.
-func collectOne[T any](ctx context.Context, q querier, what string, scan pgx.RowToFunc[T], sql string, args ...any) (*T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	out, err := pgx.CollectExactlyOneRow(rows, scan)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return &out, nil
 }

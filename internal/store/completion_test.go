@@ -188,9 +188,9 @@ func retryBatch(t *testing.T, pool interface {
 }, s *store.Store, f filter.Filter) store.BatchResult {
 	t.Helper()
 	var res store.BatchResult
-	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+	err := s.WithTx(context.Background(), func(ctx context.Context, tx *store.Tx) error {
 		var err error
-		res, err = s.RetryBatch(context.Background(), tx, &store.BatchParams{Filter: f, Limit: 100})
+		res, err = s.RetryBatch(ctx, tx, &store.BatchParams{Filter: f, Limit: 100})
 		return err
 	})
 	if err != nil {

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ErrorTypeCount is an error type and how many records' latest error has it.
@@ -20,21 +18,15 @@ type ErrorTypeCount struct {
 // the count table (a row per queue, type, error type, state and
 // incident), never the records.
 func (s *Store) ErrorTypes(ctx context.Context, queue, search string, limit int) ([]ErrorTypeCount, int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT error_type, sum(n)::bigint, count(*) OVER () FROM redrive_record_count
-		WHERE ($1 = '' OR queue = $1) AND ($2 = '' OR strpos(lower(error_type), lower($2)) > 0)
-		GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT $3`, queue, search, limit)
+	rows, err := s.q.ErrorTypes(ctx, s.pool, queue, search, int32(limit))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list error types: %w", err)
 	}
 	var out []ErrorTypeCount
 	var total int64
-	var e ErrorTypeCount
-	_, err = pgx.ForEachRow(rows, []any{&e.ErrorType, &e.Count, &total}, func() error {
-		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list error types: %w", err)
+	for _, r := range rows {
+		out = append(out, ErrorTypeCount{ErrorType: r.ErrorType, Count: r.N})
+		total = r.Total
 	}
 	return out, total, nil
 }

@@ -24,7 +24,7 @@ func ListScans(p *ListParams) []struct {
 		out = append(out, struct {
 			SQL  string
 			Args []any
-		}{q, args})
+		}{q, []any{args}})
 	}
 	return out
 }

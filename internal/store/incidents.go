@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/fingerprint"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // IncidentSeen is a fingerprint met in a batch of failures, with one record
@@ -154,23 +155,23 @@ func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Inciden
 	if limit <= 0 {
 		limit = 100
 	}
-	return collect(ctx, s.pool, "list incidents", scanIncident, `
-		WITH c AS (
-			SELECT fingerprint, queue, state, sum(n)::bigint AS n FROM redrive_record_count
-			WHERE fingerprint <> '' AND ($1 = '' OR queue = $1) AND ($6 = '' OR fingerprint = $6)
-			GROUP BY 1, 2, 3 HAVING sum(n) <> 0),
-		q AS (SELECT fingerprint, array_agg(DISTINCT queue ORDER BY queue) AS queues FROM c GROUP BY 1),
-		t AS (SELECT fingerprint, state, sum(n)::bigint AS n FROM c GROUP BY 1, 2),
-		u AS (SELECT fingerprint, jsonb_object_agg(state, n) AS states,
-		             coalesce(sum(n) FILTER (WHERE $2 = '' OR state = $2), 0)::bigint AS matching
-		      FROM t GROUP BY 1)
-		SELECT i.fingerprint, i.error_type, i.signature, coalesce(u.matching, 0), coalesce(q.queues, '{}'),
-		       coalesce(u.states, '{}'), i.first_seen, i.last_seen, i.sample_id::text, i.sample_message, i.frames
-		FROM redrive_incident i
-		LEFT JOIN u USING (fingerprint) LEFT JOIN q USING (fingerprint)
-		WHERE ($6 <> '' AND i.fingerprint = $6) OR ($6 = '' AND u.matching > 0 AND ($3::timestamptz IS NULL OR i.last_seen >= $3))
-		ORDER BY CASE WHEN $4 = 'count' THEN coalesce(u.matching, 0) END DESC NULLS LAST, i.last_seen DESC, i.fingerprint
-		LIMIT $5`, p.Queue, p.State, since, p.Sort, limit, p.ID)
+	rows, err := s.q.IncidentList(ctx, s.pool, dbsqlc.IncidentListParams{Queue: p.Queue, State: p.State, Since: since,
+		Sort: p.Sort, Max: int32(limit), ID: p.ID})
+	if err != nil {
+		return nil, fmt.Errorf("list incidents: %w", err)
+	}
+	out := make([]Incident, len(rows))
+	for i, r := range rows {
+		in := Incident{ID: r.Fingerprint, ErrorType: r.ErrorType, Signature: r.Signature, Count: r.Count, Queues: r.Queues,
+			States: map[string]int64{}, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, SampleID: r.SampleID,
+			SampleMessage: r.SampleMessage, Frames: r.Frames}
+		if err := json.Unmarshal(r.States, &in.States); err != nil {
+			return nil, fmt.Errorf("list incidents: decode incident states: %w", err)
+		}
+		slices.Sort(in.Queues)
+		out[i] = in
+	}
+	return out, nil
 }
 
 // GetIncident returns one incident, or ErrNotFound.
@@ -187,38 +188,15 @@ func (s *Store) GetIncident(ctx context.Context, id string) (*Incident, error) {
 
 // IncidentsPerQueue counts, per queue, the incidents with live records.
 func (s *Store) IncidentsPerQueue(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT queue, count(*) FROM (
-			SELECT queue, fingerprint FROM redrive_record_count WHERE fingerprint <> ''
-			GROUP BY 1, 2 HAVING sum(n) > 0) c
-		GROUP BY 1`)
+	rows, err := s.q.IncidentsPerQueue(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("incidents per queue: %w", err)
 	}
-	out := map[string]int64{}
-	var q string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("incidents per queue: %w", err)
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Queue] = r.N
 	}
 	return out, nil
-}
-
-func scanIncident(row pgx.CollectableRow) (Incident, error) {
-	var in Incident
-	var states []byte
-	err := row.Scan(&in.ID, &in.ErrorType, &in.Signature, &in.Count, &in.Queues, &states,
-		&in.FirstSeen, &in.LastSeen, &in.SampleID, &in.SampleMessage, &in.Frames)
-	if err != nil {
-		return in, err
-	}
-	in.States = map[string]int64{}
-	if err := json.Unmarshal(states, &in.States); err != nil {
-		return in, fmt.Errorf("decode incident states: %w", err)
-	}
-	slices.Sort(in.Queues)
-	return in, nil
 }
 
 // Unfingerprinted is a record to fingerprint: stored before fingerprints
@@ -229,24 +207,32 @@ type Unfingerprinted struct {
 	Last                   dlq.ErrorEntry
 }
 
-func scanUnfingerprinted(row pgx.CollectableRow) (Unfingerprinted, error) {
-	var u Unfingerprinted
-	var last []byte
-	if err := row.Scan(&u.ID, &u.Queue, &u.Fingerprint, &last); err != nil {
-		return u, err
+// unfingerprinted is a record to fingerprint as read: its latest error as
+// JSON text ("" without errors).
+func unfingerprinted(id, queue, fp, last string) (Unfingerprinted, error) {
+	u := Unfingerprinted{ID: id, Queue: queue, Fingerprint: fp}
+	if last == "" {
+		return u, nil
 	}
-	if len(last) > 0 {
-		if err := json.Unmarshal(last, &u.Last); err != nil {
-			return u, fmt.Errorf("decode the latest error of %s: %w", u.ID, err)
-		}
+	if err := json.Unmarshal([]byte(last), &u.Last); err != nil {
+		return u, fmt.Errorf("decode the latest error of %s: %w", u.ID, err)
 	}
 	return u, nil
 }
 
 // Unfingerprinted returns up to limit records without a fingerprint.
 func (s *Store) Unfingerprinted(ctx context.Context, limit int) ([]Unfingerprinted, error) {
-	return collect(ctx, s.pool, "records without a fingerprint", scanUnfingerprinted,
-		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1`, limit)
+	rows, err := s.q.Unfingerprinted(ctx, s.pool, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("records without a fingerprint: %w", err)
+	}
+	out := make([]Unfingerprinted, len(rows))
+	for i, r := range rows {
+		if out[i], err = unfingerprinted(r.ID, r.Queue, r.Fingerprint, r.Last); err != nil {
+			return nil, fmt.Errorf("records without a fingerprint: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // OldIncident is an incident recorded under older fingerprint rules.
@@ -261,13 +247,15 @@ type OldIncident struct {
 // replica of an older version, during a rolling upgrade). One pass over
 // the primary key across the pages, however many incidents there are.
 func (s *Store) IncidentsBefore(ctx context.Context, version int, after string, limit int) ([]OldIncident, error) {
-	return collect(ctx, s.pool, "incidents of older fingerprint rules", func(row pgx.CollectableRow) (OldIncident, error) {
-		var o OldIncident
-		err := row.Scan(&o.Fingerprint, &o.FirstSeen, &o.LastSeen)
-		return o, err
-	}, `SELECT fingerprint, first_seen, last_seen FROM redrive_incident
-		WHERE fingerprint > $2 AND rules_version < $1 AND (refingerprinted_at IS NULL OR last_seen > refingerprinted_at)
-		ORDER BY fingerprint LIMIT $3`, version, after, limit)
+	rows, err := s.q.IncidentsBefore(ctx, s.pool, after, int16(version), int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("incidents of older fingerprint rules: %w", err)
+	}
+	out := make([]OldIncident, len(rows))
+	for i, r := range rows {
+		out[i] = OldIncident{Fingerprint: r.Fingerprint, FirstSeen: r.FirstSeen, LastSeen: r.LastSeen}
+	}
+	return out, nil
 }
 
 // RecordsOf returns up to limit records whose fingerprint is one of fps,
@@ -277,10 +265,18 @@ func (s *Store) RecordsOf(ctx context.Context, fps []string, afterFP, afterID st
 	if afterID == "" {
 		afterID = "00000000-0000-0000-0000-000000000000"
 	}
-	return collect(ctx, s.pool, "records of incidents", scanUnfingerprinted,
-		`SELECT id::text, queue, fingerprint, errors->-1 FROM redrive_record
-		WHERE fingerprint = ANY($1) AND (fingerprint, id) > ($2, $3::uuid) ORDER BY fingerprint, id LIMIT $4`,
-		fps, afterFP, afterID, limit)
+	rows, err := s.q.RecordsOfIncidents(ctx, s.pool, dbsqlc.RecordsOfIncidentsParams{Fingerprints: fps,
+		AfterFingerprint: afterFP, AfterID: afterID, Max: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("records of incidents: %w", err)
+	}
+	out := make([]Unfingerprinted, len(rows))
+	for i, r := range rows {
+		if out[i], err = unfingerprinted(r.ID, r.Queue, r.Fingerprint, r.Last); err != nil {
+			return nil, fmt.Errorf("records of incidents: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // SetFingerprints sets records' fingerprints where they still have the
@@ -315,9 +311,7 @@ func (s *Store) MergeIncident(ctx context.Context, old OldIncident, into string)
 // MarkRefingerprinted notes that incidents of older rules have no records
 // left, so that IncidentsBefore skips them until one is seen again.
 func (s *Store) MarkRefingerprinted(ctx context.Context, fps []string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE redrive_incident SET refingerprinted_at = greatest(now(), last_seen)
-		WHERE fingerprint = ANY($1)`, fps)
-	if err != nil {
+	if err := s.q.IncidentsMarkRefingerprinted(ctx, s.pool, fps); err != nil {
 		return fmt.Errorf("mark %d incidents fingerprinted again: %w", len(fps), err)
 	}
 	return nil

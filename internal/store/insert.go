@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -14,9 +15,8 @@ import (
 
 // insertIgnoringDuplicates stores one row unless its DLQ record (coordinates
 // and timestamp) is already stored.
-var insertIgnoringDuplicates = fmt.Sprintf(
-	"INSERT INTO redrive_record (%s) VALUES (%s) ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING",
-	insertColumns, placeholders(len(recordColumns)))
+var insertIgnoringDuplicates = "INSERT INTO redrive_record (" + insertColumns + ") VALUES (" + placeholders(len(recordColumns)) +
+	") ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING"
 
 // InsertResult says which records of a batch InsertRecords stored.
 type InsertResult struct {
@@ -48,10 +48,11 @@ func (r *InsertResult) add(i int, stored bool) {
 	r.duplicate[i] = true
 }
 
+// placeholders is $1, …, $n: a row's values, in recordColumns' order.
 func placeholders(n int) string {
 	ps := make([]string, n)
 	for i := range ps {
-		ps[i] = fmt.Sprintf("$%d", i+1)
+		ps[i] = "$" + strconv.Itoa(i+1)
 	}
 	return strings.Join(ps, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,7 +21,7 @@ const MaxJSONDepth = 1000
 
 // Reasons a JSON value is kept without its jsonb copy (Record.PayloadOmitted).
 var (
-	reasonTooDeep = fmt.Sprintf("nested more than %d levels deep", MaxJSONDepth)
+	reasonTooDeep = "nested more than " + strconv.Itoa(MaxJSONDepth) + " levels deep"
 	reasonNUL     = `contains the NUL character \u0000, which jsonb cannot hold`
 )
 

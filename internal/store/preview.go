@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // What a preview listing (ListPreviews) reads of a record's parts that a
@@ -76,15 +79,29 @@ type HeaderSize struct {
 	Value int `json:"value_size"`
 }
 
+// previewBounds writes the preview bounds into the constant text of the
+// cutting expressions below (:name is the bound of that name).
+var previewBounds = strings.NewReplacer(
+	":key_bytes", strconv.Itoa(PreviewKeyBytes), ":value_bytes", strconv.Itoa(PreviewValueBytes),
+	":headers", strconv.Itoa(PreviewHeaders), ":header_key_bytes", strconv.Itoa(PreviewHeaderKeyBytes),
+	":header_value_bytes", strconv.Itoa(PreviewHeaderValueBytes),
+	// base64: whole 4-character groups, so that the prefix decodes.
+	":header_value_base64", strconv.Itoa((PreviewHeaderValueBytes+2)/3*4+4),
+	":error_type_bytes", strconv.Itoa(PreviewErrorTypeBytes), ":message_bytes", strconv.Itoa(PreviewMessageBytes),
+	":backtrace_lines", strconv.Itoa(PreviewBacktraceLines), ":backtrace_line_bytes", strconv.Itoa(PreviewBacktraceLineBytes),
+	":details_bytes", strconv.Itoa(PreviewDetailsBytes), ":json_bytes", strconv.Itoa(PreviewJSONBytes),
+	":redelivery_bytes", strconv.Itoa(PreviewRedeliveryBytes),
+).Replace
+
 // previewExpr replaces a column of readColumns with an expression that cuts it.
 var previewExpr = map[string]string{
-	"key":   fmt.Sprintf("substring(key from 1 for %d)", PreviewKeyBytes),
-	"value": fmt.Sprintf("substring(value from 1 for %d)", PreviewValueBytes),
+	"key":   previewBounds("substring(key from 1 for :key_bytes)"),
+	"value": previewBounds("substring(value from 1 for :value_bytes)"),
 	// The first headers, keys and values cut (base64: whole 4-character
 	// groups, so the prefix decodes), with the sizes of the whole ones.
-	"headers": fmt.Sprintf(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
-		'key', left(h->>'key', %[2]d), 'key_encoding', h->'key_encoding',
-		'value', CASE WHEN h->>'encoding' = 'base64' THEN left(h->>'value', %[4]d) ELSE left(h->>'value', %[3]d) END,
+	"headers": previewBounds(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
+		'key', left(h->>'key', :header_key_bytes), 'key_encoding', h->'key_encoding',
+		'value', CASE WHEN h->>'encoding' = 'base64' THEN left(h->>'value', :header_value_base64) ELSE left(h->>'value', :header_value_bytes) END,
 		'encoding', h->>'encoding',
 		'key_size', CASE WHEN h->>'key_encoding' = 'base64'
 			THEN octet_length(h->>'key') / 4 * 3 - (CASE WHEN right(h->>'key', 2) = '==' THEN 2 WHEN right(h->>'key', 1) = '=' THEN 1 ELSE 0 END)
@@ -92,22 +109,19 @@ var previewExpr = map[string]string{
 		'value_size', CASE WHEN h->>'encoding' = 'base64'
 			THEN octet_length(h->>'value') / 4 * 3 - (CASE WHEN right(h->>'value', 2) = '==' THEN 2 WHEN right(h->>'value', 1) = '=' THEN 1 ELSE 0 END)
 			ELSE octet_length(h->>'value') END) ORDER BY n), '[]'::jsonb)
-		FROM jsonb_array_elements(headers) WITH ORDINALITY AS x(h, n) WHERE n <= %[1]d)`,
-		PreviewHeaders, PreviewHeaderKeyBytes, PreviewHeaderValueBytes, (PreviewHeaderValueBytes+2)/3*4+4),
+		FROM jsonb_array_elements(headers) WITH ORDINALITY AS x(h, n) WHERE n <= :headers)`),
 	// The latest error, cut.
-	"errors": fmt.Sprintf(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
-		'attempt', e->'attempt', 'type', left(e->>'type', %[1]d), 'message', left(e->>'message', %[2]d),
+	"errors": previewBounds(`(SELECT coalesce(jsonb_agg(jsonb_build_object(
+		'attempt', e->'attempt', 'type', left(e->>'type', :error_type_bytes), 'message', left(e->>'message', :message_bytes),
 		'code', e->'code', 'occurred_at', e->'occurred_at',
-		'backtrace', coalesce((SELECT jsonb_agg(left(l, %[4]d) ORDER BY n) FROM jsonb_array_elements_text(
+		'backtrace', coalesce((SELECT jsonb_agg(left(l, :backtrace_line_bytes) ORDER BY n) FROM jsonb_array_elements_text(
 			CASE WHEN jsonb_typeof(e->'backtrace') = 'array' THEN e->'backtrace' ELSE '[]'::jsonb END) WITH ORDINALITY AS b(l, n)
-			WHERE n <= %[3]d), '[]'::jsonb),
-		'details', CASE WHEN octet_length((e->'details')::text) <= %[5]d THEN e->'details' ELSE '{}'::jsonb END)), '[]'::jsonb)
-		FROM (SELECT errors->-1 AS e) x WHERE e IS NOT NULL)`,
-		PreviewErrorTypeBytes, PreviewMessageBytes, PreviewBacktraceLines, PreviewBacktraceLineBytes, PreviewDetailsBytes),
-	"retry": fmt.Sprintf("CASE WHEN octet_length(retry::text) <= %d THEN retry ELSE '{}'::jsonb END", PreviewJSONBytes),
-	"meta":  fmt.Sprintf("CASE WHEN octet_length(meta::text) <= %d THEN meta ELSE '{}'::jsonb END", PreviewJSONBytes),
-	"redelivery": fmt.Sprintf("CASE WHEN octet_length(redelivery::text) <= %d THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END",
-		PreviewRedeliveryBytes),
+			WHERE n <= :backtrace_lines), '[]'::jsonb),
+		'details', CASE WHEN octet_length((e->'details')::text) <= :details_bytes THEN e->'details' ELSE '{}'::jsonb END)), '[]'::jsonb)
+		FROM (SELECT errors->-1 AS e) x WHERE e IS NOT NULL)`),
+	"retry":      previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
+	"meta":       previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
+	"redelivery": previewBounds("CASE WHEN octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END"),
 }
 
 // previewExtra are the columns a preview reads after readColumns: sizes,
@@ -115,14 +129,13 @@ var previewExpr = map[string]string{
 var previewExtra = []string{
 	"coalesce(octet_length(key), -1)", "coalesce(octet_length(value), -1)",
 	"jsonb_array_length(headers)", "jsonb_array_length(errors)",
-	fmt.Sprintf(`coalesce((SELECT length(e->>'type') > %[1]d OR length(e->>'message') > %[2]d
-		OR (jsonb_typeof(e->'backtrace') = 'array' AND (jsonb_array_length(e->'backtrace') > %[3]d
-			OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e->'backtrace') l WHERE length(l) > %[4]d)))
-		OR octet_length((e->'details')::text) > %[5]d FROM (SELECT errors->-1 AS e) x), false)`,
-		PreviewErrorTypeBytes, PreviewMessageBytes, PreviewBacktraceLines, PreviewBacktraceLineBytes, PreviewDetailsBytes),
-	fmt.Sprintf("octet_length(retry::text) > %d", PreviewJSONBytes),
-	fmt.Sprintf("octet_length(meta::text) > %d", PreviewJSONBytes),
-	fmt.Sprintf("coalesce(octet_length(redelivery::text) > %d, false)", PreviewRedeliveryBytes),
+	previewBounds(`coalesce((SELECT length(e->>'type') > :error_type_bytes OR length(e->>'message') > :message_bytes
+		OR (jsonb_typeof(e->'backtrace') = 'array' AND (jsonb_array_length(e->'backtrace') > :backtrace_lines
+			OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e->'backtrace') l WHERE length(l) > :backtrace_line_bytes)))
+		OR octet_length((e->'details')::text) > :details_bytes FROM (SELECT errors->-1 AS e) x), false)`),
+	previewBounds("octet_length(retry::text) > :json_bytes"),
+	previewBounds("octet_length(meta::text) > :json_bytes"),
+	previewBounds("coalesce(octet_length(redelivery::text) > :redelivery_bytes, false)"),
 	"(errors->0->>'occurred_at')::timestamptz",
 	"failed_at",
 }
@@ -153,7 +166,7 @@ func (r extraRow) Scan(dest ...any) error {
 	if err := r.CollectableRow.Scan(append(dest, r.extra...)...); err != nil {
 		return err
 	}
-	if b, ok := dest[previewHeadersAt].(*[]byte); ok {
+	if b, ok := dest[previewHeadersAt].(*json.RawMessage); ok {
 		*r.headers = *b
 	}
 	return nil
@@ -214,7 +227,16 @@ func (s *Store) RecordPart(ctx context.Context, id, part string) ([]byte, error)
 	}
 	var b []byte
 	var null bool
-	err := s.pool.QueryRow(ctx, "SELECT "+part+", "+part+" IS NULL FROM redrive_record WHERE id = $1", id).Scan(&b, &null)
+	var err error
+	if part == "key" {
+		var r dbsqlc.RecordKeyRow
+		r, err = s.q.RecordKey(ctx, s.pool, id)
+		b, null = r.Key, r.Null
+	} else {
+		var r dbsqlc.RecordValueRow
+		r, err = s.q.RecordValue(ctx, s.pool, id)
+		b, null = r.Value, r.Null
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

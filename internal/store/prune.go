@@ -11,32 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // TerminalQueues lists the queues that have discarded or completed records, by
 // loose scans of the partial indexes on them: the cost grows with the number
 // of queues, not of records.
 func (m *Maint) TerminalQueues(ctx context.Context) ([]string, error) {
-	rows, err := m.db.Query(ctx, `
-		WITH RECURSIVE d(queue) AS (
-			SELECT min(queue) FROM redrive_record WHERE state = 'discarded'
-			UNION ALL
-			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'discarded' AND r.queue > d.queue)
-			FROM d WHERE d.queue IS NOT NULL
-		), c(queue) AS (
-			SELECT min(queue) FROM redrive_record WHERE state = 'completed'
-			UNION ALL
-			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'completed' AND r.queue > c.queue)
-			FROM c WHERE c.queue IS NOT NULL
-		)
-		SELECT queue FROM d WHERE queue IS NOT NULL
-		UNION
-		SELECT queue FROM c WHERE queue IS NOT NULL
-		ORDER BY 1`)
-	if err != nil {
-		return nil, fmt.Errorf("list queues with terminal records: %w", err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	queues, err := m.q.TerminalQueues(ctx, m.db)
 	if err != nil {
 		return nil, fmt.Errorf("list queues with terminal records: %w", err)
 	}
@@ -55,27 +37,29 @@ type PruneSet struct {
 	Exhaustion dlq.Exhaustion
 }
 
-func (p *PruneSet) where(args []any) (cond string, tsCol string, out []any, err error) {
-	args = append(args, p.Queue)
+// where renders the set's condition, binding its values into args, and the
+// column its records' age is counted from.
+func (p *PruneSet) where(args pgx.NamedArgs) (cond string, tsCol string, err error) {
+	args["queue"] = p.Queue
 	switch {
 	case p.State == dlq.StateDiscarded && p.Exhaustion.Valid():
-		args = append(args, string(p.Exhaustion))
-		return fmt.Sprintf("queue = $%d AND state = 'discarded' AND exhaustion = $%d", len(args)-1, len(args)),
-			"discarded_at", args, nil
+		args["exhaustion"] = string(p.Exhaustion)
+		return "queue = @queue AND state = 'discarded' AND exhaustion = @exhaustion", "discarded_at", nil
 	case p.State == dlq.StateCompleted && p.Exhaustion == "":
-		return fmt.Sprintf("queue = $%d AND state = 'completed'", len(args)), "completed_at", args, nil
+		return "queue = @queue AND state = 'completed'", "completed_at", nil
 	}
-	return "", "", nil, fmt.Errorf("prune set: state %q with exhaustion %q is not prunable", p.State, p.Exhaustion)
+	return "", "", fmt.Errorf("prune set: state %q with exhaustion %q is not prunable", p.State, p.Exhaustion)
 }
 
 // CountPruneSet counts the records of the set.
 func (m *Maint) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
-	cond, _, args, err := p.where(nil)
+	args := pgx.NamedArgs{}
+	cond, _, err := p.where(args)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s records of %s: %w", p.State, p.Queue, err)
 	}
 	return n, nil
@@ -95,23 +79,24 @@ type PruneBatchParams struct {
 	Archived bool
 }
 
-// cond renders the batch's condition and arguments, and the column its age
-// is counted from.
-func (p *PruneBatchParams) cond() (string, string, []any, error) {
+// cond renders the batch's condition, binding its values (and its limit)
+// into args, and the column its age is counted from.
+func (p *PruneBatchParams) cond(args pgx.NamedArgs) (string, string, error) {
 	if p.Limit <= 0 {
-		return "", "", nil, errors.New("prune batch: limit must be > 0")
+		return "", "", errors.New("prune batch: limit must be > 0")
 	}
-	cond, tsCol, args, err := p.where(nil)
+	cond, tsCol, err := p.where(args)
 	if err != nil {
-		return "", "", nil, err
+		return "", "", err
 	}
+	args["limit"] = p.Limit
 	if !p.Before.IsZero() {
-		args = append(args, p.Before)
-		cond += fmt.Sprintf(" AND %s < $%d", tsCol, len(args))
+		args["before"] = p.Before
+		cond += " AND " + tsCol + " < @before"
 	}
 	// Records waiting for redelivery are never terminal; skip them defensively.
 	cond += " AND next_retry_at IS NULL"
-	return cond, tsCol, args, nil
+	return cond, tsCol, nil
 }
 
 // PruneBatch deletes up to Limit records of the set, oldest first, and
@@ -119,16 +104,16 @@ func (p *PruneBatchParams) cond() (string, string, []any, error) {
 // a batch never waits on other work and never holds many locks for long. It
 // never talks to Kafka: archive copies are the archiver's (RequestArchive).
 func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, error) {
-	cond, tsCol, args, err := p.cond()
+	args := pgx.NamedArgs{}
+	cond, tsCol, err := p.cond(args)
 	if err != nil {
 		return 0, err
 	}
 	if p.Archived {
 		cond += " AND (archive_state IS NULL OR archive_state = 'done')"
 	}
-	args = append(args, p.Limit)
-	tag, err := m.db.Exec(ctx, fmt.Sprintf(`DELETE FROM redrive_record WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`, cond, tsCol, len(args)), args...)
+	tag, err := m.db.Exec(ctx, `DELETE FROM redrive_record WHERE id IN (
+		SELECT id FROM redrive_record WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`, args)
 	if err != nil {
 		return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
 	}
@@ -140,14 +125,14 @@ func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, err
 // oldest first, and returns how many. A later pass prunes them once the
 // archiver has copied them.
 func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64, error) {
-	cond, tsCol, args, err := p.cond()
+	args := pgx.NamedArgs{}
+	cond, tsCol, err := p.cond(args)
 	if err != nil {
 		return 0, err
 	}
-	args = append(args, p.Limit)
-	tag, err := m.db.Exec(ctx, fmt.Sprintf(`UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s AND archive_state IS NULL ORDER BY %s LIMIT $%d FOR UPDATE SKIP LOCKED)`,
-		cond, tsCol, len(args)), args...)
+	tag, err := m.db.Exec(ctx, `UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
+		SELECT id FROM redrive_record WHERE `+cond+` AND archive_state IS NULL ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`,
+		args)
 	if err != nil {
 		return 0, fmt.Errorf("request archive copies of %s records of %s: %w", p.State, p.Queue, err)
 	}
@@ -160,32 +145,19 @@ func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64,
 // oldest from one probe of the discarded index per queue, so it stays cheap at
 // millions of rows.
 func (s *Store) DeadLetterDepth(ctx context.Context) (map[string]DepthRow, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.queue, c.n, (SELECT min(r.discarded_at) FROM redrive_record r
-		                      WHERE r.queue = c.queue AND r.state = 'discarded' AND r.exhaustion = 'dead_letter')
-		FROM (SELECT queue, sum(n)::bigint AS n FROM redrive_record_count
-		      WHERE state = 'discarded' AND exhaustion = 'dead_letter' GROUP BY queue) c`)
+	rows, err := s.q.DeadLetterDepth(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter depth: %w", err)
 	}
-	defer rows.Close()
 	out := map[string]DepthRow{}
-	for rows.Next() {
-		var q string
-		var d DepthRow
-		var oldest *time.Time
-		if err := rows.Scan(&q, &d.Count, &oldest); err != nil {
-			return nil, fmt.Errorf("dead-letter depth: %w", err)
-		}
-		if oldest != nil {
-			d.Oldest = *oldest
+	for _, r := range rows {
+		d := DepthRow{Count: r.N}
+		if oldest, ok := r.Oldest.(time.Time); ok {
+			d.Oldest = oldest
 		}
 		if d.Count > 0 {
-			out[q] = d
+			out[r.Queue] = d
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dead-letter depth: %w", err)
 	}
 	return out, nil
 }
@@ -208,10 +180,13 @@ type dbtx interface {
 // Maint runs the pruning and replay statements, on the pool (Store.Maint) or
 // on the connection of an AdvisoryLock, so that a maintenance pass uses one
 // connection however long it runs.
-type Maint struct{ db dbtx }
+type Maint struct {
+	db dbtx
+	q  *dbsqlc.Queries
+}
 
 // Maint runs maintenance statements on the pool.
-func (s *Store) Maint() *Maint { return &Maint{db: s.pool} }
+func (s *Store) Maint() *Maint { return &Maint{db: s.pool, q: s.q} }
 
 // TerminalQueues is Maint().TerminalQueues.
 func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
@@ -224,6 +199,7 @@ func (s *Store) TerminalQueues(ctx context.Context) ([]string, error) {
 type AdvisoryLock struct {
 	conn *pgxpool.Conn
 	key  int64
+	q    *dbsqlc.Queries
 }
 
 // TryAdvisoryLock takes the session-level advisory lock key without waiting.
@@ -233,7 +209,7 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (lock *AdvisoryL
 	if err != nil {
 		return nil, false, fmt.Errorf("advisory lock %d: acquire connection: %w", key, err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+	if ok, err = s.q.AdvisoryTryLock(ctx, conn, key); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("advisory lock %d: %w", key, err)
 	}
@@ -241,19 +217,18 @@ func (s *Store) TryAdvisoryLock(ctx context.Context, key int64) (lock *AdvisoryL
 		conn.Release()
 		return nil, false, nil
 	}
-	return &AdvisoryLock{conn: conn, key: key}, true, nil
+	return &AdvisoryLock{conn: conn, key: key, q: s.q}, true, nil
 }
 
 // Maint runs statements on the lock's connection.
-func (l *AdvisoryLock) Maint() *Maint { return &Maint{db: l.conn} }
+func (l *AdvisoryLock) Maint() *Maint { return &Maint{db: l.conn, q: l.q} }
 
 // Release unlocks and returns the connection; if the unlock fails the
 // connection is closed, so the lock never lingers on a pooled session.
 func (l *AdvisoryLock) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var unlocked bool
-	if err := l.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.key).Scan(&unlocked); err != nil || !unlocked {
+	if unlocked, err := l.q.AdvisoryUnlock(ctx, l.conn, l.key); err != nil || !unlocked {
 		_ = l.conn.Conn().Close(ctx)
 	}
 	l.conn.Release()
@@ -269,19 +244,13 @@ type RecordCountRow struct {
 // RecordCounts sums the statistics table the triggers maintain: cheap at any
 // table size (a few hundred rows once compacted).
 func (s *Store) RecordCounts(ctx context.Context) ([]RecordCountRow, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT queue, state, exhaustion, error_type, sum(n)::bigint FROM redrive_record_count
-		GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`)
+	rows, err := s.q.RecordCounts(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("record counts: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RecordCountRow, error) {
-		var r RecordCountRow
-		err := row.Scan(&r.Queue, &r.State, &r.Exhaustion, &r.ErrorType, &r.N)
-		return r, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record counts: %w", err)
+	out := make([]RecordCountRow, len(rows))
+	for i, r := range rows {
+		out[i] = RecordCountRow{Queue: r.Queue, State: r.State, Exhaustion: r.Exhaustion, ErrorType: r.ErrorType, N: r.N}
 	}
 	return out, nil
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,149 +15,8 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
-
-// dimsOnly reports whether f, narrowed by sc, uses only the dimensions of
-// the count table, so that its total can be read from there.
-func dimsOnly(f *filter.Filter, sc *filter.Scope) bool {
-	return f.Since.IsZero() && f.Until.IsZero() && f.Key == nil && f.Q == "" && len(f.Path) == 0 &&
-		len(f.Headers) == 0 && len(f.IDs) == 0 && f.Unacknowledged == nil && (sc == nil || sc.MaxID == "" && sc.InFlight == nil)
-}
-
-// containment builds the jsonb documents whose containment (@>) in the payload
-// means "the value at path equals v": v as JSON when it is a JSON scalar, and
-// always v as a JSON string, so that ?path=id&value=17 finds 17 and "17".
-func containment(path []string, value string) ([][]byte, error) {
-	var vals []any
-	var scalar any
-	if err := json.Unmarshal([]byte(value), &scalar); err == nil {
-		switch scalar.(type) {
-		case float64, bool, nil:
-			vals = append(vals, json.RawMessage(value))
-		}
-	}
-	vals = append(vals, value)
-	out := make([][]byte, 0, len(vals))
-	for _, v := range vals {
-		doc := v
-		for i := len(path) - 1; i >= 0; i-- {
-			doc = map[string]any{path[i]: doc}
-		}
-		b, err := json.Marshal(doc)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// Where is the SQL condition that selects the records of f narrowed by sc
-// (nil: not narrowed), with its arguments ($1 up): what every statement over
-// a filter runs. For EXPLAINs, and for tests that compare what the sources
-// of one filter (a query string, a task, a replay rule) select.
-func Where(f *filter.Filter, sc *filter.Scope) (string, []any) { return where(f, sc, nil) }
-
-// where renders f, narrowed by sc (nil: not narrowed), as a SQL condition
-// with its arguments, numbering placeholders from len(args)+1.
-func where(f *filter.Filter, sc *filter.Scope, args []any) (string, []any) {
-	if sc == nil {
-		sc = &filter.Scope{}
-	}
-	var conds []string
-	add := func(cond string, v any) {
-		args = append(args, v)
-		conds = append(conds, fmt.Sprintf(cond, len(args)))
-	}
-	if f.Queue != "" {
-		add("queue = $%d", f.Queue)
-	}
-	if f.Type != "" {
-		add("type = $%d", f.Type)
-	}
-	if f.ErrorType != "" {
-		add("error_type = $%d", f.ErrorType)
-	}
-	if f.Incident != "" {
-		add("fingerprint = $%d", f.Incident)
-	}
-	if len(sc.NotQueues) > 0 {
-		add("queue <> ALL($%d)", sc.NotQueues)
-	}
-	if sc.NotInternal {
-		conds = append(conds, "left(queue, 2) <> '__'")
-	}
-	if f.State != "" {
-		add("state = $%d", string(f.State))
-	}
-	if len(sc.States) > 0 {
-		ss := make([]string, len(sc.States))
-		for i, s := range sc.States {
-			ss[i] = string(s)
-		}
-		add("state = ANY($%d)", ss)
-	}
-	if f.Exhaustion != "" {
-		add("exhaustion = $%d", string(f.Exhaustion))
-	}
-	if !f.Since.IsZero() {
-		add("created_at >= $%d", f.Since)
-	}
-	if !f.Until.IsZero() {
-		add("created_at < $%d", f.Until)
-	}
-	if f.Key != nil {
-		// The index holds the key's first 1,024 bytes (a key may be longer
-		// than an index entry): the prefix finds the rows, the key itself
-		// confirms them.
-		args = append(args, f.Key)
-		conds = append(conds, fmt.Sprintf("substring(key from 1 for 1024) = substring($%[1]d::bytea from 1 for 1024) AND key = $%[1]d::bytea", len(args)))
-	}
-	if f.Q != "" {
-		add("position($%d::bytea in value) > 0", []byte(f.Q))
-	}
-	if len(f.Path) > 0 {
-		docs, _ := containment(f.Path, f.Value)
-		var ors []string
-		for _, d := range docs {
-			args = append(args, string(d))
-			ors = append(ors, fmt.Sprintf("payload @> $%d::jsonb", len(args)))
-		}
-		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
-	}
-	for _, h := range f.Headers {
-		doc := map[string]string{"key": h.Key}
-		if h.ValueSet {
-			doc["value"] = h.Value
-		}
-		b, _ := json.Marshal([]any{doc})
-		add("headers @> $%d::jsonb", string(b))
-	}
-	if sc.MaxID != "" {
-		add("id <= $%d", sc.MaxID)
-	}
-	if len(f.IDs) > 0 {
-		add("id = ANY($%d::uuid[])", f.IDs)
-	}
-	if f.Unacknowledged != nil {
-		if *f.Unacknowledged {
-			conds = append(conds, "(state = 'available' AND unacknowledged_at IS NOT NULL)")
-		} else {
-			conds = append(conds, "(state <> 'available' OR unacknowledged_at IS NULL)")
-		}
-	}
-	if sc.InFlight != nil {
-		if *sc.InFlight {
-			conds = append(conds, inFlightIDsSQL)
-		} else {
-			conds = append(conds, "NOT "+inFlightSQL)
-		}
-	}
-	if len(conds) == 0 {
-		return "TRUE", args
-	}
-	return strings.Join(conds, " AND "), args
-}
 
 // ListParams selects a page of records, newest first unless Sort says
 // otherwise.
@@ -246,27 +105,29 @@ func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns strin
 // cannot answer; past it, a listing shows the planner's estimate instead.
 const countBudget = 25 * time.Millisecond
 
+// setCountBudget bounds a counting transaction's statements to countBudget.
+var setCountBudget = "SET LOCAL statement_timeout = " + strconv.FormatInt(countBudget.Milliseconds(), 10)
+
 // countFor counts the records matching f narrowed by sc: exactly from the
 // count table when they use only its dimensions, else by scanning at most
 // countCap+1 rows within countBudget; beyond the budget it returns the
 // planner's estimate (estimated).
 func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope) (n int64, capped, estimated bool, err error) {
-	if dimsOnly(f, sc) {
+	if countable(f, sc) {
 		n, err = s.countDims(ctx, f, sc)
 		return n, false, false, err
 	}
-	cond, args := where(f, sc, nil)
-	args = append(args, countCap+1)
-	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE %s LIMIT $%d) c", cond, len(args))
+	args := pgx.NamedArgs{"count_cap": countCap + 1}
+	cond := where(f, sc, "", args)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", countBudget.Milliseconds())); err != nil {
+		if _, err := tx.Exec(ctx, setCountBudget); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, q, args...).Scan(&n)
+		return tx.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE "+cond+" LIMIT @count_cap) c", args).Scan(&n)
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil { // query_canceled: over budget
-		est, err := s.estimate(ctx, "SELECT 1 FROM redrive_record WHERE "+cond, args[:len(args)-1])
+		est, err := s.estimate(ctx, "SELECT 1 FROM redrive_record WHERE "+cond, args)
 		return est, false, true, err
 	}
 	if err != nil {
@@ -279,14 +140,14 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 }
 
 // estimate is the planner's row estimate for a query.
-func (s *Store) estimate(ctx context.Context, query string, args []any) (int64, error) {
+func (s *Store) estimate(ctx context.Context, query string, args pgx.NamedArgs) (int64, error) {
 	var plan []struct {
 		Plan struct {
 			Rows float64 `json:"Plan Rows"`
 		} `json:"Plan"`
 	}
 	var raw []byte
-	if err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw); err != nil {
+	if err := s.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args).Scan(&raw); err != nil {
 		return 0, fmt.Errorf("estimate records: %w", err)
 	}
 	if err := json.Unmarshal(raw, &plan); err != nil {
@@ -300,42 +161,31 @@ func (s *Store) estimate(ctx context.Context, query string, args []any) (int64, 
 
 // countDims sums the count table over the dimensions of f and sc.
 func (s *Store) countDims(ctx context.Context, f *filter.Filter, sc *filter.Scope) (int64, error) {
-	cond, args := countWhere(f, sc)
+	args := pgx.NamedArgs{}
+	cond := countWhere(f, sc, args)
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM redrive_record_count WHERE "+cond, args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM redrive_record_count WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count records: %w", err)
 	}
 	return n, nil
-}
-
-// countWhere renders the dimension part of f and sc over redrive_record_count.
-func countWhere(f *filter.Filter, sc *filter.Scope) (string, []any) {
-	g := filter.Filter{Queue: f.Queue, Type: f.Type, ErrorType: f.ErrorType, State: f.State, Incident: f.Incident}
-	var h filter.Scope
-	if sc != nil {
-		h = filter.Scope{States: sc.States, NotQueues: sc.NotQueues, NotInternal: sc.NotInternal}
-	}
-	cond, args := where(&g, &h, nil)
-	if f.Exhaustion != "" {
-		args = append(args, string(f.Exhaustion))
-		cond += fmt.Sprintf(" AND exhaustion = $%d", len(args))
-	}
-	return cond, args
 }
 
 // Get returns one record by id, or ErrNotFound. It says whether the record
 // is in flight (InFlight): claimed by a scheduler that has not settled the
 // claim yet.
 func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
-	var inFlight bool
-	scan := func(row pgx.CollectableRow) (dlq.Record, error) {
-		var headers []byte
-		r, err := scanRecord(extraRow{CollectableRow: row, extra: []any{&inFlight}, headers: &headers})
-		r.InFlight = inFlight
-		return r, err
+	row, err := s.q.RecordGet(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
 	}
-	return collectOne(ctx, s.pool, "get record "+id, scan,
-		"SELECT "+readColumns+", "+inFlightSQL+" FROM redrive_record WHERE id = $1", id)
+	if err != nil {
+		return nil, fmt.Errorf("get record %s: %w", id, err)
+	}
+	r, err := recordOf(&row)
+	if err != nil {
+		return nil, fmt.Errorf("get record %s: %w", id, err)
+	}
+	return &r, nil
 }
 
 // inFlightSQL is true for a record a scheduler has claimed and not settled
@@ -354,86 +204,95 @@ func (s *Store) Count(ctx context.Context, f *filter.Filter) (int64, error) {
 
 // count returns how many records match f narrowed by sc, exactly.
 func (s *Store) count(ctx context.Context, f *filter.Filter, sc *filter.Scope) (int64, error) {
-	if dimsOnly(f, sc) {
+	if countable(f, sc) {
 		return s.countDims(ctx, f, sc)
 	}
-	cond, args := where(f, sc, nil)
+	args := pgx.NamedArgs{}
+	cond := where(f, sc, "", args)
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count records: %w", err)
 	}
 	return n, nil
 }
 
+// storedRecord is a record's row as read: readColumns (scanRecord, in every
+// listing), or the same columns and whether the record is in flight
+// (RecordGet). recordOf decodes it.
+type storedRecord = dbsqlc.RecordGetRow
+
 func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
-	var (
-		r                      dlq.Record
-		state, format          string
-		exhaustion             *string
-		sourceTS               *time.Time
-		headers, errs, redeliv []byte
-		dlqTS                  pgtype.Timestamptz
-		archiveState           *string
-		archiveReason          *string
-		failure, archiveFail   []byte
-		payloadOmitted         *string
-		completedBy            *string
-	)
+	var sr storedRecord
 	err := row.Scan(
-		&r.ID, &r.Queue, &r.Type, &state, &exhaustion, &r.Attempt, &r.MaxAttempts,
-		&r.Source.Partition, &r.Source.Offset, &sourceTS, &r.Source.Group,
-		&r.DLQ.Topic, &r.DLQ.Partition, &r.DLQ.Offset, &dlqTS, &format,
-		&r.Key, &r.Value, &headers, &errs, &r.Retry, &r.Meta,
-		&r.CreatedAt, &r.EnqueuedAt, &r.NextRetryAt, &r.DiscardedAt, &r.CompletedAt, &r.UpdatedAt,
-		&archiveState, &r.Fingerprint, &payloadOmitted,
-		&r.RedeliveredAt, &redeliv, &r.ArchivedAt, &failure, &archiveReason, &archiveFail,
-		&completedBy, &r.AckDueAt, &r.UnacknowledgedAt,
+		&sr.ID, &sr.Queue, &sr.Type, &sr.State, &sr.Exhaustion, &sr.Attempt, &sr.MaxAttempts,
+		&sr.SourcePartition, &sr.SourceOffset, &sr.SourceTimestamp, &sr.SourceGroup,
+		&sr.DlqTopic, &sr.DlqPartition, &sr.DlqOffset, &sr.DlqTimestamp, &sr.Format,
+		&sr.Key, &sr.Value, &sr.Headers, &sr.Errors, &sr.Retry, &sr.Meta,
+		&sr.CreatedAt, &sr.EnqueuedAt, &sr.NextRetryAt, &sr.DiscardedAt, &sr.CompletedAt, &sr.UpdatedAt,
+		&sr.ArchiveState, &sr.Fingerprint, &sr.PayloadOmitted,
+		&sr.RedeliveredAt, &sr.Redelivery, &sr.ArchivedAt, &sr.RedeliveryFailure, &sr.ArchiveReason, &sr.ArchiveFailure,
+		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt,
 	)
 	if err != nil {
-		return r, err
+		return dlq.Record{}, err
 	}
-	r.State, r.Format = dlq.State(state), dlq.Format(format)
-	if payloadOmitted != nil {
-		r.PayloadOmitted = *payloadOmitted
+	return recordOf(&sr)
+}
+
+// recordOf decodes a record's row.
+func recordOf(sr *storedRecord) (dlq.Record, error) {
+	r := dlq.Record{
+		ID: sr.ID, Queue: sr.Queue, Type: sr.Type, State: dlq.State(sr.State), Attempt: int(sr.Attempt), MaxAttempts: int(sr.MaxAttempts),
+		Source: dlq.Source{Partition: sr.SourcePartition, Offset: sr.SourceOffset, Group: sr.SourceGroup},
+		DLQ:    dlq.Coord{Topic: sr.DlqTopic, Partition: sr.DlqPartition, Offset: sr.DlqOffset},
+		Format: dlq.Format(sr.Format), Key: sr.Key, Value: sr.Value, Retry: sr.Retry, Meta: sr.Meta,
+		CreatedAt: sr.CreatedAt, EnqueuedAt: sr.EnqueuedAt, NextRetryAt: sr.NextRetryAt, DiscardedAt: sr.DiscardedAt,
+		CompletedAt: sr.CompletedAt, UpdatedAt: sr.UpdatedAt, Fingerprint: sr.Fingerprint,
+		RedeliveredAt: sr.RedeliveredAt, ArchivedAt: sr.ArchivedAt, AckDueAt: sr.AckDueAt, UnacknowledgedAt: sr.UnacknowledgedAt,
+		InFlight: sr.InFlight,
+	}
+	if sr.PayloadOmitted != nil {
+		r.PayloadOmitted = *sr.PayloadOmitted
 	}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
-	if exhaustion != nil {
-		r.Exhaustion = dlq.Exhaustion(*exhaustion)
+	if sr.Exhaustion != nil {
+		r.Exhaustion = dlq.Exhaustion(*sr.Exhaustion)
 	}
 	switch {
-	case completedBy != nil:
-		r.CompletedBy = dlq.CompletedBy(*completedBy)
+	case sr.CompletedBy != nil:
+		r.CompletedBy = dlq.CompletedBy(*sr.CompletedBy)
 	case r.State == dlq.StateCompleted:
 		// Stored before completion policies (migration 00090), when only an
 		// acknowledgement completed a record.
 		r.CompletedBy = dlq.CompletedByAck
 	}
-	if sourceTS != nil {
-		r.Source.Timestamp = *sourceTS
+	if sr.SourceTimestamp != nil {
+		r.Source.Timestamp = *sr.SourceTimestamp
 	}
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	var err error
+	if r.Headers, err = decodeHeaders(sr.Headers); err != nil {
 		return r, err
 	}
-	if r.Redelivery, err = decodeRedelivery(redeliv); err != nil {
+	if r.Redelivery, err = decodeRedelivery(sr.Redelivery); err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(errs, &r.Errors); err != nil {
+	if err := json.Unmarshal(sr.Errors, &r.Errors); err != nil {
 		return r, fmt.Errorf("decode errors: %w", err)
 	}
-	if dlqTS.InfinityModifier == pgtype.Finite {
-		r.DLQ.Timestamp = dlqTS.Time
+	if sr.DlqTimestamp.InfinityModifier == pgtype.Finite {
+		r.DLQ.Timestamp = sr.DlqTimestamp.Time
 	}
-	if r.RedeliveryFailure, err = decodeFailure(failure); err != nil {
+	if r.RedeliveryFailure, err = decodeFailure(sr.RedeliveryFailure); err != nil {
 		return r, fmt.Errorf("decode redelivery failure: %w", err)
 	}
-	if archiveState != nil {
-		r.Archive = &dlq.ArchiveStatus{State: dlq.ArchiveState(*archiveState)}
-		if archiveReason != nil {
-			r.Archive.Reason = *archiveReason
+	if sr.ArchiveState != nil {
+		r.Archive = &dlq.ArchiveStatus{State: dlq.ArchiveState(*sr.ArchiveState)}
+		if sr.ArchiveReason != nil {
+			r.Archive.Reason = *sr.ArchiveReason
 		}
-		if r.Archive.Failure, err = decodeFailure(archiveFail); err != nil {
+		if r.Archive.Failure, err = decodeFailure(sr.ArchiveFailure); err != nil {
 			return r, fmt.Errorf("decode archive failure: %w", err)
 		}
 	}

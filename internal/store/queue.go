@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrExists is returned when creating something that already exists.
@@ -25,28 +27,44 @@ type QueueConfig struct {
 	UpdatedAt time.Time
 }
 
-const queueColumns = "name, config, explicit, created_at, updated_at"
+func queueOf(r dbsqlc.RedriveQueue) *QueueConfig {
+	return &QueueConfig{Name: r.Name, Config: r.Config, Explicit: r.Explicit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
 
-func scanQueue(row pgx.CollectableRow) (QueueConfig, error) {
-	var q QueueConfig
-	err := row.Scan(&q.Name, &q.Config, &q.Explicit, &q.CreatedAt, &q.UpdatedAt)
-	return q, err
+// oneQueue is the configuration a statement read, or ErrNotFound.
+func oneQueue(what string, r dbsqlc.RedriveQueue, err error) (*QueueConfig, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return queueOf(r), nil
 }
 
 // QueueConfigs returns every topic configuration set through the API.
 func (s *Store) QueueConfigs(ctx context.Context) ([]QueueConfig, error) {
-	return collect(ctx, s.pool, "list queue configs", scanQueue, "SELECT "+queueColumns+" FROM redrive_queue ORDER BY name")
+	rows, err := s.q.QueueConfigList(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("list queue configs: %w", err)
+	}
+	out := make([]QueueConfig, len(rows))
+	for i, r := range rows {
+		out[i] = *queueOf(r)
+	}
+	return out, nil
 }
 
 // QueueConfig returns one topic configuration, or ErrNotFound.
 func (s *Store) QueueConfig(ctx context.Context, name string) (*QueueConfig, error) {
-	return collectOne(ctx, s.pool, "get queue config "+name, scanQueue, "SELECT "+queueColumns+" FROM redrive_queue WHERE name = $1", name)
+	r, err := s.q.QueueConfigGet(ctx, s.pool, name)
+	return oneQueue("get queue config "+name, r, err)
 }
 
 // CreateQueue stores a new explicit topic configuration, or ErrExists.
 func (s *Store) CreateQueue(ctx context.Context, name string, config json.RawMessage) (*QueueConfig, error) {
-	q, err := collectOne(ctx, s.pool, "create queue "+name, scanQueue, `INSERT INTO redrive_queue (name, config, explicit)
-		VALUES ($1, $2, true) ON CONFLICT (name) DO NOTHING RETURNING `+queueColumns, name, config)
+	r, err := s.q.QueueCreate(ctx, s.pool, name, config)
+	q, err := oneQueue("create queue "+name, r, err)
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrExists
 	}
@@ -57,21 +75,21 @@ func (s *Store) CreateQueue(ctx context.Context, name string, config json.RawMes
 // JSON object config is merged into the stored one at the top level instead
 // (how pause and resume set only the state).
 func (s *Store) PutQueueConfig(ctx context.Context, name string, config json.RawMessage, merge bool) (*QueueConfig, error) {
-	set := "config = excluded.config"
+	put := s.q.QueueConfigPut
 	if merge {
-		set = "config = redrive_queue.config || excluded.config"
+		put = s.q.QueueConfigMerge
 	}
-	return collectOne(ctx, s.pool, "put queue config "+name, scanQueue, `INSERT INTO redrive_queue (name, config, explicit)
-		VALUES ($1, $2, false) ON CONFLICT (name) DO UPDATE SET `+set+`, updated_at = now() RETURNING `+queueColumns, name, config)
+	r, err := put(ctx, s.pool, name, config)
+	return oneQueue("put queue config "+name, r, err)
 }
 
 // DeleteQueue removes a topic configuration, or returns ErrNotFound.
 func (s *Store) DeleteQueue(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_queue WHERE name = $1", name)
+	n, err := s.q.QueueDelete(ctx, s.pool, name)
 	if err != nil {
 		return fmt.Errorf("delete queue %s: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil

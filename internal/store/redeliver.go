@@ -10,44 +10,34 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // WaitingQueues lists the queues that have records waiting for (re)delivery,
 // due or not, by a loose scan of the (queue, next_retry_at) index: its cost
 // grows with the number of queues, not of records.
 func (s *Store) WaitingQueues(ctx context.Context) ([]string, error) {
-	return collect(ctx, s.pool, "list waiting queues", pgx.RowTo[string], `
-		WITH RECURSIVE q(queue) AS (
-			SELECT min(queue) FROM redrive_record WHERE next_retry_at IS NOT NULL
-			UNION ALL
-			SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.next_retry_at IS NOT NULL AND r.queue > q.queue)
-			FROM q WHERE q.queue IS NOT NULL
-		)
-		SELECT queue FROM q WHERE queue IS NOT NULL`)
+	queues, err := s.q.WaitingQueues(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("list waiting queues: %w", err)
+	}
+	return queues, nil
 }
 
 // NextDue returns, per queue, the earliest time a record of it is due.
 // Queues with nothing waiting are absent.
 func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT q, (SELECT min(next_retry_at) FROM redrive_record WHERE queue = q AND next_retry_at IS NOT NULL)
-		FROM unnest($1::text[]) AS q`, queues)
+	rows, err := s.q.NextDue(ctx, s.pool, queues)
 	if err != nil {
 		return nil, fmt.Errorf("next due time: %w", err)
 	}
-	defer rows.Close()
 	out := make(map[string]time.Time, len(queues))
-	for rows.Next() {
-		var q string
-		var at *time.Time
-		if err := rows.Scan(&q, &at); err != nil {
-			return nil, fmt.Errorf("next due time: %w", err)
-		}
-		if at != nil {
-			out[q] = *at
+	for _, r := range rows {
+		if at, ok := r.Due.(time.Time); ok {
+			out[r.Queue] = at
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ClaimParams asks for up to Limit records of Queue due at Now.
@@ -103,40 +93,18 @@ type prior struct {
 // empty claim (nothing due) has no token.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	rows, err := s.pool.Query(ctx, `
-		WITH due AS (
-			SELECT id, state, next_retry_at, redelivered_at, redelivery_failure FROM redrive_record
-			WHERE queue = $1 AND next_retry_at <= $2
-			ORDER BY next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
-		claimed AS (
-			UPDATE redrive_record r
-			SET state = CASE WHEN $7 THEN 'available' ELSE 'completed' END,
-			    completed_at = CASE WHEN $7 THEN NULL ELSE $2::timestamptz END,
-			    completed_by = CASE WHEN $7 THEN NULL ELSE 'redelivered' END,
-			    ack_due_at = CASE WHEN $7 THEN $2::timestamptz + $8 * interval '1 millisecond' END,
-			    unacknowledged_at = NULL,
-			    attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-			    discarded_at = NULL, redelivered_at = $2, updated_at = $2, redelivery_failure = NULL, claim_token = $4
-			FROM due WHERE r.id = due.id
-			RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
-			          r.redelivery, due.next_retry_at, due.state, due.redelivered_at,
-			          coalesce((due.redelivery_failure->>'failures')::int, 0) AS failures),
-		lease AS (
-			INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
-			SELECT $4, $5, $1, $2, $2::timestamptz + $6 * interval '1 millisecond', array_agg(id), array_agg(state)
-			FROM claimed HAVING count(*) > 0)
-		SELECT * FROM claimed`, p.Queue, p.Now, p.Limit, token, p.Owner, p.Lease.Milliseconds(), p.AwaitAck, p.AckTimeout.Milliseconds())
+	rows, err := s.q.ClaimDue(ctx, s.pool, dbsqlc.ClaimDueParams{Queue: p.Queue, Now: p.Now, Max: int32(p.Limit), Token: token,
+		Owner: p.Owner, LeaseMs: p.Lease.Milliseconds(), AwaitAck: p.AwaitAck, AckTimeoutMs: p.AckTimeout.Milliseconds()})
 	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
-	c := &Claim{prior: map[string]prior{}}
-	c.Records, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.Record, error) {
-		r, pr, err := scanForRedelivery(row)
-		c.prior[r.ID] = pr
-		return r, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+	c := &Claim{prior: make(map[string]prior, len(rows)), Records: make([]dlq.Record, len(rows))}
+	for i := range rows {
+		r, pr, err := forRedelivery(&rows[i])
+		if err != nil {
+			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+		}
+		c.Records[i], c.prior[r.ID] = r, pr
 	}
 	if len(c.Records) > 0 {
 		c.Token = token
@@ -153,27 +121,19 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	return c, nil
 }
 
-// scanForRedelivery reads the columns ClaimDue returns.
-func scanForRedelivery(row pgx.CollectableRow) (dlq.Record, prior, error) {
-	var (
-		r                dlq.Record
-		p                prior
-		format           string
-		headers, redeliv []byte
-	)
-	if err := row.Scan(&r.ID, &r.Queue, &format, &r.Attempt, &r.Source.Partition,
-		&r.Key, &r.Value, &headers, &redeliv, &r.NextRetryAt, &p.state, &p.redeliveredAt, &p.failures); err != nil {
-		return r, p, err
-	}
-	r.Format = dlq.Format(format)
+// forRedelivery decodes a row ClaimDue returns.
+func forRedelivery(row *dbsqlc.ClaimDueRow) (dlq.Record, prior, error) {
+	r := dlq.Record{ID: row.ID, Queue: row.Queue, Format: dlq.Format(row.Format), Attempt: int(row.Attempt),
+		Source: dlq.Source{Partition: row.SourcePartition}, Key: row.Key, Value: row.Value, NextRetryAt: row.DueAt}
+	p := prior{state: row.PriorState, redeliveredAt: row.PriorRedeliveredAt, failures: int(row.Failures)}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
 	var err error
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	if r.Headers, err = decodeHeaders(row.Headers); err != nil {
 		return r, p, err
 	}
-	r.Redelivery, err = decodeRedelivery(redeliv)
+	r.Redelivery, err = decodeRedelivery(row.Redelivery)
 	return r, p, err
 }
 
@@ -310,34 +270,27 @@ type Unacknowledged struct {
 // is producing right now are left for a later pass; rows another statement
 // holds are skipped. Index redrive_record_ack_due keeps it a range scan.
 func (s *Store) MarkUnacknowledged(ctx context.Context, now time.Time, limit int) ([]Unacknowledged, error) {
-	return collect(ctx, s.pool, "mark unacknowledged records", func(row pgx.CollectableRow) (Unacknowledged, error) {
-		var u Unacknowledged
-		err := row.Scan(&u.ID, &u.Queue, &u.Attempt)
-		return u, err
-	}, `
-		WITH due AS (
-			SELECT id FROM redrive_record
-			WHERE state = 'available' AND ack_due_at IS NOT NULL AND unacknowledged_at IS NULL AND ack_due_at <= $1
-			  AND next_retry_at IS NULL AND NOT `+inFlightSQL+`
-			ORDER BY ack_due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE redrive_record r SET unacknowledged_at = $1, updated_at = $1
-		FROM due WHERE r.id = due.id
-		RETURNING r.id, r.queue, r.attempt`, now, limit)
+	rows, err := s.q.MarkUnacknowledged(ctx, s.pool, &now, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("mark unacknowledged records: %w", err)
+	}
+	out := make([]Unacknowledged, len(rows))
+	for i, r := range rows {
+		out[i] = Unacknowledged{ID: r.ID, Queue: r.Queue, Attempt: int(r.Attempt)}
+	}
+	return out, nil
 }
 
 // UnacknowledgedQueues counts, for each of queues, its records marked
 // unacknowledged. Queues with none are absent. A partial index keeps it cheap.
 func (s *Store) UnacknowledgedQueues(ctx context.Context, queues []string) (map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FROM redrive_record
-		WHERE state = 'available' AND unacknowledged_at IS NOT NULL AND queue = ANY($1) GROUP BY queue`, queues)
+	rows, err := s.q.UnacknowledgedQueues(ctx, s.pool, queues)
 	if err != nil {
 		return nil, fmt.Errorf("unacknowledged records per queue: %w", err)
 	}
-	out := map[string]int64{}
-	var q string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("unacknowledged records per queue: %w", err)
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Queue] = r.N
 	}
 	return out, nil
 }
@@ -357,28 +310,13 @@ type Blocked struct {
 // only the blocked records of those queues are read. Dead letters refused as
 // not routable keep their failure but wait for nothing: they do not count.
 func (s *Store) BlockedQueues(ctx context.Context, queues []string) (map[string]Blocked, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT queue, count(*),
-		       (array_agg(redelivery_failure->>'reason' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
-		       (array_agg(redelivery_failure->>'message' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1],
-		       min((redelivery_failure->>'failed_at')::timestamptz)
-		FROM redrive_record WHERE redelivery_failure IS NOT NULL AND state <> 'discarded' AND queue = ANY($1)
-		GROUP BY queue`, queues)
+	rows, err := s.q.BlockedQueues(ctx, s.pool, queues)
 	if err != nil {
 		return nil, fmt.Errorf("blocked queues: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]Blocked{}
-	for rows.Next() {
-		var q string
-		var b Blocked
-		if err := rows.Scan(&q, &b.Records, &b.Reason, &b.Message, &b.Since); err != nil {
-			return nil, fmt.Errorf("blocked queues: %w", err)
-		}
-		out[q] = b
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("blocked queues: %w", err)
+	out := make(map[string]Blocked, len(rows))
+	for _, r := range rows {
+		out[r.Queue] = Blocked{Records: r.N, Reason: r.Reason, Message: r.Message, Since: r.Since}
 	}
 	return out, nil
 }

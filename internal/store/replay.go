@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/filter"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrRuleExists is returned when creating a replay rule whose name is taken.
@@ -73,42 +76,36 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 	}
 	f, sc := p.Filter, p.Scope
 	f.State, f.Exhaustion, f.Unacknowledged, sc.States, sc.InFlight = "", "", nil, nil, nil
-	cond, args := where(&f, &sc, []any{p.Rule, p.Now, p.Now.UTC().Format(time.RFC3339Nano)})
-	args = append(args, p.DiscardedBefore)
-	cond += fmt.Sprintf(" AND discarded_at <= $%d", len(args))
-	args = append(args, p.MaxReplays)
-	cond += fmt.Sprintf(" AND %s < $%d", ruleCount("meta"), len(args))
+	args := pgx.NamedArgs{"rule": p.Rule, "available_at": p.Now, "replayed_at": p.Now.UTC().Format(time.RFC3339Nano),
+		"discarded_before": p.DiscardedBefore, "max_replays": p.MaxReplays, "limit": p.Limit}
+	cond := where(&f, &sc, "f_", args) + " AND discarded_at <= @discarded_before AND " + ruleReplays + " < @max_replays"
 	if p.Queue != "" {
-		args = append(args, p.Queue)
-		cond += fmt.Sprintf(" AND queue = $%d", len(args))
+		args["rule_queue"] = p.Queue
+		cond += " AND queue = @rule_queue"
 	}
 	if len(p.ExcludeQueues) > 0 {
-		args = append(args, p.ExcludeQueues)
-		cond += fmt.Sprintf(" AND queue <> ALL($%d)", len(args))
+		args["exclude_queues"] = p.ExcludeQueues
+		cond += " AND queue <> ALL(@exclude_queues)"
 	}
-	args = append(args, p.Limit)
-	q := fmt.Sprintf(`
+	q := `
 		WITH picked AS (
 			SELECT id FROM redrive_record
-			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND %s
-			ORDER BY discarded_at LIMIT $%d
+			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND ` + cond + `
+			ORDER BY discarded_at LIMIT @limit
 			FOR UPDATE SKIP LOCKED
 		)
-		UPDATE redrive_record r SET
-			state = 'available', attempt = 0, next_retry_at = $2, enqueued_at = $2,
-			exhaustion = NULL, discarded_at = NULL, updated_at = $2,
+		UPDATE redrive_record r SET ` + makeAvailable + `,
 			meta = r.meta || jsonb_build_object(
-				'ojs.replay_count', %s + 1,
-				'ojs.last_replayed_at', $3::text,
-				'ojs.replay_rule', $1::text,
+				'ojs.replay_count', ` + replayCount + ` + 1,
+				'ojs.last_replayed_at', @replayed_at::text,
+				'ojs.replay_rule', @rule::text,
 				'redrive.replays', CASE WHEN jsonb_typeof(r.meta->'redrive.replays') = 'object'
 				                        THEN r.meta->'redrive.replays' ELSE '{}'::jsonb END
-				                   || jsonb_build_object($1::text, %s + 1))
+				                   || jsonb_build_object(@rule::text, ` + ruleReplays + ` + 1))
 		FROM picked WHERE r.id = picked.id
 		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int,
-			substring(r.key from 1 for %d), coalesce(octet_length(r.key), -1)`,
-		cond, len(args), jsonInt("r.meta->'ojs.replay_count'"), ruleCount("r.meta"), BatchKeyBytes)
-	rows, err := m.db.Query(ctx, q, args...)
+			substring(r.key from 1 for ` + strconv.Itoa(BatchKeyBytes) + `), coalesce(octet_length(r.key), -1)`
+	rows, err := m.db.Query(ctx, q, args)
 	if err != nil {
 		return nil, fmt.Errorf("replay rule %s: %w", p.Rule, err)
 	}
@@ -123,16 +120,16 @@ func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error)
 	return out, nil
 }
 
-// jsonInt is a SQL expression reading a JSON number as an integer, 0 when it
-// is missing or not a number (meta is user-editable).
-func jsonInt(expr string) string {
-	return fmt.Sprintf("(CASE WHEN jsonb_typeof(%[1]s) = 'number' THEN floor((%[1]s)::numeric)::int ELSE 0 END)", expr)
-}
-
-// ruleCount is how often rule $1 replayed the record whose meta is metaCol.
-func ruleCount(metaCol string) string {
-	return jsonInt(metaCol + "->'redrive.replays'->($1::text)")
-}
+// replayCount is how often the record's meta says it was replayed; ruleReplays
+// how often rule @rule replayed it. Each reads a JSON number as an integer, 0
+// when it is missing or not a number (meta is user-editable). The columns are
+// unqualified: both read the meta of the one record a statement looks at.
+const (
+	replayCount = `(CASE WHEN jsonb_typeof(meta->'ojs.replay_count') = 'number'
+		THEN floor((meta->'ojs.replay_count')::numeric)::int ELSE 0 END)`
+	ruleReplays = `(CASE WHEN jsonb_typeof(meta->'redrive.replays'->(@rule::text)) = 'number'
+		THEN floor((meta->'redrive.replays'->(@rule::text))::numeric)::int ELSE 0 END)`
+)
 
 // ReplayRule is a replay rule created through the API.
 type ReplayRule struct {
@@ -150,21 +147,17 @@ type ReplayRule struct {
 	CreatedAt, UpdatedAt   time.Time
 }
 
-const replayRuleColumns = "name, filter, delay_ms, max_replays, enabled, rate_limit, window_start, window_end, time_zone, created_at, updated_at"
-
-func scanReplayRule(row pgx.CollectableRow) (ReplayRule, error) {
-	var r ReplayRule
-	var delayMS int64
-	var ws, we *string
-	err := row.Scan(&r.Name, &r.Filter, &delayMS, &r.MaxReplays, &r.Enabled, &r.RateLimit, &ws, &we, &r.TimeZone, &r.CreatedAt, &r.UpdatedAt)
-	r.Delay = time.Duration(delayMS) * time.Millisecond
-	if ws != nil {
-		r.WindowStart = *ws
+func replayRuleOf(r dbsqlc.RedriveReplayRule) ReplayRule {
+	out := ReplayRule{Name: r.Name, Filter: r.Filter, Delay: time.Duration(r.DelayMs) * time.Millisecond,
+		MaxReplays: int(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit, TimeZone: r.TimeZone,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.WindowStart != nil {
+		out.WindowStart = *r.WindowStart
 	}
-	if we != nil {
-		r.WindowEnd = *we
+	if r.WindowEnd != nil {
+		out.WindowEnd = *r.WindowEnd
 	}
-	return r, err
+	return out
 }
 
 func nullString(s string) *string {
@@ -176,21 +169,35 @@ func nullString(s string) *string {
 
 // ListReplayRules returns the API's replay rules by name.
 func (s *Store) ListReplayRules(ctx context.Context) ([]ReplayRule, error) {
-	return collect(ctx, s.pool, "list replay rules", scanReplayRule, "SELECT "+replayRuleColumns+" FROM redrive_replay_rule ORDER BY name")
+	rows, err := s.q.ReplayRuleList(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("list replay rules: %w", err)
+	}
+	out := make([]ReplayRule, len(rows))
+	for i, r := range rows {
+		out[i] = replayRuleOf(r)
+	}
+	return out, nil
 }
 
 // GetReplayRule returns one rule, or ErrNotFound.
 func (s *Store) GetReplayRule(ctx context.Context, name string) (*ReplayRule, error) {
-	return collectOne(ctx, s.pool, "get replay rule "+name, scanReplayRule,
-		"SELECT "+replayRuleColumns+" FROM redrive_replay_rule WHERE name = $1", name)
+	r, err := s.q.ReplayRuleGet(ctx, s.pool, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get replay rule %s: %w", name, err)
+	}
+	out := replayRuleOf(r)
+	return &out, nil
 }
 
 // CreateReplayRule stores a new rule; ErrRuleExists when the name is taken.
 func (s *Store) CreateReplayRule(ctx context.Context, r *ReplayRule) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO redrive_replay_rule (`+replayRuleColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
-		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.CreatedAt)
+	err := s.q.ReplayRuleCreate(ctx, s.pool, dbsqlc.ReplayRuleCreateParams{Name: r.Name, Filter: r.Filter,
+		DelayMs: r.Delay.Milliseconds(), MaxReplays: int32(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit,
+		WindowStart: nullString(r.WindowStart), WindowEnd: nullString(r.WindowEnd), TimeZone: r.TimeZone, CreatedAt: r.CreatedAt})
 	if isUniqueViolation(err) {
 		return ErrRuleExists
 	}
@@ -203,15 +210,13 @@ func (s *Store) CreateReplayRule(ctx context.Context, r *ReplayRule) error {
 // UpdateReplayRule replaces a rule's settings (not its name or created_at);
 // ErrNotFound when there is none.
 func (s *Store) UpdateReplayRule(ctx context.Context, r *ReplayRule) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE redrive_replay_rule SET filter = $2, delay_ms = $3, max_replays = $4,
-		enabled = $5, rate_limit = $6, window_start = $7, window_end = $8, time_zone = $9, updated_at = $10
-		WHERE name = $1`,
-		r.Name, r.Filter, r.Delay.Milliseconds(), r.MaxReplays, r.Enabled, r.RateLimit,
-		nullString(r.WindowStart), nullString(r.WindowEnd), r.TimeZone, r.UpdatedAt)
+	n, err := s.q.ReplayRuleUpdate(ctx, s.pool, dbsqlc.ReplayRuleUpdateParams{Name: r.Name, Filter: r.Filter,
+		DelayMs: r.Delay.Milliseconds(), MaxReplays: int32(r.MaxReplays), Enabled: r.Enabled, RateLimit: r.RateLimit,
+		WindowStart: nullString(r.WindowStart), WindowEnd: nullString(r.WindowEnd), TimeZone: r.TimeZone, UpdatedAt: r.UpdatedAt})
 	if err != nil {
 		return fmt.Errorf("update replay rule %s: %w", r.Name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil
@@ -219,11 +224,11 @@ func (s *Store) UpdateReplayRule(ctx context.Context, r *ReplayRule) error {
 
 // DeleteReplayRule removes a rule; ErrNotFound when there is none.
 func (s *Store) DeleteReplayRule(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM redrive_replay_rule WHERE name = $1", name)
+	n, err := s.q.ReplayRuleDelete(ctx, s.pool, name)
 	if err != nil {
 		return fmt.Errorf("delete replay rule %s: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,16 +29,17 @@ var ErrInFlight = fmt.Errorf("%w: the record is being redelivered right now", Er
 // (filter.Scope.InFlight, ErrInFlight).
 var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.StateAvailable}
 
-// retrySet is the one definition of a manual retry (docs/api.md, OJS
-// dead-letter spec §6.1): available, attempt reset, redelivered as soon as the
-// scheduler sees it; the id and error history are kept.
-const retrySet = `state = 'available', attempt = 0, next_retry_at = now(), enqueued_at = now(),
-	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = now(),
+// makeAvailable is the one definition of "make a record available again"
+// (docs/api.md, OJS dead-letter spec §6.1), the SET list of every statement
+// that does: a manual retry (RetryRecord, RetryBatch, RetryOldest) and a
+// replay (Replay). The record is available, its attempt reset, redelivered
+// as soon as the scheduler sees it, nothing of its exhaustion, completion,
+// acknowledgement or last redelivery failure left; the id and error history
+// are kept. @available_at is the time of the change; NULL is Postgres's now().
+const makeAvailable = `state = 'available', attempt = 0,
+	next_retry_at = coalesce(@available_at::timestamptz, now()), enqueued_at = coalesce(@available_at::timestamptz, now()),
+	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = coalesce(@available_at::timestamptz, now()),
 	completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
-
-// notInFlight is the condition a record must meet to be retried besides its
-// state (RetryableStates).
-var notInFlight = "NOT " + inFlightSQL
 
 // RetryParams is a manual retry of one record with optional changes.
 type RetryParams struct {
@@ -69,14 +71,15 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 	if len(p.Retry) > 0 {
 		retry = p.Retry
 	}
-	q := fmt.Sprintf(`UPDATE redrive_record SET %s,
-		redelivery = CASE WHEN $2::jsonb IS NULL THEN redelivery ELSE $2::jsonb END,
-		meta = CASE WHEN $3::jsonb IS NULL THEN meta ELSE meta || $3::jsonb END,
-		retry = coalesce($4::jsonb, retry),
-		max_attempts = CASE WHEN $4::jsonb IS NULL THEN max_attempts ELSE $5 END
-		WHERE id = $1 AND state = ANY($6) AND %s
-		RETURNING %s`, retrySet, notInFlight, readColumns)
-	rows, err := s.pool.Query(ctx, q, p.ID, redeliv, meta, retry, p.MaxAttempts, stateStrings(RetryableStates))
+	q := `UPDATE redrive_record SET ` + makeAvailable + `,
+		redelivery = CASE WHEN @redelivery::jsonb IS NULL THEN redelivery ELSE @redelivery::jsonb END,
+		meta = CASE WHEN @meta::jsonb IS NULL THEN meta ELSE meta || @meta::jsonb END,
+		retry = coalesce(@retry::jsonb, retry),
+		max_attempts = CASE WHEN @retry::jsonb IS NULL THEN max_attempts ELSE @max_attempts END
+		WHERE id = @id AND state = ANY(@states) AND NOT ` + inFlightSQL + `
+		RETURNING ` + readColumns
+	rows, err := s.pool.Query(ctx, q, pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta, "retry": retry,
+		"max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil})
 	if err != nil {
 		return nil, fmt.Errorf("retry record %s: %w", p.ID, err)
 	}
@@ -93,8 +96,7 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 // whyNot tells ErrNotFound, ErrInFlight and ErrConflict apart after a
 // guarded retry matched nothing.
 func (s *Store) whyNot(ctx context.Context, id string) error {
-	var exists, inFlight bool
-	err := s.pool.QueryRow(ctx, "SELECT true, "+inFlightSQL+" FROM redrive_record WHERE id = $1", id).Scan(&exists, &inFlight)
+	inFlight, err := s.q.RecordInFlight(ctx, s.pool, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return ErrNotFound
@@ -109,18 +111,14 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // DeleteRecord deletes one record, or returns ErrNotFound. A record the
 // scheduler is producing right now is waited for.
 func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
-	rows, err := s.pool.Query(ctx, "DELETE FROM redrive_record WHERE id = $1 RETURNING "+batchRowColumns, id)
+	d, err := s.q.RecordDelete(ctx, s.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BatchRow{}, ErrNotFound
+	}
 	if err != nil {
 		return BatchRow{}, fmt.Errorf("delete record %s: %w", id, err)
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[BatchRow])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, ErrNotFound
-	}
-	if err != nil {
-		return r, fmt.Errorf("delete record %s: %w", id, err)
-	}
-	return r, nil
+	return BatchRow{ID: d.ID, Queue: d.Queue, Type: d.Type, KeyPrefix: d.KeyPrefix, KeySize: int(d.KeySize)}, nil
 }
 
 // BatchRow is a record a bulk change touched.
@@ -138,7 +136,7 @@ type BatchRow struct {
 const BatchKeyBytes = 128
 
 // batchRowColumns are a BatchRow's columns, in order.
-var batchRowColumns = fmt.Sprintf("id, queue, type, substring(key from 1 for %d), coalesce(octet_length(key), -1)", BatchKeyBytes)
+var batchRowColumns = "id, queue, type, substring(key from 1 for " + strconv.Itoa(BatchKeyBytes) + "), coalesce(octet_length(key), -1)"
 
 // BatchParams is one batch of a bulk operation.
 type BatchParams struct {
@@ -168,27 +166,28 @@ type BatchResult struct {
 // so a skipped row would never be seen again. Those statements are short and
 // none waits on Kafka, so the waits are too. Only records in
 // RetryableStates and not in flight are retried, whatever the filter says.
-func (s *Store) RetryBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
+func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
 	sc := retryScope(p.Scope)
-	return s.batch(ctx, tx, p, &sc, "UPDATE redrive_record SET "+retrySet+" WHERE id IN (%s) RETURNING "+batchRowColumns)
+	args := pgx.NamedArgs{"available_at": nil}
+	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+makeAvailable+" WHERE id IN (", ") RETURNING "+batchRowColumns)
 }
 
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
-func (s *Store) PurgeBatch(ctx context.Context, tx pgx.Tx, p *BatchParams) (BatchResult, error) {
-	return s.batch(ctx, tx, p, &p.Scope, "DELETE FROM redrive_record WHERE id IN (%s) RETURNING "+batchRowColumns)
+func (s *Store) PurgeBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
+	return batch(ctx, tx, p, &p.Scope, pgx.NamedArgs{}, "DELETE FROM redrive_record WHERE id IN (", ") RETURNING "+batchRowColumns)
 }
 
-func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, sc *filter.Scope, stmt string) (BatchResult, error) {
-	cond, args := where(&p.Filter, sc, nil)
+// batch runs head, the ids of the batch's records (locked), then tail.
+func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args pgx.NamedArgs, head, tail string) (BatchResult, error) {
+	cond := where(&p.Filter, sc, "f_", args)
 	if p.AfterID != "" {
-		args = append(args, p.AfterID)
-		cond += fmt.Sprintf(" AND id > $%d", len(args))
+		args["after_id"] = p.AfterID
+		cond += " AND id > @after_id"
 	}
-	args = append(args, p.Limit)
-	sel := fmt.Sprintf("SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE",
-		cond, len(args))
-	rows, err := tx.Query(ctx, fmt.Sprintf(stmt, sel), args...)
+	args["limit"] = p.Limit
+	sel := "SELECT id FROM redrive_record WHERE " + cond + " ORDER BY id LIMIT @limit FOR UPDATE"
+	rows, err := tx.tx.Query(ctx, head+sel+tail, args)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
 	}
@@ -209,17 +208,18 @@ func (s *Store) batch(ctx context.Context, tx pgx.Tx, p *BatchParams, sc *filter
 // kind's state restriction) is left after the cursor: a batch can change
 // nothing while records remain, when every row it locked changed under it
 // meanwhile.
-func (s *Store) RemainsAfter(ctx context.Context, kind string, f *filter.Filter, sc filter.Scope, afterID string) (bool, error) {
-	if kind == "retry" {
+func (s *Store) RemainsAfter(ctx context.Context, kind TaskKind, f *filter.Filter, sc filter.Scope, afterID string) (bool, error) {
+	if kind == TaskRetry {
 		sc = retryScope(sc)
 	}
-	cond, args := where(f, &sc, nil)
+	args := pgx.NamedArgs{}
+	cond := where(f, &sc, "f_", args)
 	if afterID != "" {
-		args = append(args, afterID)
-		cond += fmt.Sprintf(" AND id > $%d", len(args))
+		args["after_id"] = afterID
+		cond += " AND id > @after_id"
 	}
 	var ok bool
-	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE "+cond+")", args...).Scan(&ok); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE "+cond+")", args).Scan(&ok); err != nil {
 		return false, fmt.Errorf("check remaining records: %w", err)
 	}
 	return ok, nil
@@ -254,12 +254,11 @@ func (s *Store) CountRetryable(ctx context.Context, f *filter.Filter, sc filter.
 // sc (a compatibility requeue) and returns their ids.
 func (s *Store) RetryOldest(ctx context.Context, f *filter.Filter, sc filter.Scope, n int) ([]string, error) {
 	sc = retryScope(sc)
-	cond, args := where(f, &sc, nil)
-	args = append(args, n)
-	q := fmt.Sprintf(`UPDATE redrive_record SET %s WHERE id IN (
-		SELECT id FROM redrive_record WHERE %s ORDER BY id LIMIT $%d FOR UPDATE) RETURNING id`,
-		retrySet, cond, len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
+	args := pgx.NamedArgs{"available_at": nil, "limit": n}
+	cond := where(f, &sc, "f_", args)
+	q := `UPDATE redrive_record SET ` + makeAvailable + ` WHERE id IN (
+		SELECT id FROM redrive_record WHERE ` + cond + ` ORDER BY id LIMIT @limit FOR UPDATE) RETURNING id`
+	rows, err := s.pool.Query(ctx, q, args)
 	if err != nil {
 		return nil, fmt.Errorf("requeue records: %w", err)
 	}
@@ -273,13 +272,11 @@ func (s *Store) RetryOldest(ctx context.Context, f *filter.Filter, sc filter.Sco
 // Redelivered counts how many of ids were produced to Kafka at or after
 // their retry (redelivered_at set and next_retry_at cleared).
 func (s *Store) Redelivered(ctx context.Context, ids []string) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM redrive_record
-		WHERE id = ANY($1) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL`, ids).Scan(&n)
+	n, err := s.q.RecordsRedelivered(ctx, s.pool, ids)
 	if err != nil {
 		return 0, fmt.Errorf("check redelivery: %w", err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // PurgeAll deletes every record matching f in batches and returns how many.
@@ -287,7 +284,7 @@ func (s *Store) PurgeAll(ctx context.Context, f *filter.Filter) (int64, error) {
 	var total int64
 	for {
 		var res BatchResult
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 			var err error
 			res, err = s.PurgeBatch(ctx, tx, &BatchParams{Filter: *f, Limit: 5000})
 			return err

@@ -119,23 +119,23 @@ func (s Sort) segmentOf(pos *Position) int {
 }
 
 // after renders "rows after pos within its segment, in the order of
-// travel" (ascending: greater), appending the arguments.
-func (s Sort) after(seg segment, pos *Position, ascending bool, args []any) (string, []any) {
-	op := "<"
+// travel" (ascending: greater), binding its values into args.
+func (s Sort) after(seg segment, pos *Position, ascending bool, args pgx.NamedArgs) string {
+	op := " < "
 	if ascending {
-		op = ">"
+		op = " > "
 	}
+	args["after_id"] = pos.ID
 	if len(seg.orderBy) == 1 {
-		args = append(args, pos.ID)
-		return fmt.Sprintf("id %s $%d", op, len(args)), args
+		return "id" + op + "@after_id"
 	}
-	var key any = pos.Attempt
-	if s.Field != SortAttempt {
-		key = pos.At
+	if s.Field == SortAttempt {
+		args["after_key"] = pos.Attempt
+	} else {
+		args["after_key"] = pos.At
 	}
-	args = append(args, key, pos.ID)
 	// A row comparison: Postgres reads it as one range of the (key, id) index.
-	return fmt.Sprintf("(%s, id) %s ($%d, $%d)", seg.orderBy[0], op, len(args)-1, len(args)), args
+	return "(" + seg.orderBy[0] + ", id)" + op + "(@after_key, @after_id)"
 }
 
 // sortedRows reads up to n rows of a listing in sort order from p.After
@@ -149,7 +149,7 @@ func sortedRows[T any](ctx context.Context, s *Store, p *ListParams, n int, colu
 			break
 		}
 		query, args := p.scanQuery(seg, columns, n-len(out))
-		rows, err := collect(ctx, s.pool, "list records", scan, query, args...)
+		rows, err := collect(ctx, s.pool, "list records", scan, query, args)
 		if err != nil {
 			return nil, err
 		}
@@ -195,21 +195,20 @@ func (p *ListParams) scans() []int {
 }
 
 // scanQuery is the statement reading up to n rows of segment i of p's
-// listing, as columns.
-func (p *ListParams) scanQuery(i int, columns string, n int) (string, []any) {
+// listing, as columns, with its arguments.
+func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedArgs) {
 	sort := p.sortOf()
 	segs := sort.segments()
 	seg := segs[i]
 	ascending := sort.Asc != p.Backward
-	cond, args := where(&p.Filter, nil, nil)
+	args := pgx.NamedArgs{"limit": n}
+	cond := where(&p.Filter, nil, "", args)
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
 	}
 	pos := p.position()
 	if pos != nil && i == sort.segmentOf(pos) {
-		var k string
-		k, args = sort.after(seg, pos, ascending, args)
-		cond += " AND " + k
+		cond += " AND " + sort.after(seg, pos, ascending, args)
 	}
 	dir := " DESC"
 	if ascending {
@@ -219,11 +218,10 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, []any) {
 	for j := range order {
 		order[j] += dir
 	}
-	args = append(args, n)
-	query := fmt.Sprintf("SELECT %s FROM redrive_record WHERE %s ORDER BY %s LIMIT $%d", columns, cond, strings.Join(order, ", "), len(args))
+	query := "SELECT " + columns + " FROM redrive_record WHERE " + cond + " ORDER BY " + strings.Join(order, ", ") + " LIMIT @limit"
 	if pos == nil && p.Offset > 0 && len(segs) == 1 {
-		args = append(args, p.Offset)
-		query += fmt.Sprintf(" OFFSET $%d", len(args))
+		args["offset"] = p.Offset
+		query += " OFFSET @offset"
 	}
 	return query, args
 }
@@ -235,22 +233,12 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, []any) {
 // left) and how many it changed: serve calls it in the background until
 // it has walked every record. Records stored since have it from the start.
 func (s *Store) FillFailedAt(ctx context.Context, afterID string, limit int) (string, int, error) {
-	var last *string
-	var n int
-	err := s.pool.QueryRow(ctx, `WITH batch AS (
-			SELECT id, failed_at IS NULL AS missing FROM redrive_record
-			WHERE ($1 = '' OR id > $1::uuid) ORDER BY id LIMIT $2),
-		filled AS (
-			UPDATE redrive_record r
-			SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
-			FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
-			RETURNING 1)
-		SELECT (SELECT max(id::text) FROM batch), (SELECT count(*) FROM filled)`, afterID, limit).Scan(&last, &n)
+	if afterID == "" {
+		afterID = "00000000-0000-0000-0000-000000000000"
+	}
+	r, err := s.q.FillFailedAt(ctx, s.pool, afterID, int32(limit))
 	if err != nil {
 		return "", 0, fmt.Errorf("fill failed_at: %w", err)
 	}
-	if last == nil {
-		return "", n, nil
-	}
-	return *last, n, nil
+	return r.LastID, int(r.Filled), nil
 }

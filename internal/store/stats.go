@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // Stats are the counts behind GET /dead-letter/stats and the queue list.
@@ -28,14 +28,22 @@ type Stats struct {
 func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 	st := &Stats{ByQueue: map[string]int64{}, ByErrorType: map[string]int64{}, ByState: map[string]int64{},
 		ByExhaustion: map[string]int64{}, ByQueueState: map[string]map[string]int64{}}
-	rows, err := s.pool.Query(ctx, `SELECT queue, error_type, state, exhaustion, sum(n)::bigint FROM redrive_record_count
-		WHERE $1 = '' OR queue = $1 GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0`, queue)
+	var rows []dbsqlc.StatsCountsRow
+	var err error
+	if queue == "" {
+		rows, err = s.q.StatsCounts(ctx, s.pool)
+	} else {
+		var qrows []dbsqlc.StatsQueueCountsRow
+		qrows, err = s.q.StatsQueueCounts(ctx, s.pool, queue)
+		for _, r := range qrows {
+			rows = append(rows, dbsqlc.StatsCountsRow(r))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read stats: %w", err)
 	}
-	var q, et, state, exh string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&q, &et, &state, &exh, &n}, func() error {
+	for _, r := range rows {
+		q, et, state, exh, n := r.Queue, r.ErrorType, r.State, r.Exhaustion, r.N
 		st.Total += n
 		st.ByQueue[q] += n
 		st.ByErrorType[et] += n
@@ -52,16 +60,12 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 		if exh != "" {
 			m[exh] += n
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read stats: %w", err)
 	}
 	// min/max use the created_at index; for one topic, its (queue, id) index
 	// gives the first and last record stored (ids are time-ordered UUIDv7).
 	// The range on queue keeps the planner off the primary key (see
 	// queueActivitySQL): with "queue = $1" it walks ids filtering on queue.
-	q = `SELECT min(created_at), max(created_at) FROM redrive_record`
+	q := `SELECT min(created_at), max(created_at) FROM redrive_record`
 	var args []any
 	if queue != "" {
 		q = `SELECT (SELECT created_at FROM redrive_record WHERE queue >= $1 AND queue <= $1 ORDER BY queue, id LIMIT 1),
@@ -79,28 +83,21 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 // exhaustion (Stats' ByQueueState, without the rest): one row per queue,
 // state and exhaustion, whatever the number of records.
 func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue, state, exhaustion, sum(n)::bigint FROM redrive_record_count
-		GROUP BY 1, 2, 3 HAVING sum(n) <> 0`)
+	rows, err := s.q.QueueCounts(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("read queue counts: %w", err)
 	}
 	out := map[string]map[string]int64{}
-	var q, state, exh string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&q, &state, &exh, &n}, func() error {
-		m := out[q]
+	for _, r := range rows {
+		m := out[r.Queue]
 		if m == nil {
 			m = make(map[string]int64, 4)
-			out[q] = m
+			out[r.Queue] = m
 		}
-		m[state] += n
-		if exh != "" {
-			m[exh] += n
+		m[r.State] += r.N
+		if r.Exhaustion != "" {
+			m[r.Exhaustion] += r.N
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read queue counts: %w", err)
 	}
 	return out, nil
 }
@@ -110,11 +107,7 @@ func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, e
 // concurrently with writers or with itself is safe (each run folds only the
 // rows its snapshot sees, and deletes what it folds).
 func (s *Store) CompactCounts(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM redrive_record_count RETURNING *)
-		INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
-		SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
-		GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0`)
-	if err != nil {
+	if err := s.q.CompactCounts(ctx, s.pool); err != nil {
 		return fmt.Errorf("compact record counts: %w", err)
 	}
 	return nil

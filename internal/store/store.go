@@ -9,9 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -19,11 +24,64 @@ var ErrNotFound = errors.New("record not found")
 
 // Store reads and writes dead-letter records.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool // the pool is the Store's (Open): Close closes it
+	q     *dbsqlc.Queries
 }
 
-// New returns a Store on pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// New returns a Store on pool, which the caller keeps and closes (tests).
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbsqlc.New()} }
+
+// Open connects to the database at url with a pool of its own, which Close
+// closes. A url that does not parse is a *URLError.
+func Open(ctx context.Context, url string, opts OpenOptions) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, &URLError{Err: err}
+	}
+	if opts.MinMaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, opts.MinMaxConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, owned: true, q: dbsqlc.New()}, nil
+}
+
+// OpenOptions adjust the pool Open makes.
+type OpenOptions struct {
+	// MinMaxConns raises the pool's size to at least this many connections
+	// unless the url sets pool_max_conns (0: pgxpool's default).
+	MinMaxConns int32
+}
+
+// URLError is a database url Open could not parse.
+type URLError struct{ Err error }
+
+func (e *URLError) Error() string { return e.Err.Error() }
+func (e *URLError) Unwrap() error { return e.Err }
+
+// Close closes the pool of a Store made by Open (a Store made by New leaves
+// its pool to the caller).
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// Migrator returns a Migrator for the store's database. Close it after use.
+func (s *Store) Migrator(logger *slog.Logger) (*Migrator, error) { return NewMigrator(s.pool, logger) }
+
+// Tx is a transaction of the store: the statements of the methods that take
+// it (RetryBatch, PurgeBatch) commit or roll back together.
+type Tx struct{ tx pgx.Tx }
+
+// WithTx runs fn in a transaction, committed when fn returns nil and rolled
+// back otherwise.
+func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, &Tx{tx: tx}) })
+}
 
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error {

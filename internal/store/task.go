@@ -9,28 +9,36 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
+
+// TaskState is where a task is in its life.
+type TaskState string
 
 // Task states.
 const (
-	TaskPending   = "pending"
-	TaskRunning   = "running"
-	TaskCompleted = "completed"
-	TaskCancelled = "cancelled"
-	TaskFailed    = "failed"
+	TaskPending   TaskState = "pending"
+	TaskRunning   TaskState = "running"
+	TaskCompleted TaskState = "completed"
+	TaskCancelled TaskState = "cancelled"
+	TaskFailed    TaskState = "failed"
 )
+
+// TaskKind is what a task does to the records its filter selects.
+type TaskKind string
 
 // Task kinds.
 const (
-	TaskRetry = "retry"
-	TaskPurge = "purge"
+	TaskRetry TaskKind = "retry"
+	TaskPurge TaskKind = "purge"
 )
 
 // Task is a background bulk operation.
 type Task struct {
 	ID              string
-	Kind            string
-	State           string
+	Kind            TaskKind
+	State           TaskState
 	Filter          json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
 	RateLimit       float64         // records/s, 0 = unlimited
 	BatchSize       int
@@ -60,32 +68,33 @@ type TaskError struct {
 // maxTaskErrors bounds the errors kept per task (the newest).
 const maxTaskErrors = 20
 
-const taskColumns = `id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors,
-	cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until,
-	created_at, started_at, updated_at, finished_at`
-
-func scanTask(row pgx.CollectableRow) (Task, error) {
-	var t Task
-	var errs []byte
-	err := row.Scan(&t.ID, &t.Kind, &t.State, &t.Filter, &t.RateLimit, &t.BatchSize, &t.Total, &t.Processed,
-		&t.Skipped, &errs, &t.CursorID, &t.MaxID, &t.CancelRequested, &t.CreatedBy, &t.LeaseOwner, &t.LeaseToken,
-		&t.LeaseUntil, &t.CreatedAt, &t.StartedAt, &t.UpdatedAt, &t.FinishedAt)
-	if err != nil {
-		return t, err
-	}
-	if err := json.Unmarshal(errs, &t.Errors); err != nil {
-		return t, fmt.Errorf("decode task errors: %w", err)
+// taskOf is a task as read.
+func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
+	t := &Task{ID: r.ID, Kind: TaskKind(r.Kind), State: TaskState(r.State), Filter: r.Filter, RateLimit: r.RateLimit,
+		BatchSize: int(r.BatchSize), Total: r.Total, Processed: r.Processed, Skipped: r.Skipped, CursorID: r.CursorID,
+		MaxID: r.MaxID, CancelRequested: r.CancelRequested, CreatedBy: r.CreatedBy, LeaseOwner: r.LeaseOwner,
+		LeaseToken: r.LeaseToken, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
+		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+	if err := json.Unmarshal(r.Errors, &t.Errors); err != nil {
+		return nil, fmt.Errorf("decode task errors: %w", err)
 	}
 	return t, nil
 }
 
-func (s *Store) oneTask(ctx context.Context, q string, args ...any) (*Task, error) {
-	return collectOne(ctx, s.pool, "task", scanTask, q, args...)
+// oneTask is the task a statement read, or ErrNotFound when it read none.
+func oneTask(r dbsqlc.RedriveTask, err error) (*Task, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return taskOf(r)
 }
 
 // CreateTaskParams describes a new task.
 type CreateTaskParams struct {
-	Kind      string
+	Kind      TaskKind
 	Filter    json.RawMessage
 	RateLimit float64
 	BatchSize int
@@ -100,10 +109,8 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.oneTask(ctx, `INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-		max_id, created_at, updated_at)
-		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, (SELECT id FROM redrive_record ORDER BY id DESC LIMIT 1), now(), now())
-		RETURNING `+taskColumns, id.String(), p.Kind, p.Filter, p.RateLimit, p.BatchSize, p.Total, p.CreatedBy)
+	t, err := oneTask(s.q.TaskCreate(ctx, s.pool, dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
+		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy}))
 	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
 	}
@@ -112,7 +119,7 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 
 // GetTask returns one task, or ErrNotFound.
 func (s *Store) GetTask(ctx context.Context, id string) (*Task, error) {
-	t, err := s.oneTask(ctx, "SELECT "+taskColumns+" FROM redrive_task WHERE id = $1", id)
+	t, err := oneTask(s.q.TaskGet(ctx, s.pool, id))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("get task %s: %w", id, err)
 	}
@@ -121,22 +128,36 @@ func (s *Store) GetTask(ctx context.Context, id string) (*Task, error) {
 
 // ListTasksParams selects tasks, newest first.
 type ListTasksParams struct {
-	State    string
+	State    TaskState
 	Limit    int
 	BeforeID string
 }
 
 // ListTasks returns tasks newest first and whether more follow.
 func (s *Store) ListTasks(ctx context.Context, p *ListTasksParams) ([]Task, bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM redrive_task
-		WHERE ($1 = '' OR state = $1) AND ($2 = '' OR id < $2::uuid) ORDER BY id DESC LIMIT $3`,
-		p.State, p.BeforeID, p.Limit+1)
+	var rows []dbsqlc.RedriveTask
+	var err error
+	limit := int32(p.Limit + 1)
+	switch {
+	case p.State == "" && p.BeforeID == "":
+		rows, err = s.q.TaskList(ctx, s.pool, limit)
+	case p.State == "":
+		rows, err = s.q.TaskListBefore(ctx, s.pool, p.BeforeID, limit)
+	case p.BeforeID == "":
+		rows, err = s.q.TaskListState(ctx, s.pool, string(p.State), limit)
+	default:
+		rows, err = s.q.TaskListStateBefore(ctx, s.pool, string(p.State), p.BeforeID, limit)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("list tasks: %w", err)
 	}
-	ts, err := pgx.CollectRows(rows, scanTask)
-	if err != nil {
-		return nil, false, fmt.Errorf("list tasks: %w", err)
+	ts := make([]Task, len(rows))
+	for i, r := range rows {
+		t, err := taskOf(r)
+		if err != nil {
+			return nil, false, fmt.Errorf("list tasks: %w", err)
+		}
+		ts[i] = *t
 	}
 	if len(ts) > p.Limit {
 		return ts[:p.Limit], true, nil
@@ -148,10 +169,7 @@ func (s *Store) ListTasks(ctx context.Context, p *ListTasksParams) ([]Task, bool
 // running one stops after its current batch. It returns the task, ErrNotFound,
 // or ErrConflict when the task has already finished.
 func (s *Store) CancelTask(ctx context.Context, id string) (*Task, error) {
-	t, err := s.oneTask(ctx, `UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
-		state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
-		finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
-		WHERE id = $1 AND state IN ('pending', 'running') RETURNING `+taskColumns, id)
+	t, err := oneTask(s.q.TaskCancel(ctx, s.pool, id))
 	if errors.Is(err, ErrNotFound) {
 		if _, gerr := s.GetTask(ctx, id); gerr != nil {
 			return nil, gerr
@@ -169,11 +187,7 @@ func (s *Store) CancelTask(ctx context.Context, id string) (*Task, error) {
 // when there is none.
 func (s *Store) ClaimTask(ctx context.Context, owner string, lease time.Duration) (*Task, error) {
 	token := uuid.NewString()
-	t, err := s.oneTask(ctx, `UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
-		lease_until = now() + $3 * interval '1 millisecond', started_at = coalesce(started_at, now()), updated_at = now()
-		WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
-			AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+taskColumns, owner, token, lease.Milliseconds())
+	t, err := oneTask(s.q.TaskClaim(ctx, s.pool, &owner, &token, lease.Milliseconds()))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("claim task: %w", err)
 	}
@@ -189,10 +203,10 @@ var ErrLeaseLost = errors.New("lease lost")
 // both or neither. It returns the task as updated, ErrLeaseLost when another
 // replica holds the task now.
 func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
-	fn func(tx pgx.Tx) (BatchResult, error)) (*Task, BatchResult, error) {
+	fn func(tx *Tx) (BatchResult, error)) (*Task, BatchResult, error) {
 	var out *Task
 	var res BatchResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 		var err error
 		if res, err = fn(tx); err != nil {
 			return err
@@ -201,17 +215,11 @@ func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 		if res.LastID != "" {
 			cursor = &res.LastID
 		}
-		rows, err := tx.Query(ctx, `UPDATE redrive_task SET processed = processed + $3, cursor_id = coalesce($4, cursor_id),
-			lease_until = now() + $5 * interval '1 millisecond', updated_at = now()
-			WHERE id = $1 AND lease_token = $2 RETURNING `+taskColumns, t.ID, t.LeaseToken, res.N, cursor, lease.Milliseconds())
-		if err != nil {
-			return err
-		}
-		nt, err := pgx.CollectExactlyOneRow(rows, scanTask)
-		if errors.Is(err, pgx.ErrNoRows) {
+		out, err = oneTask(s.q.TaskAdvance(ctx, tx.tx, dbsqlc.TaskAdvanceParams{ID: t.ID, LeaseToken: t.LeaseToken,
+			Processed: int64(res.N), CursorID: cursor, LeaseMs: lease.Milliseconds()}))
+		if errors.Is(err, ErrNotFound) {
 			return ErrLeaseLost
 		}
-		out = &nt
 		return err
 	})
 	if err != nil {
@@ -224,10 +232,8 @@ func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 }
 
 // FinishTask sets a task's final state and releases its lease.
-func (s *Store) FinishTask(ctx context.Context, t *Task, state string) (*Task, error) {
-	nt, err := s.oneTask(ctx, `UPDATE redrive_task SET state = $3, finished_at = now(), updated_at = now(),
-		lease_until = NULL, lease_owner = NULL, lease_token = NULL
-		WHERE id = $1 AND lease_token = $2 RETURNING `+taskColumns, t.ID, t.LeaseToken, state)
+func (s *Store) FinishTask(ctx context.Context, t *Task, state TaskState) (*Task, error) {
+	nt, err := oneTask(s.q.TaskFinish(ctx, s.pool, string(state), t.ID, t.LeaseToken))
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrLeaseLost
 	}
@@ -240,8 +246,7 @@ func (s *Store) FinishTask(ctx context.Context, t *Task, state string) (*Task, e
 // ReleaseTask gives up a task's lease without finishing it (at shutdown), so
 // that any replica may resume it at once.
 func (s *Store) ReleaseTask(ctx context.Context, t *Task) error {
-	_, err := s.pool.Exec(ctx, `UPDATE redrive_task SET lease_until = NULL, lease_owner = NULL, lease_token = NULL,
-		updated_at = now() WHERE id = $1 AND lease_token = $2`, t.ID, t.LeaseToken)
+	err := s.q.TaskRelease(ctx, s.pool, t.ID, t.LeaseToken)
 	if err != nil {
 		return fmt.Errorf("release task %s: %w", t.ID, err)
 	}
@@ -253,11 +258,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t *Task) error {
 // nothing once another replica took the task over.
 func (s *Store) AddTaskError(ctx context.Context, t *Task, at time.Time, msg string) error {
 	e, _ := json.Marshal([]TaskError{{At: at.UTC(), Message: msg}})
-	_, err := s.pool.Exec(ctx, `UPDATE redrive_task SET errors = (
-			SELECT coalesce(jsonb_agg(e ORDER BY i), '[]') FROM (
-				SELECT e, i FROM jsonb_array_elements(errors || $3::jsonb) WITH ORDINALITY AS x(e, i)
-				ORDER BY i DESC LIMIT $4) y),
-		updated_at = now() WHERE id = $1 AND lease_token = $2`, t.ID, t.LeaseToken, e, maxTaskErrors)
+	err := s.q.TaskAddError(ctx, s.pool, dbsqlc.TaskAddErrorParams{ID: t.ID, LeaseToken: t.LeaseToken, Error: e, Keep: maxTaskErrors})
 	if err != nil {
 		return fmt.Errorf("record task %s error: %w", t.ID, err)
 	}
@@ -266,8 +267,8 @@ func (s *Store) AddTaskError(ctx context.Context, t *Task, at time.Time, msg str
 
 // TaskCancelRequested reports whether cancellation of the task was asked.
 func (s *Store) TaskCancelRequested(ctx context.Context, id string) (bool, error) {
-	var c bool
-	if err := s.pool.QueryRow(ctx, "SELECT cancel_requested FROM redrive_task WHERE id = $1", id).Scan(&c); err != nil {
+	c, err := s.q.TaskCancelRequested(ctx, s.pool, id)
+	if err != nil {
 		return false, fmt.Errorf("read task %s: %w", id, err)
 	}
 	return c, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,8 +38,7 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 	change func(records map[string]*dlq.Record) ([]*dlq.Record, error), mode jsonMode) (int, error) {
 	saved := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, fmt.Sprintf(
-			"SELECT %s FROM redrive_record WHERE id = ANY($1) ORDER BY id FOR UPDATE", readColumns), ids)
+		rows, err := tx.Query(ctx, "SELECT "+readColumns+" FROM redrive_record WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
 		if err != nil {
 			return fmt.Errorf("lock records: %w", err)
 		}
@@ -80,13 +80,13 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 }
 
 // archiveAgainIf renders SET assignments that make a record's archive copy due
-// afresh (pending, no failure, not archived) when cond holds, and keep the
-// archive columns as they are otherwise.
+// afresh (pending, no failure, not archived) when cond (a constant condition
+// of the statement) holds, and keep the archive columns as they are otherwise.
 func archiveAgainIf(cond string) string {
-	return fmt.Sprintf(`archive_state = CASE WHEN %[1]s THEN 'pending' ELSE archive_state END,
-		archive_reason = CASE WHEN %[1]s THEN NULL ELSE archive_reason END,
-		archive_failure = CASE WHEN %[1]s THEN NULL ELSE archive_failure END,
-		archive_retry_at = CASE WHEN %[1]s THEN NULL ELSE archive_retry_at END,
-		archive_token = CASE WHEN %[1]s THEN NULL ELSE archive_token END,
-		archived_at = CASE WHEN %[1]s THEN NULL ELSE archived_at END`, cond)
+	return strings.ReplaceAll(`archive_state = CASE WHEN {cond} THEN 'pending' ELSE archive_state END,
+		archive_reason = CASE WHEN {cond} THEN NULL ELSE archive_reason END,
+		archive_failure = CASE WHEN {cond} THEN NULL ELSE archive_failure END,
+		archive_retry_at = CASE WHEN {cond} THEN NULL ELSE archive_retry_at END,
+		archive_token = CASE WHEN {cond} THEN NULL ELSE archive_token END,
+		archived_at = CASE WHEN {cond} THEN NULL ELSE archived_at END`, "{cond}", cond)
 }

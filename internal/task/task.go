@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/internal/clock"
@@ -42,7 +41,7 @@ type Config struct {
 	Wake func()
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
-	OnBatch func(kind string, rows []store.BatchRow)
+	OnBatch func(kind store.TaskKind, rows []store.BatchRow)
 	// RetryScope is what records adds to every retry of many records
 	// (records.Service.RetryScope: records of Redrive's own topics and
 	// Kafka's internal ones, which have no topic to go back to, are left
@@ -86,7 +85,7 @@ func (c Config) withDefaults() Config {
 		c.Wake = func() {}
 	}
 	if c.OnBatch == nil {
-		c.OnBatch = func(string, []store.BatchRow) {}
+		c.OnBatch = func(store.TaskKind, []store.BatchRow) {}
 	}
 	return c
 }
@@ -187,7 +186,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			cursor = *t.CursorID
 		}
 		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
-		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx pgx.Tx) (store.BatchResult, error) {
+		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx *store.Tx) (store.BatchResult, error) {
 			if t.Kind == store.TaskPurge {
 				return r.store.PurgeBatch(ctx, tx, p)
 			}
@@ -283,7 +282,7 @@ func Selection(t *store.Task, retry *filter.Scope) (filter.Filter, filter.Scope,
 	return f, scope, nil
 }
 
-func (r *Runner) finish(ctx context.Context, t *store.Task, state string, log *slog.Logger) {
+func (r *Runner) finish(ctx context.Context, t *store.Task, state store.TaskState, log *slog.Logger) {
 	if _, err := r.store.FinishTask(context.WithoutCancel(ctx), t, state); err != nil {
 		log.Warn("finish task", "state", state, "err", err)
 		return

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/clock"
@@ -60,7 +59,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	if err != nil || dead.ID != created.ID {
 		t.Fatalf("claim = %+v, %v", dead, err)
 	}
-	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx pgx.Tx) (store.BatchResult, error) {
+	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx *store.Tx) (store.BatchResult, error) {
 		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: filter.Filter{Queue: "orders"}, Limit: 500})
 	}); err != nil {
 		t.Fatal(err)
@@ -70,7 +69,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	}
 	var batches atomic.Int64
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Owner: "alive",
-		OnBatch: func(string, []store.BatchRow) { batches.Add(1) }}, st)
+		OnBatch: func(store.TaskKind, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +110,7 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 	var batches atomic.Int64
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour, Clock: clk,
-		OnBatch: func(string, []store.BatchRow) { batches.Add(1) }}, st)
+		OnBatch: func(store.TaskKind, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
 	}

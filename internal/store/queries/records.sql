@@ -1,0 +1,38 @@
+-- Single records (retry.go, preview.go, sort.go).
+
+-- name: RecordDelete :one
+DELETE FROM redrive_record WHERE id = @id
+RETURNING id, queue, type, substring(key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(key), -1)::int AS key_size;
+
+-- name: RecordInFlight :one
+SELECT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
+FROM redrive_record r WHERE r.id = @id;
+
+-- name: RecordsRedelivered :one
+SELECT count(*) FROM redrive_record
+WHERE id = ANY(@ids::uuid[]) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL;
+
+-- name: RecordKey :one
+SELECT key, (key IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+
+-- name: RecordValue :one
+SELECT value, (value IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+
+-- name: FillFailedAt :one
+WITH batch AS (
+    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record b
+    WHERE b.id > @after_id::uuid ORDER BY b.id LIMIT @max),
+filled AS (
+    UPDATE redrive_record r
+    SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
+    FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
+    RETURNING 1)
+SELECT coalesce((SELECT max(batch.id::text) FROM batch), '')::text AS last_id, (SELECT count(*) FROM filled)::int AS filled;
+
+
+-- name: RecordGet :one
+-- The columns are readColumns' (columns.go), in order: scanRecord reads every
+-- listing into this query's row (TestReadColumnsAreTheRecordRow).
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
+FROM redrive_record r WHERE r.id = @id;

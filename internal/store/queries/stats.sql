@@ -1,0 +1,28 @@
+-- The statistics table the triggers keep (stats.go, prune.go).
+
+-- name: QueueCounts :many
+SELECT queue, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
+
+-- name: CompactCounts :exec
+WITH d AS (DELETE FROM redrive_record_count RETURNING *)
+INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
+SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
+GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0;
+
+-- name: RecordCounts :many
+SELECT queue, state, exhaustion, error_type, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+
+-- name: StatsCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+
+-- name: StatsQueueCounts :many
+SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+WHERE queue = @queue GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
+
+-- name: ErrorTypes :many
+SELECT error_type, sum(n)::bigint AS n, count(*) OVER () AS total FROM redrive_record_count
+WHERE (@queue::text = '' OR queue = @queue::text) AND (@search::text = '' OR strpos(lower(error_type), lower(@search::text)) > 0)
+GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT @max;

@@ -1,0 +1,205 @@
+// Package rawbench is the Postgres side of `redrive bench`: a scratch
+// database, the few raw statements the benchmarks run around the store
+// (emptying, vacuuming, counting), and the raw baselines the store is
+// measured against — a bare binary COPY and a bare claim loop — which are
+// deliberately pgx code with no store in between. It lives in the store's
+// tree so that pgx stays there.
+package rawbench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/internal/pgcluster"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// DB is a scratch database for a benchmark.
+type DB struct{ pool *pgxpool.Pool }
+
+// Scratch creates a fresh, migrated database (on a throwaway cluster when
+// serverURL is empty) and returns it, its connection string for a child
+// process and a cleanup function.
+func Scratch(ctx context.Context, serverURL string) (*DB, string, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	if serverURL == "" {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("start throwaway postgres: %w", err)
+		}
+		cleanups = append(cleanups, c.Stop)
+		serverURL = c.URL("postgres")
+	}
+	admin, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		cleanup()
+		return nil, "", nil, fmt.Errorf("connect: %w", err)
+	}
+	name := "redrive_bench_" + strconv.Itoa(os.Getpid())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close(ctx)
+		cleanup()
+		return nil, "", nil, fmt.Errorf("create scratch database: %w", err)
+	}
+	cleanups = append(cleanups, func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close(context.Background())
+	})
+	cfg, err := pgxpool.ParseConfig(serverURL)
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	cfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	cleanups = append(cleanups, pool.Close)
+	m, err := store.NewMigrator(pool, nil)
+	if err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	defer m.Close()
+	if _, err := m.Up(ctx); err != nil {
+		cleanup()
+		return nil, "", nil, err
+	}
+	return &DB{pool: pool}, dsn(cfg.ConnConfig.Config), cleanup, nil
+}
+
+// dsn is a keyword/value connection string for a child process.
+func dsn(c pgconn.Config) string {
+	quote := func(v string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'" }
+	s := "host=" + quote(c.Host) + " port=" + strconv.Itoa(int(c.Port)) + " user=" + quote(c.User) + " dbname=" + quote(c.Database)
+	if c.Password != "" {
+		s += " password=" + quote(c.Password)
+	}
+	return s
+}
+
+// Store is a Store on the database (the database keeps the pool).
+func (d *DB) Store() *store.Store { return store.New(d.pool) }
+
+// Exec runs a statement of the benchmark's own (TRUNCATE, VACUUM, a reset)
+// and says how many rows it touched.
+func (d *DB) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := d.pool.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+// QueryRow runs a query of the benchmark's own (a count) for one row.
+func (d *DB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return d.pool.QueryRow(ctx, sql, args...)
+}
+
+// Quiesce flushes the dirty pages earlier suites left behind (CHECKPOINT),
+// so that their write-back does not land in the next timed run. It needs a
+// superuser (the throwaway cluster's role is one); without it, runs go on.
+func (d *DB) Quiesce(ctx context.Context) {
+	_, _ = d.pool.Exec(ctx, "CHECKPOINT")
+}
+
+// TimeRawCopy copies the stored rows out, truncates the table, and times
+// binary COPYs of exactly those rows back in, in batches of the ingest's batch
+// size (a single COPY of every row would pay the statistics triggers' transition
+// tables differently): the database's ceiling for ingest.
+func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	pg := conn.Conn().PgConn()
+	var chunks []*bytes.Buffer
+	last := "00000000-0000-0000-0000-000000000000"
+	for {
+		var buf bytes.Buffer
+		// COPY takes no parameters; last is a uuid read from the table.
+		tag, err := pg.CopyTo(ctx, &buf, "COPY (SELECT * FROM redrive_record WHERE id > '"+last+"' ORDER BY id LIMIT "+
+			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)")
+		if err != nil {
+			return 0, fmt.Errorf("copy rows out: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			break
+		}
+		chunks = append(chunks, &buf)
+		if err := conn.QueryRow(ctx, "SELECT id::text FROM (SELECT id FROM redrive_record WHERE id > $1 ORDER BY id LIMIT $2) c ORDER BY id DESC LIMIT 1",
+			last, batch).Scan(&last); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
+		return 0, err
+	}
+	d.Quiesce(ctx)
+	start := time.Now()
+	for _, buf := range chunks {
+		if _, err := pg.CopyFrom(ctx, buf, "COPY redrive_record FROM STDIN (FORMAT binary)"); err != nil {
+			return 0, fmt.Errorf("raw copy: %w", err)
+		}
+	}
+	return time.Since(start), nil
+}
+
+// TimeRawClaimLoop is the redelivery baseline: workers that claim due rows of
+// queue with SKIP LOCKED, update them and read them back, in batches — the
+// scheduler's claim statement, done bare: no decoding, no Kafka, no
+// bookkeeping.
+func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (time.Duration, error) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				rows, err := d.pool.Query(ctx, `
+					WITH due AS (
+						SELECT id FROM redrive_record WHERE queue = $1 AND next_retry_at <= now()
+						ORDER BY next_retry_at LIMIT 500 FOR UPDATE SKIP LOCKED)
+					UPDATE redrive_record r
+					SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
+					FROM due WHERE r.id = due.id
+					RETURNING r.id, r.key, r.value, r.headers`, queue)
+				if err != nil {
+					errs <- err
+					return
+				}
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				if rows.Close(); rows.Err() != nil {
+					errs <- rows.Err()
+					return
+				}
+				if n == 0 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return time.Since(start), <-errs
+}
