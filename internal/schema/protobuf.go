@@ -626,4 +626,3 @@ func appendProtoScalar(dst []byte, fd protoreflect.FieldDescriptor, v protorefle
 	}
 	panic(errors.New("schema: not a packable kind: " + fd.Kind().String()))
 }
-
