@@ -73,16 +73,22 @@ func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 		c.TopicCheckInterval = 200 * time.Millisecond // default 5s
 	})
 	load := startLoad(t, b.brokers)
-	begin := time.Now()
-	time.Sleep(300 * time.Millisecond)
+	eventually.True(t, "30 records acknowledged", func() bool { return len(load.AckedIn([2]time.Time{{}, time.Now()})) >= 30 })
 	beforeDelete := time.Now()
-	b.waitStored(t, load.AckedIn([2]time.Time{begin, beforeDelete}))
+	b.waitStored(t, load.AckedIn([2]time.Time{{}, beforeDelete}))
 
 	kafkatest.Recreate(t, b.brokers, dlqTopic, 3)
 	recreated := time.Now()
-	time.Sleep(time.Second)
+	// One more than wanted: the first acknowledgement after recreated may
+	// be the old topic's, the produce in flight when it was deleted.
+	eventually.True(t, "21 records acknowledged after the recreation", func() bool {
+		return len(load.AckedIn([2]time.Time{recreated, time.Now()})) >= 21
+	})
 	load.Stop()
-	after := load.AckedIn([2]time.Time{recreated, time.Now()})
+	// Which topic acknowledged a record is where it landed, not when its
+	// acknowledgement came back (OnTopicNow): the old topic's last one
+	// may come back after the new topic exists, and was deleted with it.
+	after := load.OnTopicNow(t, b.brokers)
 	if len(after) < 20 {
 		t.Fatalf("only %d records produced to the new topic", len(after))
 	}

@@ -109,3 +109,51 @@ func Consume(t testing.TB, brokers []string, topic string, n int, timeout time.D
 	}
 	return out
 }
+
+// Held reads topic from its start to the end it has when Held is called, and
+// returns the key of each record by partition and offset.
+func Held(t testing.TB, brokers []string, topic string) map[int32]map[int64]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := Client(t, brokers)
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: list end offsets of %s: %v", topic, err)
+	}
+	out := map[int32]map[int64]string{}
+	todo := map[int32]int64{} // partition → its end offset, while not read up to it
+	parts := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		out[o.Partition] = map[int64]string{}
+		if o.Offset > 0 {
+			todo[o.Partition] = o.Offset
+			parts[o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	if len(todo) == 0 {
+		return out
+	}
+	cons, err := kgo.NewClient(append(ClientOpts(brokers), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))...)
+	if err != nil {
+		t.Fatalf("kafkatest: new client: %v", err)
+	}
+	defer cons.Close()
+	for len(todo) > 0 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("kafkatest: read %s up to its end offsets %v: timed out", topic, todo)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out[r.Partition][r.Offset] = string(r.Key)
+			if end, ok := todo[r.Partition]; ok && r.Offset+1 >= end {
+				delete(todo, r.Partition)
+			}
+		})
+	}
+	return out
+}
