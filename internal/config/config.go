@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Config struct {
 	LogFormat        string
 	ShutdownGrace    time.Duration
 	Kafka            KafkaSecurity
+	// SchemaRegistry is how to reach a Confluent Schema Registry; decoding
+	// is off when it has no URL (the default).
+	SchemaRegistry SchemaRegistry
 
 	// GroupInstanceID makes ingest a static group member (group.instance.id):
 	// a restart within the session timeout rejoins without a rebalance.
@@ -92,6 +96,23 @@ type KafkaSecurity struct {
 	SASLUser      string
 	SASLPassword  string
 }
+
+// SchemaRegistry holds the schema registry settings (docs/schema-registry.md).
+type SchemaRegistry struct {
+	// URLs are tried in turn; none (the default) turns decoding off.
+	URLs        []string
+	Username    string
+	Password    string
+	BearerToken string
+	TLSCAFile   string
+	TLSCertFile string
+	TLSKeyFile  string
+	// Timeout bounds each registry request. Default: 10s.
+	Timeout time.Duration
+}
+
+// Enabled reports whether a registry is configured.
+func (s SchemaRegistry) Enabled() bool { return len(s.URLs) > 0 }
 
 // Setting is one configuration entry: its environment variable, flag, default
 // and how it is applied.
@@ -161,6 +182,14 @@ var Settings = []Setting{
 	{"REDRIVE_KAFKA_SASL_MECHANISM", "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none).", setEnum(func(c *Config) *string { return &c.Kafka.SASLMechanism }, "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")},
 	{"REDRIVE_KAFKA_SASL_USERNAME", "kafka-sasl-username", "", "SASL user name.", setString(func(c *Config) *string { return &c.Kafka.SASLUser })},
 	{"REDRIVE_KAFKA_SASL_PASSWORD", "kafka-sasl-password", "", "SASL password.", setString(func(c *Config) *string { return &c.Kafka.SASLPassword })},
+	{"REDRIVE_SCHEMA_REGISTRY_URL", "schema-registry-url", "", "Schema Registry URLs, comma-separated, tried in turn: values and keys in its wire format are decoded to JSON (empty: off). See docs/schema-registry.md.", setList(func(c *Config) *[]string { return &c.SchemaRegistry.URLs })},
+	{"REDRIVE_SCHEMA_REGISTRY_USERNAME", "schema-registry-username", "", "Schema Registry basic-auth user name (Confluent Cloud: the API key).", setString(func(c *Config) *string { return &c.SchemaRegistry.Username })},
+	{"REDRIVE_SCHEMA_REGISTRY_PASSWORD", "schema-registry-password", "", "Schema Registry basic-auth password (Confluent Cloud: the API secret).", setString(func(c *Config) *string { return &c.SchemaRegistry.Password })},
+	{"REDRIVE_SCHEMA_REGISTRY_BEARER_TOKEN", "schema-registry-bearer-token", "", "Schema Registry bearer token (instead of basic auth).", setString(func(c *Config) *string { return &c.SchemaRegistry.BearerToken })},
+	{"REDRIVE_SCHEMA_REGISTRY_TLS_CA_FILE", "schema-registry-tls-ca-file", "", "PEM CA bundle for an https Schema Registry (default: system roots).", setString(func(c *Config) *string { return &c.SchemaRegistry.TLSCAFile })},
+	{"REDRIVE_SCHEMA_REGISTRY_TLS_CERT_FILE", "schema-registry-tls-cert-file", "", "PEM client certificate for Schema Registry mTLS.", setString(func(c *Config) *string { return &c.SchemaRegistry.TLSCertFile })},
+	{"REDRIVE_SCHEMA_REGISTRY_TLS_KEY_FILE", "schema-registry-tls-key-file", "", "PEM client key for Schema Registry mTLS.", setString(func(c *Config) *string { return &c.SchemaRegistry.TLSKeyFile })},
+	{"REDRIVE_SCHEMA_REGISTRY_TIMEOUT", "schema-registry-timeout", "10s", "Longest time one Schema Registry request may take (ingest never waits on it).", setDuration(func(c *Config) *time.Duration { return &c.SchemaRegistry.Timeout })},
 }
 
 // Lookup finds an environment variable; os.LookupEnv in production.
@@ -245,7 +274,34 @@ func (c *Config) validate() error {
 	if c.Kafka.SASLMechanism != "" && c.Kafka.SASLUser == "" {
 		errs = append(errs, errors.New("REDRIVE_KAFKA_SASL_USERNAME: required when a SASL mechanism is set"))
 	}
+	errs = append(errs, c.SchemaRegistry.validate()...)
 	return errors.Join(errs...)
+}
+
+func (s SchemaRegistry) validate() []error {
+	var errs []error
+	for _, u := range s.URLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			errs = append(errs, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %q is not an http(s) URL", u))
+		}
+	}
+	if s.Password != "" && s.Username == "" {
+		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_USERNAME: required when a password is set"))
+	}
+	if s.Username != "" && s.BearerToken != "" {
+		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_BEARER_TOKEN: set either it or a username and password, not both"))
+	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_TLS_CERT_FILE and REDRIVE_SCHEMA_REGISTRY_TLS_KEY_FILE: set both or neither"))
+	}
+	if s.Timeout <= 0 {
+		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_TIMEOUT: must be positive (e.g. 10s)"))
+	}
+	if !s.Enabled() && (s.Username != "" || s.BearerToken != "" || s.TLSCAFile != "" || s.TLSCertFile != "") {
+		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_URL: required when other REDRIVE_SCHEMA_REGISTRY_* settings are set"))
+	}
+	return errs
 }
 
 func setString(field func(*Config) *string) func(*Config, string) error {

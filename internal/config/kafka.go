@@ -77,3 +77,31 @@ func (c *Config) GroupOpts() []kgo.Opt {
 	}
 	return opts
 }
+
+// SchemaRegistryTLS returns the TLS configuration for the schema registry:
+// nil (the system's roots) unless a CA or a client certificate is set.
+func (s SchemaRegistry) TLSConfig() (*tls.Config, error) {
+	if s.TLSCAFile == "" && s.TLSCertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.TLSCAFile != "" {
+		pem, err := os.ReadFile(s.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_TLS_CA_FILE: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("REDRIVE_SCHEMA_REGISTRY_TLS_CA_FILE: no PEM certificates found")
+		}
+		cfg.RootCAs = pool
+	}
+	if s.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.TLSCertFile, s.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_TLS_CERT_FILE/KEY_FILE: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
