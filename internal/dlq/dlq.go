@@ -253,6 +253,36 @@ type Record struct {
 	// or the record had to be stored in its minimal form); empty when it is,
 	// or when Value is not JSON. Value itself is always kept byte for byte.
 	PayloadOmitted string
+	// ValueSchema says how Value was decoded from the Schema Registry wire
+	// format; nil when it was not (not in that format, no registry
+	// configured, its schema not fetched yet, or DecodeError). While it is
+	// set, Payload is the decoded value as natural JSON.
+	ValueSchema *SchemaRef
+	// Payload is the decoded value's natural JSON (ValueSchema set), nil
+	// otherwise; it is what search (path, value) sees. It is also nil when
+	// the decoded JSON could not be kept as jsonb (PayloadOmitted says why).
+	Payload json.RawMessage
+	// KeySchema and KeyPayload are the same for the key.
+	KeySchema  *SchemaRef
+	KeyPayload json.RawMessage
+	// DecodeError says why a value or key in the wire format could not be
+	// decoded (unknown schema id, bytes that do not match the schema).
+	DecodeError string
+	// DecodePending says the value or key waits for its schema to be
+	// fetched: the background decoder will decode it.
+	DecodePending bool
+}
+
+// SchemaRef names the Schema Registry schema a value or key was decoded
+// with.
+type SchemaRef struct {
+	RegistryID int `json:"registry_id"`
+	// Type is AVRO, PROTOBUF or JSON.
+	Type string `json:"type"`
+	// Subject is one subject the schema is registered under, when known.
+	Subject string `json:"subject,omitempty"`
+	// Message is the Protobuf message's full name.
+	Message string `json:"message,omitempty"`
 }
 
 // Reasons a produce to Kafka failed, as stored on a record and in metrics.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,7 +25,7 @@ type ArchiveClaim struct {
 }
 
 // qualifiedReadColumns are readColumns prefixed with the table alias r.
-var qualifiedReadColumns = "r." + strings.ReplaceAll(readColumns, ", ", ", r.")
+var qualifiedReadColumns = readSelect("r")
 
 // ClaimArchive claims up to limit records whose archive copy is due at now,
 // oldest due first, for lease.

@@ -24,6 +24,7 @@ var recordColumns = []string{
 	"key", "value", "headers", "payload", "error_type", "errors", "retry", "meta",
 	"created_at", "enqueued_at", "next_retry_at", "discarded_at", "completed_at", "updated_at",
 	"archive_state", "fingerprint", "payload_omitted", "failed_at",
+	"value_schema", "key_schema", "key_payload", "decode_error", "decode_pending",
 }
 
 var insertColumns = strings.Join(recordColumns, ", ")
@@ -34,7 +35,28 @@ var insertColumns = strings.Join(recordColumns, ", ")
 var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
 	return c == "payload" || c == "error_type" || c == "failed_at"
 }), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure",
-	"completed_by", "ack_due_at", "unacknowledged_at"), ", ")
+	"completed_by", "ack_due_at", "unacknowledged_at", "payload"), ", ")
+
+// readSQL is readColumns as a select list: payload is read only when it is
+// a decoded value (value_schema set); a JSON value's payload is its value.
+var readSQL = readSelect("")
+
+// readSelect is readColumns as a select list, each column qualified with
+// alias when it is not empty.
+func readSelect(alias string) string {
+	q := ""
+	if alias != "" {
+		q = alias + "."
+	}
+	cols := strings.Split(readColumns, ", ")
+	for i, c := range cols {
+		cols[i] = q + c
+		if c == "payload" {
+			cols[i] = "(CASE WHEN " + q + "value_schema IS NOT NULL THEN " + q + "payload END)::jsonb AS payload"
+		}
+	}
+	return strings.Join(cols, ", ")
+}
 
 // Encoding names how a byte string is shown as text.
 const (
@@ -223,13 +245,21 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 	}
 	queue, typ, errorType, group, fp := clean(r.Queue), clean(r.Type), clean(r.LastError().Type), clean(r.Source.Group), r.Fingerprint
 	retry, meta := jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}")
-	payload, omitted := payloadOf(r.Value, mode != asJSONUnchecked)
+	var payload []byte
+	var omitted string
+	if r.ValueSchema != nil {
+		payload, omitted = decodedPayloadOf(r.Payload)
+	} else {
+		payload, omitted = payloadOf(r.Value, mode != asJSONUnchecked)
+	}
+	keyPayload, _ := decodedPayloadOf(r.KeyPayload)
+	valueSchema, keySchema := schemaRefJSON(r.ValueSchema), schemaRefJSON(r.KeySchema)
 	switch mode {
 	case asText, asMinimal:
 		if payload != nil {
 			omitted = reason
 		}
-		payload = nil
+		payload, keyPayload = nil, nil
 	}
 	if mode == asMinimal {
 		queue, typ, errorType = cut(queue, maxIdentifierBytes), cut(typ, maxIdentifierBytes), cut(errorType, maxIdentifierBytes)
@@ -248,6 +278,7 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 		r.Key, r.Value, headers, payload, errorType, errs, retry, meta,
 		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
 		archiveStateOf(r.State), fp, nullIfEmptyString(omitted), FailedAt(r),
+		valueSchema, keySchema, keyPayload, nullIfEmptyString(clean(r.DecodeError)), r.DecodePending,
 	}, nil
 }
 
@@ -338,4 +369,35 @@ func decodeRedelivery(b []byte) (*dlq.Redelivery, error) {
 		out.Value, out.ValueSet = v, true
 	}
 	return out, nil
+}
+
+// decodedPayloadOf is a decoded value's (or key's) jsonb input: JSON that
+// Redrive made (valid by construction, so not checked again on the hot
+// path), within the same bounds as any payload (payloadOf).
+func decodedPayloadOf(b []byte) ([]byte, string) {
+	if len(b) == 0 {
+		return nil, ""
+	}
+	return payloadOf(b, false)
+}
+
+// schemaRefJSON is how a value or key was decoded as its column stores it;
+// NULL when it was not.
+func schemaRefJSON(ref *dlq.SchemaRef) []byte {
+	if ref == nil {
+		return nil
+	}
+	b, _ := json.Marshal(ref) // a struct of strings and an int: cannot fail
+	return b
+}
+
+func schemaRefOf(b []byte) (*dlq.SchemaRef, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var ref dlq.SchemaRef
+	if err := json.Unmarshal(b, &ref); err != nil {
+		return nil, fmt.Errorf("decode schema reference: %w", err)
+	}
+	return &ref, nil
 }

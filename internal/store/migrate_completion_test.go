@@ -24,6 +24,13 @@ func TestMigrationMarksOldRedeliveriesForAcknowledgement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	// Stored with today's columns (later migrations add some), then back to
+	// before 00090.
+	s := store.New(pool)
+	old, done, flying := newRecord(1, "orders"), newRecord(2, "orders"), newRecord(3, "orders")
+	if _, err := s.InsertRecords(ctx, []dlq.Record{old, done, flying}); err != nil {
+		t.Fatal(err)
+	}
 	// Back to before 00090.
 	for {
 		st, err := m.Status(ctx)
@@ -40,11 +47,6 @@ func TestMigrationMarksOldRedeliveriesForAcknowledgement(t *testing.T) {
 		if err := m.Down(ctx); err != nil {
 			t.Fatal(err)
 		}
-	}
-	s := store.New(pool)
-	old, done, flying := newRecord(1, "orders"), newRecord(2, "orders"), newRecord(3, "orders")
-	if _, err := s.InsertRecords(ctx, []dlq.Record{old, done, flying}); err != nil {
-		t.Fatal(err)
 	}
 	redelivered := time.Now().Add(-24 * time.Hour).UTC().Truncate(time.Microsecond)
 	exec := func(q string, args ...any) {

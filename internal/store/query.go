@@ -59,7 +59,7 @@ const countCap = 10000
 
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
-	records, total, err := listRows(ctx, s, p, readColumns, scanRecord)
+	records, total, err := listRows(ctx, s, p, readSQL, scanRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +230,9 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&sr.Key, &sr.Value, &sr.Headers, &sr.Errors, &sr.Retry, &sr.Meta,
 		&sr.CreatedAt, &sr.EnqueuedAt, &sr.NextRetryAt, &sr.DiscardedAt, &sr.CompletedAt, &sr.UpdatedAt,
 		&sr.ArchiveState, &sr.Fingerprint, &sr.PayloadOmitted,
+		&sr.ValueSchema, &sr.KeySchema, &sr.KeyPayload, &sr.DecodeError, &sr.DecodePending,
 		&sr.RedeliveredAt, &sr.Redelivery, &sr.ArchivedAt, &sr.RedeliveryFailure, &sr.ArchiveReason, &sr.ArchiveFailure,
-		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt,
+		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt, &sr.Payload,
 	)
 	if err != nil {
 		return dlq.Record{}, err
@@ -254,6 +255,17 @@ func recordOf(sr *storedRecord) (dlq.Record, error) {
 	if sr.PayloadOmitted != nil {
 		r.PayloadOmitted = *sr.PayloadOmitted
 	}
+	r.KeyPayload, r.Payload, r.DecodePending = sr.KeyPayload, sr.Payload, sr.DecodePending
+	if sr.DecodeError != nil {
+		r.DecodeError = *sr.DecodeError
+	}
+	var err error
+	if r.ValueSchema, err = schemaRefOf(sr.ValueSchema); err != nil {
+		return r, err
+	}
+	if r.KeySchema, err = schemaRefOf(sr.KeySchema); err != nil {
+		return r, err
+	}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
@@ -271,7 +283,6 @@ func recordOf(sr *storedRecord) (dlq.Record, error) {
 	if sr.SourceTimestamp != nil {
 		r.Source.Timestamp = *sr.SourceTimestamp
 	}
-	var err error
 	if r.Headers, err = decodeHeaders(sr.Headers); err != nil {
 		return r, err
 	}

@@ -77,7 +77,7 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 		retry = coalesce(@retry::jsonb, retry),
 		max_attempts = CASE WHEN @retry::jsonb IS NULL THEN max_attempts ELSE @max_attempts END
 		WHERE id = @id AND state = ANY(@states) AND NOT ` + inFlightSQL + `
-		RETURNING ` + readColumns
+		RETURNING ` + readSQL
 	rows, err := s.pool.Query(ctx, q, pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta, "retry": retry,
 		"max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil})
 	if err != nil {

@@ -120,6 +120,11 @@ type RedriveRecord struct {
 	CompletedBy       *string
 	AckDueAt          *time.Time
 	UnacknowledgedAt  *time.Time
+	ValueSchema       json.RawMessage
+	KeySchema         json.RawMessage
+	KeyPayload        json.RawMessage
+	DecodeError       *string
+	DecodePending     bool
 }
 
 type RedriveRecordCount struct {
@@ -144,6 +149,12 @@ type RedriveReplayRule struct {
 	TimeZone    string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+type RedriveSchema struct {
+	ID       int32
+	Source   json.RawMessage
+	StoredAt time.Time
 }
 
 type RedriveTask struct {

@@ -66,7 +66,8 @@ func (q *Queries) RecordDelete(ctx context.Context, db DBTX, id string) (RecordD
 }
 
 const recordGet = `-- name: RecordGet :one
-SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, value_schema, key_schema, key_payload, decode_error, decode_pending, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    (CASE WHEN value_schema IS NOT NULL THEN payload END)::jsonb AS payload,
     EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
 FROM redrive_record r WHERE r.id = $1
 `
@@ -103,6 +104,11 @@ type RecordGetRow struct {
 	ArchiveState      *string
 	Fingerprint       string
 	PayloadOmitted    *string
+	ValueSchema       json.RawMessage
+	KeySchema         json.RawMessage
+	KeyPayload        json.RawMessage
+	DecodeError       *string
+	DecodePending     bool
 	RedeliveredAt     *time.Time
 	Redelivery        json.RawMessage
 	ArchivedAt        *time.Time
@@ -112,6 +118,7 @@ type RecordGetRow struct {
 	CompletedBy       *string
 	AckDueAt          *time.Time
 	UnacknowledgedAt  *time.Time
+	Payload           json.RawMessage
 	InFlight          bool
 }
 
@@ -152,6 +159,11 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetR
 		&i.ArchiveState,
 		&i.Fingerprint,
 		&i.PayloadOmitted,
+		&i.ValueSchema,
+		&i.KeySchema,
+		&i.KeyPayload,
+		&i.DecodeError,
+		&i.DecodePending,
 		&i.RedeliveredAt,
 		&i.Redelivery,
 		&i.ArchivedAt,
@@ -161,6 +173,7 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetR
 		&i.CompletedBy,
 		&i.AckDueAt,
 		&i.UnacknowledgedAt,
+		&i.Payload,
 		&i.InFlight,
 	)
 	return i, err
