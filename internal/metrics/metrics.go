@@ -33,6 +33,8 @@ type Metrics struct {
 	Events     *Events
 	// Redelivery holds the scheduler's and the repeat-failure metrics.
 	Redelivery *Redelivery
+	// Schema holds the Schema Registry decoding metrics.
+	Schema *Schema
 }
 
 // Or returns m, or a private set (New) when m is nil (for config defaults).
@@ -85,5 +87,6 @@ func New() *Metrics {
 	)
 	m.DeadLetter, m.Events = newDeadLetter(m.Registry, nil, l), NewEvents(m.Registry)
 	m.Redelivery = newRedelivery(m.Registry, l)
+	m.Schema = newSchema(m.Registry)
 	return m
 }
