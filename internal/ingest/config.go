@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/schema"
 )
 
 // Config configures an Ingester. Zero fields take the defaults noted.
@@ -44,6 +45,14 @@ type Config struct {
 	// Wake is called when a batch leaves records waiting for redelivery, so
 	// the scheduler looks at once. Optional.
 	Wake func()
+	// Schemas, when set, decodes values and keys in the Schema Registry
+	// wire format with the schemas it holds in memory, never waiting on the
+	// registry: a record whose schema it does not hold yet is stored raw and
+	// marked pending (see DecodePending). Optional.
+	Schemas *schema.Registry
+	// DecodePending is called when a stored batch left records waiting for
+	// their schema, so the background decoder fetches it. Optional.
+	DecodePending func()
 	// Events receives dead_letter.added events. Optional.
 	Events *events.Publisher
 	// RetryBackoff bounds the wait between attempts to persist a batch while

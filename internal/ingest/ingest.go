@@ -222,6 +222,9 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 	if res.due && in.cfg.Wake != nil {
 		in.cfg.Wake()
 	}
+	if j.b.pending && in.cfg.DecodePending != nil {
+		in.cfg.DecodePending()
+	}
 	in.cfg.Metrics.IngestBatchRecords.Observe(float64(len(j.recs)))
 	in.cfg.Metrics.IngestBatchSeconds.Observe(time.Since(j.polled).Seconds())
 	return nil

@@ -29,6 +29,8 @@ type batch struct {
 	encoded *store.EncodedRecords
 	// fps fingerprints the batch's failures, each distinct one once.
 	fps *fingerprints
+	// pending: a new record waits for its schema (background decoder).
+	pending bool
 }
 
 // resolvedTopic is a topic's effective policy with its retry policy's JSON,
@@ -172,6 +174,7 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *reso
 		CreatedAt:   now,
 		Fingerprint: b.fps.of(&failed),
 	}
+	in.decodeSchemas(&r, b)
 	if unroutable != "" {
 		// After the failure's own error, so that the history says both what
 		// failed and why it stays (and the record is found by error_type).

@@ -21,6 +21,7 @@ const (
 	lockPruner       int64 = 0x7265647269766501
 	lockReplay       int64 = 0x7265647269766502
 	lockFingerprints int64 = 0x7265647269766503
+	lockSchemaDecode int64 = 0x7265647269766504
 )
 
 // PolicyFunc returns the effective policy of a queue (source topic).

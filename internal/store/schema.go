@@ -146,3 +146,8 @@ func decodeSetParams(d *Decoding, refused string) dbsqlc.DecodeSetParams {
 	}
 	return p
 }
+
+// SchemaRefOf is how a value or key was decoded, as a record keeps it.
+func SchemaRefOf(d schema.Decoded) *dlq.SchemaRef {
+	return &dlq.SchemaRef{RegistryID: d.SchemaID, Type: string(d.Format), Subject: d.Subject, Message: d.Message}
+}
