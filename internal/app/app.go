@@ -30,11 +30,13 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/httpapi"
 	"github.com/redrive/redrive/internal/ingest"
+	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/redeliver"
+	"github.com/redrive/redrive/internal/schema"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
@@ -72,6 +74,10 @@ type App struct {
 	listener net.Listener
 	metrics  *metrics.Metrics
 	maint    *maint // events, pruner, replay rules, gauges
+	// schemas and decoder decode Schema Registry payloads; nil when no
+	// registry is configured.
+	schemas *schema.Registry
+	decoder *maintenance.SchemaDecoder
 	// services are the background parts, in the order they start; New adds
 	// each as soon as it holds anything.
 	services service.Group
@@ -167,24 +173,32 @@ func (a *App) init(ctx context.Context) error {
 		}
 		a.services.Add(a.archiver)
 	}
+	if err := a.initSchemas(); err != nil {
+		return err
+	}
 	a.ingester, err = ingest.New(ingest.Config{
-		Brokers:     cfg.KafkaBrokers,
-		Topics:      cfg.DLQTopics,
-		Group:       cfg.Group,
-		Policies:    a.queues,
-		Reserved:    dlq.NewReservedTopics(reservedTopics(cfg)...),
-		RetryLimits: limits,
-		Wake:        a.wake,
-		Events:      a.maint.events,
-		ClientOpts:  append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
-		Clock:       a.clock,
-		Logger:      a.log,
-		Metrics:     a.metrics,
+		Brokers:       cfg.KafkaBrokers,
+		Topics:        cfg.DLQTopics,
+		Group:         cfg.Group,
+		Policies:      a.queues,
+		Reserved:      dlq.NewReservedTopics(reservedTopics(cfg)...),
+		RetryLimits:   limits,
+		Wake:          a.wake,
+		Schemas:       a.schemas,
+		DecodePending: a.decodePending(),
+		Events:        a.maint.events,
+		ClientOpts:    append(a.clientOpts(kopts, "ingest"), cfg.GroupOpts()...), // group options: the ingest consumer only
+		Clock:         a.clock,
+		Logger:        a.log,
+		Metrics:       a.metrics,
 	}, st)
 	if err != nil {
 		return err
 	}
 	a.services.Add(a.ingester, a.topicSetup()) // the archive and events topics, in the background
+	if a.decoder != nil {
+		a.services.Add(a.decoder)
+	}
 	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
 		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Logger: a.log})
 	if err != nil {

@@ -32,7 +32,10 @@ func toPreviewJSON(p *records.RecordPreview, archiving bool) recordJSON {
 	out.Key, out.KeyEncoding, out.KeyTruncated = previewText(r.Key, p.KeySize, records.PreviewKeyBytes)
 	out.Value, out.ValueEncoding, out.ValueTruncated = previewText(r.Value, p.ValueSize, records.PreviewValueBytes)
 	out.Payload = nil
-	if !out.ValueTruncated && isPayload(r.Value) {
+	switch {
+	case r.ValueSchema != nil:
+		out.Payload = r.Payload // read only when short enough (records.PreviewValueBytes)
+	case !out.ValueTruncated && isPayload(r.Value):
 		out.Payload = r.Value
 	}
 
@@ -146,9 +149,9 @@ func writeRecord(c echo.Context, status int, r *dlq.Record, out recordJSON) erro
 	bw.Write(head[:len(head)-1]) // without its closing brace
 	writeBytesField(bw, "key", r.Key)
 	writeBytesField(bw, "value", r.Value)
-	if isPayload(r.Value) {
+	if p := payloadOf(r); p != nil {
 		bw.WriteString(`,"payload":`)
-		bw.Write(r.Value)
+		bw.Write(p)
 	}
 	bw.WriteString("}\n")
 	return bw.Flush()

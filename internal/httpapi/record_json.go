@@ -176,6 +176,17 @@ type recordJSON struct {
 	Archive *archiveJSON `json:"archive"`
 	// PayloadOmitted says why a JSON value is not searchable (dlq.Record.PayloadOmitted).
 	PayloadOmitted *string `json:"payload_omitted"`
+	// ValueSchema and KeySchema say how the value and key were decoded
+	// from the Schema Registry wire format (docs/schema-registry.md); null
+	// when they were not.
+	ValueSchema *dlq.SchemaRef `json:"value_schema"`
+	KeySchema   *dlq.SchemaRef `json:"key_schema"`
+	// KeyPayload is the decoded key's JSON (key_schema set).
+	KeyPayload json.RawMessage `json:"key_payload,omitempty"`
+	// DecodeError says why a value or key in the wire format could not be
+	// decoded; DecodePending that it waits for its schema.
+	DecodeError   *string `json:"decode_error"`
+	DecodePending bool    `json:"decode_pending"`
 	// Schedule is the record's retry schedule (GET of one record only).
 	Schedule *policy.Schedule `json:"schedule,omitempty"`
 }
@@ -259,8 +270,10 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	}
 	out.Key, out.KeyEncoding = encodeBytes(r.Key)
 	out.Value, out.ValueEncoding = encodeBytes(r.Value)
-	if isPayload(r.Value) {
-		out.Payload = r.Value
+	out.Payload = payloadOf(r)
+	out.ValueSchema, out.KeySchema, out.KeyPayload, out.DecodePending = r.ValueSchema, r.KeySchema, r.KeyPayload, r.DecodePending
+	if r.DecodeError != "" {
+		out.DecodeError = &r.DecodeError
 	}
 	if r.PayloadOmitted != "" {
 		out.PayloadOmitted = &r.PayloadOmitted
@@ -280,6 +293,18 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		}
 	}
 	return out
+}
+
+// payloadOf is a record's value as JSON: decoded from the Schema
+// Registry wire format, or the value itself when it is JSON; nil otherwise.
+func payloadOf(r *dlq.Record) json.RawMessage {
+	if r.ValueSchema != nil {
+		return r.Payload
+	}
+	if isPayload(r.Value) {
+		return r.Value
+	}
+	return nil
 }
 
 // isPayload reports whether a value is shown decoded as payload: JSON.
