@@ -24,7 +24,14 @@ type benchSuite struct {
 
 // benchSuites are the benchmarks `redrive bench --suite` can run.
 var benchSuites = map[string]benchSuite{
-	"ingest":    {run: figuresOf(bench.Ingest)},
+	"ingest": {run: figuresOf(bench.Ingest)},
+	"ingest-avro": {run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
+		r, err := bench.IngestAvro(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return bench.AvroFigures(r), nil
+	}},
 	"redeliver": {run: figuresOf(bench.Redeliver)},
 	"prune":     {run: figuresOf(bench.Prune)},
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {

@@ -194,10 +194,20 @@ func produceFailuresTo(ctx context.Context, brokers []string, topic string, n, s
 // committed batch, so the consumer group join is not counted. onStart, if
 // set, is called then.
 func timeIngestTopic(ctx context.Context, pool *rawbench.DB, brokers []string, topic string, n int, onStart func()) (time.Duration, int, error) {
+	return timeIngestTopicWith(ctx, pool, brokers, topic, n, onStart, nil)
+}
+
+// timeIngestTopicWith is timeIngestTopic with a change to the ingest config.
+func timeIngestTopicWith(ctx context.Context, pool *rawbench.DB, brokers []string, topic string, n int, onStart func(),
+	mod func(*ingest.Config)) (time.Duration, int, error) {
 	m := metrics.New()
-	in, err := ingest.New(ingest.Config{Brokers: brokers, Topics: []string{topic}, Group: "bench-" + topic,
+	cfg := ingest.Config{Brokers: brokers, Topics: []string{topic}, Group: "bench-" + topic,
 		BatchSize: ingestBatch, Logger: quiet, Metrics: m,
-		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}, pool.Store())
+		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	in, err := ingest.New(cfg, pool.Store())
 	if err != nil {
 		return 0, 0, err
 	}
