@@ -43,8 +43,11 @@ export function valueKind(value, encoding) {
 // Copy (the text as stored, or a binary value's base64) and Download (the
 // bytes as stored, through download). A value of VIEW_ON_DEMAND bytes or
 // more (but binary: its hex dump is short) is laid out only when asked.
-export function valuePanel(r, kind, download) {
+export function valuePanel(r, kind, download, payloadText) {
   if (kind.kind === "none") return el("p", { class: "muted", id: "value-none" }, "No value (a tombstone).");
+  if (r.value_schema && payloadText) return decodedPanel(r, download, payloadText);
+  const note = decodeNote(r);
+  if (note) return [note, valuePanel({ ...r, decode_error: null, decode_pending: false }, kind, download)];
   const size = r.value_size ?? 0;
   const view = el("div", { id: "value-view" });
   const raw = el("pre", { id: "value-raw", class: "raw", hidden: true, "aria-label": "The value as stored" });
@@ -86,6 +89,48 @@ export function valuePanel(r, kind, download) {
       el("button", { type: "button", id: "value-show", class: "secondary", onclick: layOut }, "Show it here anyway")));
   }
   return [tools, view, raw];
+}
+
+// schemaText names the Schema Registry schema a value or key was decoded
+// with: its id, type, subject and Protobuf message.
+export function schemaText(ref) {
+  return [`schema ${ref.registry_id}`, ref.type, ref.subject ? `subject ${ref.subject}` : null, ref.message ? `message ${ref.message}` : null]
+    .filter(Boolean).join(" · ");
+}
+
+// decodeNote says why a value in the wire format is shown raw (null for
+// others): its schema is being fetched, or it could not be decoded.
+function decodeNote(r) {
+  if (r.decode_pending) return el("p", { class: "muted", id: "value-decode-pending" }, "Schema Registry value: waiting for its schema from the registry; it is shown decoded once fetched.");
+  if (r.decode_error) return el("p", { class: "callout", id: "value-decode-error" }, `Not decoded: ${r.decode_error}`);
+  return null;
+}
+
+// decodedPanel shows a value decoded from the Schema Registry wire format:
+// the schema it was decoded with, its JSON as a tree, and the bytes as
+// received as hex (Hex), which a plain retry produces.
+function decodedPanel(r, download, payloadText) {
+  const view = el("div", { id: "value-view" });
+  const hex = el("pre", { class: "hex", id: "value-hex", hidden: true, "aria-label": "The value's bytes as hex" });
+  const asTree = el("button", { type: "button", id: "value-as-tree", class: "secondary", "aria-pressed": "true" }, "Decoded");
+  const asHex = el("button", { type: "button", id: "value-as-hex", class: "secondary", "aria-pressed": "false" }, "Hex");
+  const show = (hexShown) => {
+    if (hexShown && !hex.firstChild) fill(hex, hexDump(r.value));
+    hex.hidden = !hexShown;
+    view.hidden = hexShown;
+    asTree.setAttribute("aria-pressed", String(!hexShown));
+    asHex.setAttribute("aria-pressed", String(hexShown));
+  };
+  asTree.addEventListener("click", () => show(false));
+  asHex.addEventListener("click", () => show(true));
+  const size = r.value_size ?? 0;
+  const tools = el("div", { class: "valuebar", role: "toolbar", "aria-label": "Value" },
+    el("span", { class: "toggle", role: "group", "aria-label": "Show the value as" }, asTree, asHex),
+    el("button", { type: "button", id: "download-value", class: "secondary", onclick: download,
+      title: `The value's bytes as received, ${sizeText(size)}, as a file` }, "Download"),
+    el("span", { class: "schema", id: "value-schema", title: "Decoded from the Schema Registry wire format" }, schemaText(r.value_schema)));
+  fill(view, valueView(payloadText, { kind: "json" }, payloadText.length));
+  return [tools, view, hex];
 }
 
 // valueView lays out a value of the given kind (valueKind).

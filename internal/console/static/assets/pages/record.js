@@ -97,7 +97,7 @@ export async function record(signal, id) {
     el("h2", {}, "Errors ", errors.length > 1 ? el("span", { class: "small muted" }, `${errors.length}, the latest first`) : null),
     el("ol", { class: "timeline", id: "errors" }, errors.map((i) => errorEntry(r.errors[i], exact.details[i]))),
     el("h2", {}, "Value ", kind.kind !== "none" ? el("span", { class: "small muted", id: "value-size" }, valueSize(r, kind)) : null),
-    el("section", { id: "value", "aria-label": "Value" }, valuePanel(r, kind, download("value"))),
+    el("section", { id: "value", "aria-label": "Value" }, valuePanel(r, kind, download("value"), exact.payload)),
     r.redelivery ? [el("h2", {}, "Edited for redelivery"), redeliveryEdit(r.redelivery)] : null,
     el("h2", {}, "Headers"),
     headersTable(r.headers || []),
@@ -113,7 +113,7 @@ export async function record(signal, id) {
 // details, the source coordinates (JSON.parse would round what does not
 // fit a double). Objects and arrays are read only where they are needed.
 function exactParts(text) {
-  const none = { details: [], retry: null, meta: null, source: null };
+  const none = { details: [], retry: null, meta: null, source: null, payload: null };
   let top;
   try { top = parse(text, { maxDepth: 1 }).root; } catch { return none; }
   const sub = (doc, node, maxDepth = TREE_DEPTH) => (node && node.type === "folded" ? parse(doc.src.slice(node.start, node.end), { maxDepth }) : null);
@@ -124,7 +124,14 @@ function exactParts(text) {
     retry: sub(whole, member(top, "retry"), 1)?.root ?? null,
     meta: sub(whole, member(top, "meta")),
     source: sub(whole, member(top, "source"), 1)?.root ?? null,
+    // A decoded value's JSON as the API wrote it (digits kept).
+    payload: payloadText(text, member(top, "payload")),
   };
+}
+
+// payloadText is the payload's JSON text as written, or null.
+function payloadText(text, node) {
+  return node && node.type !== "null" ? text.slice(node.start, node.end) : null;
 }
 
 // recordFacts lays the record's facts out two to a row where there is room;
@@ -201,6 +208,7 @@ function valueNotice(r, kind, download) {
   const n = r.value_size ?? 0;
   const binary = kind.kind === "binary";
   if (kind.kind === "none" || (!binary && n < LARGE_VALUE)) return null;
+  if (r.value_schema && binary && n <= HEX_LIMIT) return null; // shown decoded, its hex on asking
   const json = kind.kind === "json";
   const why = binary
     ? `This value is binary: ${sizeText(n)}. ${n > HEX_LIMIT ? `The page shows its first ${HEX_LIMIT.toLocaleString("en")} bytes as hex; download it for all of them.` : "The page shows it as hex; download it to open it with a tool of your own."}`
