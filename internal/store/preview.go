@@ -120,10 +120,11 @@ var previewExpr = map[string]string{
 		'details', CASE WHEN octet_length((e->'details')::text) <= :details_bytes THEN e->'details' ELSE '{}'::jsonb END)), '[]'::jsonb)
 		FROM (SELECT errors->-1 AS e) x WHERE e IS NOT NULL)`),
 	// A decoded value's JSON, when it is no longer than the value's preview.
-	"payload":    previewBounds("(CASE WHEN value_schema IS NOT NULL AND octet_length(payload::text) <= :value_bytes THEN payload END)::jsonb"),
-	"retry":      previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
-	"meta":       previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
-	"redelivery": previewBounds("CASE WHEN octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END"),
+	"payload":     previewBounds("(CASE WHEN value_schema IS NOT NULL AND octet_length(payload::text) <= :value_bytes THEN payload END)::jsonb"),
+	"key_payload": previewBounds("(CASE WHEN octet_length(key_payload::text) <= :key_bytes THEN key_payload END)::jsonb"),
+	"retry":       previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
+	"meta":        previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
+	"redelivery":  previewBounds("CASE WHEN octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END"),
 }
 
 // previewExtra are the columns a preview reads after readColumns: sizes,
