@@ -9,7 +9,9 @@
 // or "latest"}, GET /schemas/ids/{id}, GET /schemas/ids/{id}/versions,
 // GET /schemas/ids/{id}/subjects, GET /schemas/types. Registering the same
 // schema (text, type and references) again, under any subject, returns its
-// existing id, as the real registry does.
+// existing id, as the real registry does. A Protobuf schema sent as a
+// base64 FileDescriptorProto is stored and served as .proto text, as the
+// real registry does (proto.go).
 package srtest
 
 import (
@@ -21,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // Reference is a schema reference as the registry's API spells it.
@@ -56,6 +60,10 @@ type Registry struct {
 	subjects map[string][]version
 	nextID   int
 
+	// protoFiles are the Protobuf descriptors registered as descriptors
+	// (see proto.go), resolving the imports of later ones.
+	protoFiles *protoregistry.Files
+
 	down     atomic.Bool
 	requests atomic.Int64
 	auth     func(*http.Request) bool
@@ -88,7 +96,8 @@ func TLS() Option { return func(r *Registry) { r.tls = true } }
 
 // New starts a registry closed when t ends.
 func New(t testing.TB, opts ...Option) *Registry {
-	r := &Registry{byID: map[int]schema{}, ids: map[string]int{}, subjects: map[string][]version{}, nextID: 1}
+	r := &Registry{byID: map[int]schema{}, ids: map[string]int{}, subjects: map[string][]version{}, nextID: 1,
+		protoFiles: &protoregistry.Files{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /subjects/{subject}/versions", r.register)
 	mux.HandleFunc("POST /subjects/{subject}", r.lookup)
@@ -189,6 +198,16 @@ func (r *Registry) readBody(w http.ResponseWriter, req *http.Request) (schema, b
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if b.SchemaType == "PROTOBUF" {
+		text, ok, err := protoFromDescriptor(b.Schema, r.protoFiles)
+		if err != nil {
+			fail(w, http.StatusUnprocessableEntity, 42201, "Invalid schema: "+err.Error())
+			return schema{}, false
+		}
+		if ok {
+			b.Schema = text
+		}
+	}
 	for _, ref := range b.References {
 		if _, ok := r.versionLocked(ref.Subject, strconv.Itoa(ref.Version)); !ok {
 			fail(w, http.StatusUnprocessableEntity, 42201, "Invalid schema: reference "+ref.Name+" not found")
