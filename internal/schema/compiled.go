@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hamba/avro/v2"
@@ -48,6 +49,10 @@ type Decoded struct {
 	Message string
 	// Indexes is the Protobuf message-index list of the header.
 	Indexes []int
+	// DeprecatedIndexes says the message-index list was written in the
+	// deprecated form (unsigned varints, confluent-kafka-python up to 1.7;
+	// see decodeProto). Encoding for this value keeps that form.
+	DeprecatedIndexes bool
 	// Payload is the natural JSON of the value.
 	Payload []byte
 }
@@ -68,11 +73,9 @@ func (s *Schema) Decode(b []byte) (Decoded, error) {
 	case FormatAvro:
 		d.Payload, err = decodeAvro(s.avro, rest)
 	case FormatProtobuf:
-		d.Indexes, rest, err = SplitIndexes(rest)
-		if err != nil {
+		if err := s.decodeProto(&d, rest); err != nil {
 			return Decoded{}, err
 		}
-		d.Message, d.Payload, err = s.proto.decode(d.Indexes, rest)
 	case FormatJSON:
 		d.Payload, err = decodeJSONValue(rest)
 	}
@@ -82,11 +85,54 @@ func (s *Schema) Decode(b []byte) (Decoded, error) {
 	return d, nil
 }
 
+// decodeProto reads the message-index list and the message after it.
+// The list is zig-zag varints, as Confluent's Java, Go and .NET
+// serializers and confluent-kafka-python from 1.8 write it; up to 1.7 the
+// Python serializer wrote unsigned varints (its later versions and the
+// other clients' deserializers call that use.deprecated.format). Both
+// agree on the common [0]. Only when the standard reading fails (a
+// negative count or index, no such message, or a body that does not match
+// it) is the deprecated one tried, and kept only if the value then
+// decodes; otherwise the standard reading's error stands. A deprecated
+// list that also reads as a valid standard one (a nested index of 8 or
+// more whose body happens to parse) cannot be told apart and is read as
+// standard.
+func (s *Schema) decodeProto(d *Decoded, rest []byte) error {
+	indexes, body, err := SplitIndexes(rest)
+	if err == nil {
+		d.Indexes = indexes
+		if d.Message, d.Payload, err = s.proto.decode(indexes, body); err == nil {
+			return nil
+		}
+	}
+	if dIdx, dBody, derr := splitIndexesDeprecated(rest); derr == nil {
+		if msg, payload, derr := s.proto.decode(dIdx, dBody); derr == nil {
+			d.Indexes, d.Message, d.Payload, d.DeprecatedIndexes = dIdx, msg, payload, true
+			return nil
+		}
+	}
+	if errors.Is(err, ErrMalformed) {
+		return err
+	}
+	return fmt.Errorf("decode schema %d: %w", s.Source.ID, err)
+}
+
+// EncodeFor encodes a natural-JSON payload into the wire format the way
+// d was read: the same message indexes, in the same (standard or
+// deprecated) form.
+func (s *Schema) EncodeFor(d Decoded, payload []byte) ([]byte, error) {
+	return s.encode(payload, d.Indexes, d.DeprecatedIndexes)
+}
+
 // Encode encodes a natural-JSON payload with this schema into the wire
 // format: header with this schema's id, for Protobuf the given message
 // indexes (nil means [0]), then the body. A payload that does not conform
 // returns a *ValidationError.
 func (s *Schema) Encode(payload []byte, indexes []int) ([]byte, error) {
+	return s.encode(payload, indexes, false)
+}
+
+func (s *Schema) encode(payload []byte, indexes []int, deprecated bool) ([]byte, error) {
 	v, err := parseJSON(payload)
 	if err != nil {
 		return nil, &ValidationError{Path: "/", Expected: "valid JSON", Got: err.Error()}
@@ -99,7 +145,11 @@ func (s *Schema) Encode(payload []byte, indexes []int) ([]byte, error) {
 		if indexes == nil {
 			indexes = []int{0}
 		}
-		out = AppendIndexes(out, indexes)
+		if deprecated {
+			out = appendIndexesDeprecated(out, indexes)
+		} else {
+			out = AppendIndexes(out, indexes)
+		}
 		return s.proto.encode(out, indexes, &v)
 	default:
 		return s.encodeJSON(out, payload)

@@ -96,7 +96,7 @@ func roundTrip(t *testing.T, r *schema.Registry, wire []byte, want string) schem
 	if !ok {
 		t.Fatal("schema not cached after a decode")
 	}
-	again, err := s.Encode(d.Payload, d.Indexes)
+	again, err := s.EncodeFor(d, d.Payload)
 	if err != nil {
 		t.Fatalf("encode: %v", err)
 	}

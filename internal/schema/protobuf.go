@@ -89,7 +89,13 @@ func compileProto(src *Source) (*protoSchema, error) {
 	return &protoSchema{file: out[0]}, nil
 }
 
-// message finds the message a header's index list names.
+// message finds the message a header's index list names. Indexes count
+// the messages declared in the schema text, in order, as Confluent's
+// (Java) serializers and the registry count them over the parsed .proto:
+// the synthetic entry messages of map fields are not counted. (protocompile
+// puts a map's entry among a message's nested messages where the map field
+// is; the registry's .proto text lists fields before nested messages, so
+// counting entries would shift every nested message after a map field.)
 func (p *protoSchema) message(indexes []int) (protoreflect.MessageDescriptor, error) {
 	if len(indexes) == 0 {
 		indexes = []int{0}
@@ -97,13 +103,32 @@ func (p *protoSchema) message(indexes []int) (protoreflect.MessageDescriptor, er
 	msgs := p.file.Messages()
 	var md protoreflect.MessageDescriptor
 	for _, i := range indexes {
-		if i < 0 || i >= msgs.Len() {
+		md = nthDeclaredMessage(msgs, i)
+		if md == nil {
 			return nil, fmt.Errorf("%w: message index %v names no message of the schema", ErrMismatch, indexes)
 		}
-		md = msgs.Get(i)
 		msgs = md.Messages()
 	}
 	return md, nil
+}
+
+// nthDeclaredMessage returns the i-th of msgs that is not a map entry, or
+// nil.
+func nthDeclaredMessage(msgs protoreflect.MessageDescriptors, i int) protoreflect.MessageDescriptor {
+	if i < 0 {
+		return nil
+	}
+	for j := 0; j < msgs.Len(); j++ {
+		md := msgs.Get(j)
+		if md.IsMapEntry() {
+			continue
+		}
+		if i == 0 {
+			return md
+		}
+		i--
+	}
+	return nil
 }
 
 func (p *protoSchema) decode(indexes []int, body []byte) (string, []byte, error) {

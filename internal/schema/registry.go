@@ -173,17 +173,22 @@ func (r *Registry) EncodeLike(ctx context.Context, original, payload []byte) ([]
 	if err != nil {
 		return nil, err
 	}
+	d, derr := s.Decode(original)
+	if derr == nil {
+		// An unchanged payload is the original bytes, whichever of the
+		// format's equivalent encodings their writer chose (hamba/avro's
+		// sized blocks, say): a plain retry and an unedited "edit" agree.
+		if bytes.Equal(d.Payload, payload) {
+			return bytes.Clone(original), nil
+		}
+		// Same message indexes, in the form the producer wrote them.
+		return s.EncodeFor(d, payload)
+	}
 	var indexes []int
 	if s.Source.Format == FormatProtobuf {
 		if indexes, _, err = SplitIndexes(rest); err != nil {
 			return nil, err
 		}
-	}
-	// An unchanged payload is the original bytes, whichever of the
-	// format's equivalent encodings their writer chose (hamba/avro's
-	// sized blocks, say): a plain retry and an unedited "edit" agree.
-	if d, err := s.Decode(original); err == nil && bytes.Equal(d.Payload, payload) {
-		return bytes.Clone(original), nil
 	}
 	return s.Encode(payload, indexes)
 }

@@ -78,6 +78,49 @@ func SplitIndexes(b []byte) (indexes []int, rest []byte, err error) {
 	return indexes, b, nil
 }
 
+// splitIndexesDeprecated reads a message-index list in the deprecated
+// form: unsigned varints instead of zig-zag ones, as confluent-kafka-python
+// up to 1.7 wrote it (later clients' use.deprecated.format). [0] is the
+// same single 0 byte in both forms; other lists differ.
+func splitIndexesDeprecated(b []byte) (indexes []int, rest []byte, err error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, nil, fmt.Errorf("%w: unreadable message-index count", ErrMalformed)
+	}
+	b = b[n:]
+	if count == 0 {
+		return []int{0}, b, nil
+	}
+	if count > MaxMessageIndexes {
+		return nil, nil, fmt.Errorf("%w: message-index count %d outside 1..%d", ErrMalformed, count, MaxMessageIndexes)
+	}
+	indexes = make([]int, 0, count)
+	for i := uint64(0); i < count; i++ {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, nil, fmt.Errorf("%w: unreadable message index %d of %d", ErrMalformed, i, count)
+		}
+		if v > maxMessageIndex {
+			return nil, nil, fmt.Errorf("%w: message index %d outside 0..%d", ErrMalformed, v, maxMessageIndex)
+		}
+		indexes = append(indexes, int(v))
+		b = b[n:]
+	}
+	return indexes, b, nil
+}
+
+// appendIndexesDeprecated is AppendIndexes in the deprecated form.
+func appendIndexesDeprecated(dst []byte, indexes []int) []byte {
+	if len(indexes) == 1 && indexes[0] == 0 {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(indexes)))
+	for _, i := range indexes {
+		dst = binary.AppendUvarint(dst, uint64(i))
+	}
+	return dst
+}
+
 // AppendHeader appends the wire-format header for schema id to dst.
 func AppendHeader(dst []byte, id int) []byte {
 	if id < 0 || id > math.MaxInt32 {
