@@ -55,7 +55,8 @@ func setting(env string) (config.Setting, bool) {
 
 // secretSettings must come from a secret store in production manifests,
 // never from a ConfigMap or a literal value.
-var secretSettings = []string{"REDRIVE_DATABASE_URL", "REDRIVE_KAFKA_SASL_PASSWORD"}
+var secretSettings = []string{"REDRIVE_DATABASE_URL", "REDRIVE_KAFKA_SASL_PASSWORD",
+	"REDRIVE_SCHEMA_REGISTRY_PASSWORD", "REDRIVE_SCHEMA_REGISTRY_BEARER_TOKEN"}
 
 // runtimeEnv are the environment variables other than REDRIVE_* that a
 // deploy file may set on the redrive container: the Go runtime's own. Anything

@@ -69,12 +69,25 @@
 //     validation for every draft, with instance locations in its errors,
 //     and numbers kept as json.Number; remote $refs are never fetched.
 //
-// Confluent's serializers (confluent-kafka-go/v2/schemaregistry/serde/…)
-// were the first choice to encode test data, but every serde package
-// imports confluent-kafka-go's kafka package (for kafka.Header), which is
-// cgo over a bundled librdkafka: they do not build with CGO_ENABLED=0.
-// Tests therefore encode with independent writers instead: hamba/avro's
-// own Marshal for Avro bodies, Google's proto.Marshal of dynamicpb messages
-// for Protobuf, encoding/json for JSON, and franz-go's sr.ConfluentHeader
-// for every wire header (including Protobuf message indexes).
+// Confluent's Go serializers (confluent-kafka-go/v2/schemaregistry/serde/…)
+// need cgo (every serde package imports the librdkafka-backed kafka
+// package), so confluent_test.go encodes with Confluent's Python
+// serializers instead (Debian's python3-confluent-kafka 1.7, run by
+// testdata/confluent/serialize.py against an srtest registry; its Avro
+// bodies are written by Apache Avro's Python library, Debian having no
+// fastavro). The other tests encode with independent Go writers:
+// hamba/avro's Marshal, Google's proto.Marshal of dynamicpb messages,
+// encoding/json, and franz-go's sr.ConfluentHeader.
+//
+// # Protobuf message indexes
+//
+// Indexes count the messages declared in the schema, skipping map fields'
+// entry messages, as Confluent's Java serializers and the registry do. The
+// list is read as zig-zag varints; confluent-kafka-python up to 1.7 wrote
+// unsigned ones (what later clients call use.deprecated.format), which are
+// read when the standard reading fails, and kept on re-encoding
+// (Decoded.DeprecatedIndexes). Protobuf writers order map entries as they
+// like (Python's hash order): such a value decodes, and its unchanged
+// payload gives back its bytes through Registry.EncodeLike, while the
+// encoder itself writes entries sorted by key.
 package schema
