@@ -18,7 +18,7 @@ import (
 
 func (b *bundle) replayer(t *testing.T, pol maintenance.PolicyFunc, cfg maintenance.ReplayerConfig) *maintenance.Replayer {
 	t.Helper()
-	cfg.Store, cfg.Policy, cfg.Clock, cfg.Events, cfg.Metrics = b.store, pol, b.clock, b.events, b.metrics
+	cfg.Deps = b.deps(pol)
 	r, err := maintenance.NewReplayer(cfg)
 	mustNoErr(t, err)
 	return r
