@@ -23,18 +23,10 @@ const (
 )
 
 // Rule is a replay rule as the engine runs it (OJS dead-letter spec §7.1, plus
-// a rate limit and a daily window).
+// a rate limit and a daily window): a rule of the policy files, or one of the
+// API's (whose WindowSpec is nil), with where it comes from.
 type Rule struct {
-	Name string
-	// Filter selects the dead letters the rule replays.
-	Filter     filter.Filter
-	Delay      time.Duration
-	MaxReplays int
-	Enabled    bool
-	// RateLimit is the most replays per second (0: unlimited).
-	RateLimit float64
-	// Window, when set, limits replays to a time of day.
-	Window *policy.Window
+	policy.ReplayRule
 	// Source is SourcePolicy or SourceAPI.
 	Source string
 	// Queues are the queues a policy rule applies to (those whose effective
@@ -52,8 +44,8 @@ func RuleFromStore(r *store.ReplayRule) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	return Rule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
-		RateLimit: r.RateLimit, Window: w, Source: SourceAPI}, nil
+	return Rule{ReplayRule: policy.ReplayRule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays,
+		Enabled: r.Enabled, RateLimit: r.RateLimit, Window: w}, Source: SourceAPI}, nil
 }
 
 // ReplayerConfig configures a Replayer. Zero fields take the defaults noted.
@@ -184,8 +176,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 				continue
 			}
 			byName[key] = len(rules)
-			rules = append(rules, Rule{Name: pr.Name, Filter: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
-				Enabled: pr.Enabled, RateLimit: pr.RateLimit, Window: pr.Window, Source: SourcePolicy, Queues: []string{q}})
+			rules = append(rules, Rule{ReplayRule: pr, Source: SourcePolicy, Queues: []string{q}})
 		}
 	}
 	stored, err := r.cfg.Store.ListReplayRules(ctx)

@@ -200,7 +200,7 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				done, err := b.store.Replay(ctx, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.Now(), MaxReplays: 1, Limit: 7, Now: b.clock.Now()})
+				done, err := b.store.Replay(ctx, filter.Scope{}, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.Now(), MaxReplays: 1, Limit: 7, Now: b.clock.Now()})
 				if err != nil {
 					t.Error(err)
 					return
