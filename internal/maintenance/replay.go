@@ -92,7 +92,7 @@ type Replayer struct {
 	mu      sync.Mutex
 	lastRun map[string]time.Time // per rule (and queue), for rate limits
 	warned  map[string]bool      // broken rules already logged
-	trigger chan struct{}
+	trigger service.Wake
 }
 
 // NewReplayer returns a Replayer; Start it, or call RunOnce.
@@ -108,15 +108,12 @@ func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 		}
 	}
 	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{}, warned: map[string]bool{},
-		trigger: make(chan struct{}, 1)}, nil
+		trigger: service.NewWake()}, nil
 }
 
 // Trigger asks for a pass now (after a rule changed).
 func (r *Replayer) Trigger() {
-	select {
-	case r.trigger <- struct{}{}:
-	default:
-	}
+	r.trigger.Signal()
 }
 
 // Name implements service.Service.

@@ -38,7 +38,7 @@ type Archiver struct {
 	store  *store.Store
 	client *kgo.Client
 	resets *recreate.Resetter
-	wake   chan struct{}
+	wake   service.Wake
 	log    *slog.Logger
 	fails  *failureLog
 	closed sync.Once
@@ -63,15 +63,12 @@ func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
 	log := cfg.Logger.With("component", "archiver")
 	resets := recreate.NewResetter(log)
 	resets.Attach(cl)
-	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log, cfg.Clock)}, nil
+	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: service.NewWake(), log: log, fails: newFailureLog(log, cfg.Clock)}, nil
 }
 
 // Wake makes the archiver look for due copies now. Never blocks.
 func (a *Archiver) Wake() {
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+	a.wake.Signal()
 }
 
 // Name implements service.Service.

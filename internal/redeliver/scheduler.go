@@ -46,7 +46,7 @@ type Scheduler struct {
 	store  *store.Store
 	client *kgo.Client
 	resets *recreate.Resetter
-	wake   chan struct{}
+	wake   service.Wake
 	fails  *failureLog
 	log    *slog.Logger
 	closed sync.Once
@@ -82,7 +82,7 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	log := cfg.Logger.With("component", "redeliver")
 	resets := recreate.NewResetter(log)
 	resets.Attach(cl)
-	return &Scheduler{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1),
+	return &Scheduler{cfg: cfg, store: st, client: cl, resets: resets, wake: service.NewWake(),
 		fails: newFailureLog(log, cfg.Clock), log: log,
 		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
 }
@@ -90,10 +90,7 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 // Wake makes the scheduler look for due records now, instead of at its next
 // due time or poll. Safe to call from anywhere, never blocks.
 func (s *Scheduler) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wake.Signal()
 }
 
 // Name implements service.Service.
