@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,10 +16,7 @@ import (
 // made it (serve created the archive topic itself).
 func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 	t.Parallel()
-	policies := t.TempDir()
-	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("topics:\n  ghost: {retry: {initial_interval: PT0.1S, jitter: false}}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policies := policyDir(t, "topics:\n  ghost: {retry: {initial_interval: PT0.1S, jitter: false}}\n")
 	brokers := kafkatest.New(t, dlqTopic, "orders") // no "ghost", no archive topic, no auto-creation
 	b := start(t, brokers, nil, "REDRIVE_POLICIES_DIR", policies, "REDRIVE_RETRY_MIN_INTERVAL", "100ms")
 	m := &mApp{base: b.base}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,10 +25,7 @@ import (
 func TestIncidentsGroupFailuresAndRetryByIncident(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders", "billing", dlqTopic+".events", dlqTopic+".archive")
-	policies := t.TempDir()
-	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("_default:\n  retry: {max_attempts: 1}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policies := policyDir(t, "_default:\n  retry: {max_attempts: 1}\n")
 	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
 
@@ -116,10 +111,7 @@ func TestIncidentsGroupFailuresAndRetryByIncident(t *testing.T) {
 func TestIncidentsOfOneMessageShowTheirFrames(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders", dlqTopic+".events", dlqTopic+".archive")
-	policies := t.TempDir()
-	if err := os.WriteFile(filepath.Join(policies, "p.yaml"), []byte("_default:\n  retry: {max_attempts: 1}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policies := policyDir(t, "_default:\n  retry: {max_attempts: 1}\n")
 	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
 	stack := func(goroutine int, site string, line int, arg string) []string {

@@ -92,19 +92,20 @@ func (a *App) initMaintenance() error {
 	if a.archiver != nil {
 		checkArchive = a.archiver.CheckTopics
 	}
+	deps := maintenance.Deps{Store: a.store, Policy: resolve, Events: m.events, Metrics: a.metrics.DeadLetter,
+		Clock: a.clock, Logger: a.log}
 	m.pruner, err = maintenance.NewPruner(maintenance.PrunerConfig{
-		Store: a.store, Policy: resolve, Interval: cfg.PruneInterval,
+		Deps: deps, Interval: cfg.PruneInterval,
 		Archiving: a.archiver != nil, WakeArchiver: a.wake, CheckArchive: checkArchive,
-		Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
 	})
 	if err != nil {
 		return err
 	}
 	m.replayer, err = maintenance.NewReplayer(maintenance.ReplayerConfig{
-		Store: a.store, Policy: resolve, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
+		Deps: deps, Interval: cfg.ReplayInterval, Wake: a.sched.Wake,
 		// Records replays: rules leave Redrive's own topics (and Kafka's
 		// internal ones) alone, as bulk retries do.
-		Records: a.records, Events: m.events, Metrics: a.metrics.DeadLetter, Clock: a.clock, Logger: a.log,
+		Records: a.records,
 	})
 	if err != nil {
 		return err

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,8 +185,7 @@ func TestDeadLetterMetricsEventsAndMaintenance(t *testing.T) {
 	const eventsTopic = dlqTopic + ".events"
 	brokers := kafkatest.New(t, dlqTopic, "orders", "billing", eventsTopic, dlqTopic+".archive")
 	dbURL := pgtest.URL(t)
-	policies := t.TempDir()
-	err := os.WriteFile(filepath.Join(policies, "policies.yaml"), []byte(`
+	policies := policyDir(t, `
 topics:
   orders:
     pruning_policy: archive
@@ -196,10 +193,7 @@ topics:
       order.created: {}
 replay_rules:
   - {name: policy-timeouts, filter: {error_type: db.never}, delay: PT1H, max_replays: 1}
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	clk := clock.NewPinned(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) // the test moves it; the app keeps running
 	a, stopA := startApp(t, dbURL, brokers, policies, clk)
 	all := a.sse(t, "/ojs/v1/events")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,16 +22,13 @@ import (
 // and record types keep their name only when a policy file declares them.
 func TestMetricLabelsAreBoundedThroughIngest(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "topics.yaml"), []byte(`topics:
+	dir := policyDir(t, `topics:
   payments:
     retry: {max_attempts: 1, on_exhaustion: dead_letter}
   "orders.*":
     types:
       order.refund: {retry: {max_attempts: 1}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`)
 	b := start(t, kafkatest.New(t, dlqTopic, dlqTopic+".archive", dlqTopic+".events"), nil,
 		"REDRIVE_POLICIES_DIR", dir, "REDRIVE_METRICS_MAX_QUEUES", "20")
 	// 200 source topics and 250 record types nobody declared, then the

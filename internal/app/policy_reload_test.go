@@ -21,6 +21,14 @@ func writePolicies(t *testing.T, dir, body string) {
 	_ = os.Chtimes(path, at, at)
 }
 
+// policyDir returns a new policy directory holding body (writePolicies).
+func policyDir(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writePolicies(t, dir, body)
+	return dir
+}
+
 func TestSIGHUPWithABrokenPolicyFileKeepsTheLastGoodPolicies(t *testing.T) {
 	dir := t.TempDir()
 	writePolicies(t, dir, "topics:\n  orders: {retry: {max_attempts: 7}}\n")

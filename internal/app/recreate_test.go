@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -355,11 +353,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	brokers := kafkatest.New(t, dlqTopic, "orders", archiveTopic, dlqTopic+".events")
 	dbURL := pgtest.URL(t)
 	pool := pgtest.Pool(t, dbURL)
-	policies := t.TempDir()
-	if err := os.WriteFile(filepath.Join(policies, "p.yaml"),
-		[]byte("topics:\n  orders: {retry: {initial_interval: PT0.2S, jitter: false}}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policies := policyDir(t, "topics:\n  orders: {retry: {initial_interval: PT0.2S, jitter: false}}\n")
 	// How soon a client sees a topic's new id when a produce fails (franz-go's
 	// default is 5s); ingest asks for its topics' ids every 5s on its own.
 	logs := &logtest.Buffer{}

@@ -78,7 +78,7 @@ func Prune(ctx context.Context, cfg Config) (*PruneResult, error) {
 
 	// Prune everything while the second ingest runs.
 	st := pool.Store()
-	pr, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: st, Logger: quiet})
+	pr, err := maintenance.NewPruner(maintenance.PrunerConfig{Deps: maintenance.Deps{Store: st, Logger: quiet}})
 	if err != nil {
 		return nil, err
 	}

@@ -39,10 +39,7 @@ func (q activityJSON) String() string {
 func TestQueueShowsItsAgeAndLastHour(t *testing.T) {
 	b := setup(t)
 	// One attempt: failures are final, so only operators' retries redeliver.
-	for _, q := range []string{"orders", "billing"} {
-		wantStatus(t, b.send(t, http.MethodPut, "/ojs/v1/queues/"+q+"/config",
-			map[string]any{"retry": map[string]any{"max_attempts": 1, "on_exhaustion": "dead_letter"}}, nil), http.StatusOK)
-	}
+	b.oneAttempt(t, "orders", "billing")
 	cl := kafkatest.Client(t, b.brokers)
 	fail := func(src *kgo.Record) *kgo.Record {
 		return env.Encode(src, env.FailureInfo{DLQTopic: dlqTopic, ErrorType: "db.down", Message: "down"})
@@ -89,14 +86,7 @@ func TestQueueShowsItsAgeAndLastHour(t *testing.T) {
 	}, eventually.Within(30*time.Second))
 	check := func(when string) {
 		t.Helper()
-		var list struct {
-			Items []activityJSON `json:"items"`
-		}
-		wantStatus(t, b.get(t, "/ojs/v1/queues", &list), http.StatusOK)
-		byName := map[string]activityJSON{}
-		for _, q := range list.Items {
-			byName[q.Name] = q
-		}
+		byName := itemsBy(t, b, "/ojs/v1/queues", func(x activityJSON) string { return x.Name })
 		for _, name := range []string{"orders", "billing", "payments"} {
 			if one := queue(name); one.String() != byName[name].String() {
 				t.Errorf("%s: %s alone = %v, in the list %v", when, name, one, byName[name])
@@ -160,10 +150,7 @@ func (s seriesJSON) queues() string {
 // retried); the range and step are checked, naming the field at fault.
 func TestActivityOverTimeByQueueAndIncident(t *testing.T) {
 	b := setup(t)
-	for _, q := range []string{"orders", "billing"} {
-		wantStatus(t, b.send(t, http.MethodPut, "/ojs/v1/queues/"+q+"/config",
-			map[string]any{"retry": map[string]any{"max_attempts": 1, "on_exhaustion": "dead_letter"}}, nil), http.StatusOK)
-	}
+	b.oneAttempt(t, "orders", "billing")
 	cl := kafkatest.Client(t, b.brokers)
 	fail := func(topic, errType, msg string, i int) *kgo.Record {
 		src := &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: []byte(`{}`)}

@@ -15,6 +15,23 @@ type bulkAnswer struct {
 	Task        taskJSON `json:"task"`
 }
 
+// retryAll retries every dead letter in bulk: a dry run, which must count
+// retry records to retry and skipped to leave alone (their topic is not one
+// to go back to), then the task, until it completes.
+func (b *bundle) retryAll(t *testing.T, retry, skipped int64) {
+	t.Helper()
+	var a struct {
+		bulkAnswer
+		Skipped int64 `json:"skipped"`
+	}
+	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}}, &a), http.StatusOK)
+	if a.WouldAffect != retry || a.Skipped != skipped {
+		t.Fatalf("dry run = %+v, want %d to retry and %d skipped", a, retry, skipped)
+	}
+	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}, "confirm": true}, &a), http.StatusAccepted)
+	b.waitTask(t, a.Task.ID, "completed", 30*time.Second)
+}
+
 func TestBulkRetryAndPurgeDryRunThenConfirm(t *testing.T) {
 	b := setup(t)
 	// Paused topics keep the retried records available for inspection.

@@ -56,14 +56,7 @@ func TestListEveryFilter(t *testing.T) {
 	for _, c := range cases {
 		var l listJSON
 		wantStatus(t, b.get(t, "/ojs/v1/dead-letter?"+c.query, &l), http.StatusOK)
-		var got []string
-		for _, it := range l.Items {
-			got = append(got, it.ID)
-		}
-		var want []string
-		for _, i := range c.want {
-			want = append(want, ids[i])
-		}
+		got, want := l.itemIDs(), pick(ids, c.want)
 		if strings.Join(got, ",") != strings.Join(want, ",") || l.Pagination.Total != len(want) {
 			t.Errorf("?%s: got %v (total %d), want %v", c.query, got, l.Pagination.Total, c.want)
 		}

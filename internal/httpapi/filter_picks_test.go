@@ -45,14 +45,7 @@ func TestHeaderFiltersTakeColonOrEquals(t *testing.T) {
 	} {
 		var l listJSON
 		wantStatus(t, b.get(t, "/ojs/v1/dead-letter?header="+url.QueryEscape(c.header), &l), http.StatusOK)
-		var got []string
-		for _, r := range l.Items {
-			got = append(got, r.ID)
-		}
-		var want []string
-		for _, i := range c.want {
-			want = append(want, ids[i])
-		}
+		got, want := l.itemIDs(), pick(ids, c.want)
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {

@@ -40,16 +40,7 @@ func TestGarbageCannotBeRetriedIntoTheDLQ(t *testing.T) {
 	}
 
 	// Bulk: the dry run counts them as skipped, and the task leaves them alone.
-	var a struct {
-		bulkAnswer
-		Skipped int64 `json:"skipped"`
-	}
-	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}}, &a), http.StatusOK)
-	if a.WouldAffect != 2 || a.Skipped != 2 {
-		t.Fatalf("dry run = %+v, want 2 to retry and 2 skipped", a)
-	}
-	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}, "confirm": true}, &a), http.StatusAccepted)
-	b.waitTask(t, a.Task.ID, "completed", 30*time.Second)
+	b.retryAll(t, 2, 2)
 	if n := b.count(t, "state = 'discarded' AND id IN ($1, $2)", garbage, own); n != 2 {
 		t.Errorf("the bulk retry touched %d of the records with no topic", 2-n)
 	}

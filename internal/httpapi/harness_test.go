@@ -439,6 +439,24 @@ type listJSON struct {
 	} `json:"pagination"`
 }
 
+// itemIDs are the ids of l's items, in order.
+func (l *listJSON) itemIDs() []string {
+	var out []string
+	for _, it := range l.Items {
+		out = append(out, it.ID)
+	}
+	return out
+}
+
+// pick is ids[i] for each i of is, in order.
+func pick(ids []string, is []int) []string {
+	var out []string
+	for _, i := range is {
+		out = append(out, ids[i])
+	}
+	return out
+}
+
 type taskJSON struct {
 	ID              string  `json:"id"`
 	Kind            string  `json:"kind"`
@@ -466,6 +484,30 @@ func (b *bundle) waitTask(t *testing.T, id, state string, timeout time.Duration)
 		return tj.State == state
 	}, eventually.Within(timeout))
 	return tj
+}
+
+// oneAttempt gives queues an API config of one attempt, after which a
+// failure is a dead letter.
+func (b *bundle) oneAttempt(t *testing.T, queues ...string) {
+	t.Helper()
+	for _, q := range queues {
+		wantStatus(t, b.send(t, http.MethodPut, "/ojs/v1/queues/"+q+"/config",
+			map[string]any{"retry": map[string]any{"max_attempts": 1, "on_exhaustion": "dead_letter"}}, nil), http.StatusOK)
+	}
+}
+
+// itemsBy GETs the list at path and returns its items by key.
+func itemsBy[T any](t *testing.T, b *bundle, path string, key func(T) string) map[string]T {
+	t.Helper()
+	var list struct {
+		Items []T `json:"items"`
+	}
+	wantStatus(t, b.get(t, path, &list), http.StatusOK)
+	by := map[string]T{}
+	for _, it := range list.Items {
+		by[key(it)] = it
+	}
+	return by
 }
 
 // count counts records in the database directly.

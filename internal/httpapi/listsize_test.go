@@ -372,14 +372,7 @@ func TestListPreviewsAreValidInTheirEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var page struct {
-		Items []listItem `json:"items"`
-	}
-	wantStatus(t, b.get(t, "/ojs/v1/dead-letter?queue=previews", &page), http.StatusOK)
-	byID := map[string]listItem{}
-	for _, it := range page.Items {
-		byID[it.ID] = it
-	}
+	byID := itemsBy(t, b, "/ojs/v1/dead-letter?queue=previews", func(x listItem) string { return x.ID })
 	for i, c := range cases {
 		it := byID[ids[i]]
 		if *it.ValueEncoding != c.enc || it.ValueTruncated != c.truncated || (it.Payload != nil) != c.payload || *it.ValueSize != len(c.value) {

@@ -26,14 +26,7 @@ func TestQueuesLayeredOverPolicyFiles(t *testing.T) {
 	b := setup(t)
 	b.seed(t, rec{queue: "orders", state: dlq.StateRetryable}, rec{queue: "orders"}, rec{queue: "orders", exhaustion: dlq.ExhaustionDiscard})
 
-	var list struct {
-		Items []queueJSON `json:"items"`
-	}
-	wantStatus(t, b.get(t, "/ojs/v1/queues", &list), http.StatusOK)
-	byName := map[string]queueJSON{}
-	for _, q := range list.Items {
-		byName[q.Name] = q
-	}
+	byName := itemsBy(t, b, "/ojs/v1/queues", func(x queueJSON) string { return x.Name })
 	o, p := byName["orders"], byName["payments"]
 	if o.Source != "implicit" || o.State != "active" || o.Stats["depth"] != 1 || o.Stats["retryable"] != 1 ||
 		o.Stats["dead_letter"] != 1 || o.Stats["discard"] != 1 || o.Stats["total"] != 3 {

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
-	"time"
 )
 
 // Kafka's internal topics (__consumer_offsets, …) are reserved like
@@ -41,16 +40,7 @@ func TestKafkaInternalTopicsAreNeverATarget(t *testing.T) {
 		t.Errorf("compat requeue of __consumer_offsets: %s", r.body)
 	}
 
-	var a struct {
-		bulkAnswer
-		Skipped int64 `json:"skipped"`
-	}
-	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}}, &a), http.StatusOK)
-	if a.WouldAffect != 1 || a.Skipped != 1 {
-		t.Fatalf("dry run = %+v, want 1 to retry and 1 skipped", a)
-	}
-	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/retry", map[string]any{"filter": map[string]any{}, "confirm": true}, &a), http.StatusAccepted)
-	b.waitTask(t, a.Task.ID, "completed", 30*time.Second)
+	b.retryAll(t, 1, 1)
 	if n := b.count(t, "state = 'discarded' AND id = $1", internal); n != 1 {
 		t.Error("the bulk retry touched the record of __consumer_offsets")
 	}

@@ -36,8 +36,7 @@ func TestQueueShowsItsRetrySchedule(t *testing.T) {
 		t.Errorf("payments notes = %q", s.Notes)
 	}
 	// An API config changes it at once.
-	wantStatus(t, b.send(t, http.MethodPut, "/ojs/v1/queues/billing/config",
-		map[string]any{"retry": map[string]any{"max_attempts": 1, "on_exhaustion": "dead_letter"}}, nil), http.StatusOK)
+	b.oneAttempt(t, "billing")
 	q.Schedule = nil
 	wantStatus(t, b.get(t, "/ojs/v1/queues/billing", &q), http.StatusOK)
 	if s := q.Schedule; s == nil || len(s.Rows) != 0 || len(s.Notes) != 1 || s.Notes[0] != "no retries: a failure is final and kept as dead_letter" {

@@ -56,9 +56,7 @@ type BackfillConfig struct {
 }
 
 func (c BackfillConfig) withDefaults() BackfillConfig {
-	if c.Retry <= 0 {
-		c.Retry = 10 * time.Second
-	}
+	c.Retry = positiveOr(c.Retry, 10*time.Second)
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = orLogger(c.Logger)
 	return c

@@ -47,9 +47,7 @@ func NewGauges(cfg GaugesConfig) (*Gauges, error) {
 	if cfg.Store == nil || cfg.Metrics == nil {
 		return nil, errors.New("gauges: Store and Metrics are required")
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = 15 * time.Second
-	}
+	cfg.Interval = positiveOr(cfg.Interval, 15*time.Second)
 	cfg.Logger = orLogger(cfg.Logger)
 	cfg.Clock = clock.Or(cfg.Clock)
 	return &Gauges{cfg: cfg, log: cfg.Logger.With("component", "gauges")}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
@@ -45,6 +46,11 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(func() { _ = b.events.Stop() })
 	return b
+}
+
+// deps are the bundle's store, clock, events and metrics, with policy pol.
+func (b *bundle) deps(pol maintenance.PolicyFunc) maintenance.Deps {
+	return maintenance.Deps{Store: b.store, Policy: pol, Events: b.events, Metrics: b.metrics, Clock: b.clock}
 }
 
 // rec describes a record to insert.

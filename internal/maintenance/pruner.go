@@ -8,10 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
-	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
@@ -27,10 +25,10 @@ const (
 
 // PrunerConfig configures a Pruner. Zero fields take the defaults noted.
 type PrunerConfig struct {
-	// Store is required.
-	Store *store.Store
-	// Policy gives each queue's retention and pruning_policy. Default: system defaults.
-	Policy PolicyFunc
+	// Deps: Policy gives each queue's retention and pruning_policy, Events
+	// receives dead_letter.pruned, Metrics counts pruned records, and the
+	// Clock is the time retention is measured at.
+	Deps
 	// Interval between passes. Default 5 minutes (OJS dead-letter spec §8.1).
 	Interval time.Duration
 	// BatchSize is the most rows one DELETE removes (one short transaction
@@ -51,34 +49,15 @@ type PrunerConfig struct {
 	// the pass is skipped: nothing is pruned while a copy may be lost.
 	// Optional.
 	CheckArchive func(context.Context) error
-	// Events receives dead_letter.pruned. Optional.
-	Events *events.Publisher
-	// Metrics counts pruned records. Default: a private, unregistered set.
-	Metrics *metrics.DeadLetter
-	// Clock is the time retention is measured at and what Start waits on.
-	// Default: clock.Wall.
-	Clock  clock.Clock
-	Logger *slog.Logger
 }
 
 func (c PrunerConfig) withDefaults() PrunerConfig {
-	if c.Policy == nil {
-		c.Policy = DefaultPolicy
-	}
-	if c.Interval <= 0 {
-		c.Interval = 5 * time.Minute
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
-	}
+	c.Deps = c.Deps.withDefaults()
+	c.Interval = positiveOr(c.Interval, 5*time.Minute)
+	c.BatchSize = positiveOr(c.BatchSize, 1000)
 	if c.WakeArchiver == nil {
 		c.WakeArchiver = func() {}
 	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.NewDeadLetter(nil, nil)
-	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = orLogger(c.Logger)
 	return c
 }
 
@@ -164,31 +143,24 @@ func (p *Pruner) setNext(t time.Time) {
 // RunOnce runs one pruning pass if no other replica is running one.
 func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 	m := p.cfg.Metrics
-	lock, ok, err := p.cfg.Store.TryAdvisoryLock(ctx, lockPruner)
-	if err != nil {
-		m.PrunerRuns.WithLabelValues("error").Inc()
-		return nil, err
-	}
-	if !ok {
-		m.PrunerRuns.WithLabelValues("not_leader").Inc()
-		return &PruneResult{}, nil
-	}
-	defer lock.Release()
-	if p.cfg.Archiving && p.cfg.CheckArchive != nil {
-		if err := p.cfg.CheckArchive(ctx); err != nil {
-			m.PrunerRuns.WithLabelValues("error").Inc()
-			return &PruneResult{Leader: true}, fmt.Errorf("pass skipped, nothing pruned: cannot make sure the archive copies exist: %w", err)
+	res := &PruneResult{}
+	leader, err := asLeader(ctx, p.cfg.Store, lockPruner, m.PrunerRuns, func(db *store.Maint) error {
+		res.Leader = true
+		if p.cfg.Archiving && p.cfg.CheckArchive != nil {
+			if err := p.cfg.CheckArchive(ctx); err != nil {
+				return fmt.Errorf("pass skipped, nothing pruned: cannot make sure the archive copies exist: %w", err)
+			}
 		}
-	}
-	start := time.Now() // wall time: how long the pass took, for PrunerDuration
-	res := &PruneResult{Leader: true}
-	err = p.prune(ctx, lock.Maint(), res)
-	m.PrunerDuration.Observe(time.Since(start).Seconds())
+		start := time.Now() // wall time: how long the pass took, for PrunerDuration
+		defer func() { m.PrunerDuration.Observe(time.Since(start).Seconds()) }()
+		return p.prune(ctx, db, res)
+	})
 	if err != nil {
-		m.PrunerRuns.WithLabelValues("error").Inc()
+		if !leader {
+			return nil, err
+		}
 		return res, err
 	}
-	m.PrunerRuns.WithLabelValues("ok").Inc()
 	m.PrunerLastSuccess.Set(float64(p.cfg.Clock.Now().Unix()))
 	if n := res.Total(); n > 0 {
 		p.log.Info("pruned", "records", n)

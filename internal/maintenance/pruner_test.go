@@ -35,7 +35,7 @@ func topicPolicy(edit func(t *policy.Topic)) maintenance.PolicyFunc {
 
 func (b *bundle) pruner(t *testing.T, pol maintenance.PolicyFunc, cfg maintenance.PrunerConfig) *maintenance.Pruner {
 	t.Helper()
-	cfg.Store, cfg.Policy, cfg.Clock, cfg.Events, cfg.Metrics = b.store, pol, b.clock, b.events, b.metrics
+	cfg.Deps = b.deps(pol)
 	p, err := maintenance.NewPruner(cfg)
 	mustNoErr(t, err)
 	return p

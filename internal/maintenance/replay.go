@@ -8,10 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/filter"
-	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/service"
@@ -25,18 +23,10 @@ const (
 )
 
 // Rule is a replay rule as the engine runs it (OJS dead-letter spec §7.1, plus
-// a rate limit and a daily window).
+// a rate limit and a daily window): a rule of the policy files, or one of the
+// API's (whose WindowSpec is nil), with where it comes from.
 type Rule struct {
-	Name string
-	// Filter selects the dead letters the rule replays.
-	Filter     filter.Filter
-	Delay      time.Duration
-	MaxReplays int
-	Enabled    bool
-	// RateLimit is the most replays per second (0: unlimited).
-	RateLimit float64
-	// Window, when set, limits replays to a time of day.
-	Window *policy.Window
+	policy.ReplayRule
 	// Source is SourcePolicy or SourceAPI.
 	Source string
 	// Queues are the queues a policy rule applies to (those whose effective
@@ -54,16 +44,16 @@ func RuleFromStore(r *store.ReplayRule) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	return Rule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays, Enabled: r.Enabled,
-		RateLimit: r.RateLimit, Window: w, Source: SourceAPI}, nil
+	return Rule{ReplayRule: policy.ReplayRule{Name: r.Name, Filter: f, Delay: r.Delay, MaxReplays: r.MaxReplays,
+		Enabled: r.Enabled, RateLimit: r.RateLimit, Window: w}, Source: SourceAPI}, nil
 }
 
 // ReplayerConfig configures a Replayer. Zero fields take the defaults noted.
 type ReplayerConfig struct {
-	// Store is required.
-	Store *store.Store
-	// Policy gives each queue's replay rules and state. Default: system defaults (no rules).
-	Policy PolicyFunc
+	// Deps: Policy gives each queue's replay rules and state, Events
+	// receives dead_letter.replayed, Metrics counts replays, and the Clock
+	// is the time delays and windows are measured at.
+	Deps
 	// Interval between passes. Default 30 s.
 	Interval time.Duration
 	// BatchSize is the most records one rule replays per pass. Default 500.
@@ -75,34 +65,15 @@ type ReplayerConfig struct {
 	Records *records.Service
 	// Wake asks the redelivery scheduler to pick replayed records up now. Optional.
 	Wake func()
-	// Events receives dead_letter.replayed. Optional.
-	Events *events.Publisher
-	// Metrics counts replays. Default: a private, unregistered set.
-	Metrics *metrics.DeadLetter
-	// Clock is the time delays and windows are measured at and what Start
-	// waits on. Default: clock.Wall.
-	Clock  clock.Clock
-	Logger *slog.Logger
 }
 
 func (c ReplayerConfig) withDefaults() ReplayerConfig {
-	if c.Policy == nil {
-		c.Policy = DefaultPolicy
-	}
-	if c.Interval <= 0 {
-		c.Interval = 30 * time.Second
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 500
-	}
+	c.Deps = c.Deps.withDefaults()
+	c.Interval = positiveOr(c.Interval, 30*time.Second)
+	c.BatchSize = positiveOr(c.BatchSize, 500)
 	if c.Wake == nil {
 		c.Wake = func() {}
 	}
-	if c.Metrics == nil {
-		c.Metrics = metrics.NewDeadLetter(nil, nil)
-	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = orLogger(c.Logger)
 	return c
 }
 
@@ -121,7 +92,7 @@ type Replayer struct {
 	mu      sync.Mutex
 	lastRun map[string]time.Time // per rule (and queue), for rate limits
 	warned  map[string]bool      // broken rules already logged
-	trigger chan struct{}
+	trigger service.Wake
 }
 
 // NewReplayer returns a Replayer; Start it, or call RunOnce.
@@ -137,15 +108,12 @@ func NewReplayer(cfg ReplayerConfig) (*Replayer, error) {
 		}
 	}
 	return &Replayer{cfg: cfg, log: cfg.Logger.With("component", "replay"), lastRun: map[string]time.Time{}, warned: map[string]bool{},
-		trigger: make(chan struct{}, 1)}, nil
+		trigger: service.NewWake()}, nil
 }
 
 // Trigger asks for a pass now (after a rule changed).
 func (r *Replayer) Trigger() {
-	select {
-	case r.trigger <- struct{}{}:
-	default:
-	}
+	r.trigger.Signal()
 }
 
 // Name implements service.Service.
@@ -205,8 +173,7 @@ func (r *Replayer) rules(ctx context.Context) (rules []Rule, draining []string, 
 				continue
 			}
 			byName[key] = len(rules)
-			rules = append(rules, Rule{Name: pr.Name, Filter: pr.Filter, Delay: pr.Delay, MaxReplays: pr.MaxReplays,
-				Enabled: pr.Enabled, RateLimit: pr.RateLimit, Window: pr.Window, Source: SourcePolicy, Queues: []string{q}})
+			rules = append(rules, Rule{ReplayRule: pr, Source: SourcePolicy, Queues: []string{q}})
 		}
 	}
 	stored, err := r.cfg.Store.ListReplayRules(ctx)
@@ -240,29 +207,20 @@ type ReplayedRecord struct {
 
 // RunOnce runs one pass of every enabled rule, unless another replica is.
 func (r *Replayer) RunOnce(ctx context.Context) (*ReplayResult, error) {
-	m := r.cfg.Metrics
-	lock, ok, err := r.cfg.Store.TryAdvisoryLock(ctx, lockReplay)
-	if err != nil {
-		m.ReplayRuns.WithLabelValues("error").Inc()
+	res := &ReplayResult{}
+	leader, err := asLeader(ctx, r.cfg.Store, lockReplay, r.cfg.Metrics.ReplayRuns, func(db *store.Maint) error {
+		res.Leader = true
+		err := r.replay(ctx, db, res)
+		if len(res.Replayed) > 0 {
+			r.cfg.Wake()
+			r.report(ctx, res.Replayed)
+		}
+		return err
+	})
+	if err != nil && !leader {
 		return nil, err
 	}
-	if !ok {
-		m.ReplayRuns.WithLabelValues("not_leader").Inc()
-		return &ReplayResult{}, nil
-	}
-	defer lock.Release()
-	res := &ReplayResult{Leader: true}
-	err = r.replay(ctx, lock.Maint(), res)
-	if len(res.Replayed) > 0 {
-		r.cfg.Wake()
-		r.report(ctx, res.Replayed)
-	}
-	if err != nil {
-		m.ReplayRuns.WithLabelValues("error").Inc()
-		return res, err
-	}
-	m.ReplayRuns.WithLabelValues("ok").Inc()
-	return res, nil
+	return res, err
 }
 
 // replay runs a pass on db, the connection holding the replay lock.

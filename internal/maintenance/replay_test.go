@@ -18,7 +18,7 @@ import (
 
 func (b *bundle) replayer(t *testing.T, pol maintenance.PolicyFunc, cfg maintenance.ReplayerConfig) *maintenance.Replayer {
 	t.Helper()
-	cfg.Store, cfg.Policy, cfg.Clock, cfg.Events, cfg.Metrics = b.store, pol, b.clock, b.events, b.metrics
+	cfg.Deps = b.deps(pol)
 	r, err := maintenance.NewReplayer(cfg)
 	mustNoErr(t, err)
 	return r
@@ -200,7 +200,7 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				done, err := b.store.Replay(ctx, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.Now(), MaxReplays: 1, Limit: 7, Now: b.clock.Now()})
+				done, err := b.store.Replay(ctx, filter.Scope{}, &store.ReplayParams{Rule: "r", DiscardedBefore: b.clock.Now(), MaxReplays: 1, Limit: 7, Now: b.clock.Now()})
 				if err != nil {
 					t.Error(err)
 					return

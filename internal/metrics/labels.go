@@ -173,52 +173,49 @@ func enum() bound { return newFirstSeen(maxEnum).value }
 
 // CounterVec is a prometheus.CounterVec whose label values go through
 // bounds: every series it creates has label values from a bounded set.
-type CounterVec struct {
-	vec    *prometheus.CounterVec
-	bounds []bound
-}
-
-func newCounterVec(opts prometheus.CounterOpts, labels []string, bounds ...bound) *CounterVec {
-	if len(bounds) != len(labels) {
-		panic("metrics: one bound per label")
-	}
-	return &CounterVec{vec: prometheus.NewCounterVec(opts, labels), bounds: bounds}
-}
-
-// WithLabelValues returns the counter of the bounded label values.
-func (v *CounterVec) WithLabelValues(lvs ...string) prometheus.Counter {
-	return v.vec.WithLabelValues(apply(v.bounds, lvs)...)
-}
-
-// Describe implements prometheus.Collector.
-func (v *CounterVec) Describe(ch chan<- *prometheus.Desc) { v.vec.Describe(ch) }
-
-// Collect implements prometheus.Collector.
-func (v *CounterVec) Collect(ch chan<- prometheus.Metric) { v.vec.Collect(ch) }
+type CounterVec = boundedVec[prometheus.Counter, *prometheus.CounterVec]
 
 // GaugeVec is a prometheus.GaugeVec whose label values go through bounds.
-type GaugeVec struct {
-	vec    *prometheus.GaugeVec
-	bounds []bound
+type GaugeVec = boundedVec[prometheus.Gauge, *prometheus.GaugeVec]
+
+func newCounterVec(opts prometheus.CounterOpts, labels []string, bounds ...bound) *CounterVec {
+	return newBoundedVec[prometheus.Counter](prometheus.NewCounterVec(opts, labels), labels, bounds)
 }
 
 func newGaugeVec(opts prometheus.GaugeOpts, labels []string, bounds ...bound) *GaugeVec {
+	return newBoundedVec[prometheus.Gauge](prometheus.NewGaugeVec(opts, labels), labels, bounds)
+}
+
+// vec is a prometheus vector of metrics M (prometheus.CounterVec, GaugeVec).
+type vec[M any] interface {
+	prometheus.Collector
+	WithLabelValues(lvs ...string) M
+}
+
+// boundedVec is a vector V whose label values go through bounds, one per
+// label (CounterVec, GaugeVec).
+type boundedVec[M any, V vec[M]] struct {
+	vec    V
+	bounds []bound
+}
+
+func newBoundedVec[M any, V vec[M]](vec V, labels []string, bounds []bound) *boundedVec[M, V] {
 	if len(bounds) != len(labels) {
 		panic("metrics: one bound per label")
 	}
-	return &GaugeVec{vec: prometheus.NewGaugeVec(opts, labels), bounds: bounds}
+	return &boundedVec[M, V]{vec: vec, bounds: bounds}
 }
 
-// WithLabelValues returns the gauge of the bounded label values.
-func (v *GaugeVec) WithLabelValues(lvs ...string) prometheus.Gauge {
+// WithLabelValues returns the metric of the bounded label values.
+func (v *boundedVec[M, V]) WithLabelValues(lvs ...string) M {
 	return v.vec.WithLabelValues(apply(v.bounds, lvs)...)
 }
 
 // Describe implements prometheus.Collector.
-func (v *GaugeVec) Describe(ch chan<- *prometheus.Desc) { v.vec.Describe(ch) }
+func (v *boundedVec[M, V]) Describe(ch chan<- *prometheus.Desc) { v.vec.Describe(ch) }
 
 // Collect implements prometheus.Collector.
-func (v *GaugeVec) Collect(ch chan<- prometheus.Metric) { v.vec.Collect(ch) }
+func (v *boundedVec[M, V]) Collect(ch chan<- prometheus.Metric) { v.vec.Collect(ch) }
 
 // apply returns lvs mapped through bounds, without changing the caller's slice.
 func apply(bounds []bound, lvs []string) []string {

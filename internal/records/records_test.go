@@ -181,7 +181,7 @@ func TestOwnTopicsRuleIsTheSameForEveryRetry(t *testing.T) {
 			p.ReplayRules = []policy.ReplayRule{{Name: "all", Filter: filter.Filter{}, Delay: time.Hour, MaxReplays: 5, Enabled: true}}
 			return p
 		}
-		r, err := maintenance.NewReplayer(maintenance.ReplayerConfig{Store: b.st, Records: b.rec, Policy: everything})
+		r, err := maintenance.NewReplayer(maintenance.ReplayerConfig{Deps: maintenance.Deps{Store: b.st, Policy: everything}, Records: b.rec})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,9 @@ import (
 // returns without importing internal/store. They are aliases, not copies: a
 // records.Task is a store.Task, so nothing is converted on the way out and
 // the store stays the one definition. Params of the transitions records owns
-// (RetryParams, BulkParams, ReplayParams) are records' own types, not these.
+// (RetryParams, BulkParams) are records' own types, not these; ReplayParams
+// is the store's, as Replay adds only the scope every retry of many records
+// has.
 type (
 	// Record reads.
 	RecordPreview  = store.RecordPreview
@@ -44,8 +46,9 @@ type (
 	AuditEntry  = store.AuditEntry
 	AuditParams = store.AuditParams
 
-	// Replay rules as the API stores them.
-	ReplayRule = store.ReplayRule
+	// Replay rules as the API stores them, and one rule's pass.
+	ReplayRule   = store.ReplayRule
+	ReplayParams = store.ReplayParams
 )
 
 // Sentinel errors, the store's own values so that errors.Is matches either.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -33,15 +32,8 @@ import (
 // It is a service.Service: Start runs its loop, Stop ends it and closes its
 // Kafka client.
 type Archiver struct {
-	service.Base
-	cfg    ArchiverConfig
-	store  *store.Store
-	client *kgo.Client
-	resets *recreate.Resetter
-	wake   chan struct{}
-	log    *slog.Logger
-	fails  *failureLog
-	closed sync.Once
+	outbox
+	cfg ArchiverConfig
 
 	checkMu      sync.Mutex // one topic check at a time
 	checkedAt    time.Time  // when the last periodic check ran
@@ -60,18 +52,7 @@ func NewArchiver(cfg ArchiverConfig, st *store.Store) (*Archiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archiver: create kafka client: %w", err)
 	}
-	log := cfg.Logger.With("component", "archiver")
-	resets := recreate.NewResetter(log)
-	resets.Attach(cl)
-	return &Archiver{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1), log: log, fails: newFailureLog(log, cfg.Clock)}, nil
-}
-
-// Wake makes the archiver look for due copies now. Never blocks.
-func (a *Archiver) Wake() {
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+	return &Archiver{outbox: newOutbox("archiver", st, cl, cfg.Logger, cfg.Clock), cfg: cfg}, nil
 }
 
 // Name implements service.Service.
@@ -92,13 +73,6 @@ func (a *Archiver) Start(ctx context.Context) error {
 			}}
 		return loop.Run(ctx)
 	})
-}
-
-// Stop ends the loop and closes the Kafka client.
-func (a *Archiver) Stop() error {
-	err := a.Base.Stop()
-	a.closed.Do(a.client.Close)
-	return err
 }
 
 // RunOnce archives every copy due at the archiver's clock and returns how

@@ -80,11 +80,7 @@ func TestRecreatedArchiveTopicGetsItsCopiesAgain(t *testing.T) {
 	kafkatest.Recreate(t, b.brokers, archiveTopic, 1) // the 5 copies are gone
 
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n")
-	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := b.pruner(t, a, set)
 	b.clock.Advance(2 * time.Hour) // every dead letter is past its retention
 	if res, err := p.RunOnce(ctx); err != nil || res.Total() != 0 {
 		t.Fatalf("prune after the recreation = %+v, %v; want nothing pruned: the copies are gone", res, err)
@@ -132,11 +128,7 @@ func TestPrunerKeepsEverythingWhileAnArchiveTopicIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n")
-	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := b.pruner(t, a, set)
 	b.clock.Advance(2 * time.Hour)
 	if res, err := p.RunOnce(ctx); err == nil || res.Total() != 0 {
 		t.Fatalf("prune = %+v, %v; want an error and nothing pruned", res, err)
@@ -168,11 +160,7 @@ func TestPrunerPrunesWhileAnArchiveTopicNeverSeenIsMissing(t *testing.T) {
 	b.discardedWith(t, "orders", []byte(`{"n":1}`))
 	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.DLQTopics = []string{dlqTopic} })
 	set := policies(t, "topics:\n  orders:\n    dead_letter: {retention: {max_age: PT1H}}\n    pruning_policy: delete\n")
-	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Store: b.store, Archiving: true, CheckArchive: a.CheckTopics,
-		Policy: func(q string) policy.Topic { return set.Resolve(q, "") }, Clock: b.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := b.pruner(t, a, set)
 	if err := a.CheckTopics(ctx); err != nil {
 		t.Fatalf("CheckTopics with an archive topic never seen = %v, want nil", err)
 	}
@@ -180,4 +168,16 @@ func TestPrunerPrunesWhileAnArchiveTopicNeverSeenIsMissing(t *testing.T) {
 	if _, err := p.RunOnce(ctx); err != nil {
 		t.Fatalf("prune = %v, want no error", err)
 	}
+}
+
+// pruner is a Pruner over the bundle's store and clock, with the policies of
+// set, that makes sure of a's archive copies before each pass.
+func (b *bundle) pruner(t *testing.T, a *redeliver.Archiver, set *policy.Set) *maintenance.Pruner {
+	t.Helper()
+	p, err := maintenance.NewPruner(maintenance.PrunerConfig{Archiving: true, CheckArchive: a.CheckTopics,
+		Deps: maintenance.Deps{Store: b.store, Clock: b.clock, Policy: func(q string) policy.Topic { return set.Resolve(q, "") }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -32,7 +31,6 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/recreate"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -41,15 +39,8 @@ import (
 // claim loops, Stop ends them, waits for the batches being produced and
 // closes its Kafka client.
 type Scheduler struct {
-	service.Base
-	cfg    Config
-	store  *store.Store
-	client *kgo.Client
-	resets *recreate.Resetter
-	wake   chan struct{}
-	fails  *failureLog
-	log    *slog.Logger
-	closed sync.Once
+	outbox
+	cfg Config
 
 	mu        sync.Mutex
 	limiters  map[string]*rate.Limiter
@@ -79,21 +70,8 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
-	log := cfg.Logger.With("component", "redeliver")
-	resets := recreate.NewResetter(log)
-	resets.Attach(cl)
-	return &Scheduler{cfg: cfg, store: st, client: cl, resets: resets, wake: make(chan struct{}, 1),
-		fails: newFailureLog(log, cfg.Clock), log: log,
+	return &Scheduler{outbox: newOutbox("redeliver", st, cl, cfg.Logger, cfg.Clock), cfg: cfg,
 		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
-}
-
-// Wake makes the scheduler look for due records now, instead of at its next
-// due time or poll. Safe to call from anywhere, never blocks.
-func (s *Scheduler) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Name implements service.Service.
@@ -122,14 +100,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 		return g.Wait()
 	})
-}
-
-// Stop ends the claim loops, waits for the batches being produced to be
-// settled and closes the Kafka client.
-func (s *Scheduler) Stop() error {
-	err := s.Base.Stop()
-	s.closed.Do(s.client.Close)
-	return err
 }
 
 // RunOnce redelivers everything due at the scheduler's clock, until nothing

@@ -40,7 +40,7 @@ type Loop struct {
 	// Interval is the longest wait between passes. Zero: only a wake-up
 	// (or a due time) starts the next pass.
 	Interval time.Duration
-	// Wake, when it delivers, cuts a wait short. Optional.
+	// Wake, when it delivers, cuts a wait short (a Wake's Signal). Optional.
 	Wake <-chan struct{}
 	// Delay holds the first pass until Interval has passed (or a wake-up),
 	// for work done once already before the service started.
@@ -53,6 +53,22 @@ type Loop struct {
 	Report func(err error, retryIn time.Duration)
 	// Pass does one pass of the work.
 	Pass func(ctx context.Context) (Next, error)
+}
+
+// Wake asks a Loop for its next pass now: give it to Loop.Wake and call
+// Signal. Signals that come while one is pending make one pass; with
+// several loops on one Wake, a signal wakes one of them.
+type Wake chan struct{}
+
+// NewWake returns a Wake that holds one pending signal.
+func NewWake() Wake { return make(Wake, 1) }
+
+// Signal asks for a pass now. It never blocks.
+func (w Wake) Signal() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
 }
 
 // forever is a wait that only a wake-up or the context ends.

@@ -63,7 +63,7 @@ func (p *passes) none(t *testing.T) {
 func TestLoopWaitsIntervalOrDueTimeOrWake(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)
-	wake := make(chan struct{}, 1)
+	wake := service.NewWake()
 	p := &passes{ch: make(chan time.Time, 10), next: func(n int) (service.Next, error) {
 		switch n {
 		case 1:
@@ -91,7 +91,7 @@ func TestLoopWaitsIntervalOrDueTimeOrWake(t *testing.T) {
 	if d, _ := clk.UntilNext(); d != 4*time.Second {
 		t.Fatalf("waits %v, want until the due time (4s)", d)
 	}
-	wake <- struct{}{}
+	wake.Signal()
 	p.want(t, t0.Add(10*time.Second)) // woken: at once
 }
 

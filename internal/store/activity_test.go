@@ -122,22 +122,7 @@ func TestQueueActivityUsesTheIndexes(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ANALYZE redrive_record; ANALYZE redrive_queue_activity`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, "EXPLAIN "+store.QueueActivitySQL, []string{"new", "old"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if p := plan.String(); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
+	if p := explain(t, ctx, pool, store.QueueActivitySQL, []string{"new", "old"}, time.Now()); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
 		strings.Contains(p, "redrive_record_pkey") || strings.Contains(p, "Seq Scan on redrive_record ") {
 		t.Errorf("the oldest record is not read by the (queue, id) index:\n%s", p)
 	}

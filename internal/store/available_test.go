@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -39,7 +40,7 @@ func TestReplayAndRetryClearTheRedeliveryFailure(t *testing.T) {
 	}
 
 	later := now.Add(time.Minute)
-	replayed, err := s.Replay(ctx, &store.ReplayParams{Rule: "again", Queue: "orders", DiscardedBefore: later,
+	replayed, err := s.Replay(ctx, filter.Scope{}, &store.ReplayParams{Rule: "again", Queue: "orders", DiscardedBefore: later,
 		MaxReplays: 5, Limit: 1, Now: later})
 	if err != nil || len(replayed) != 1 {
 		t.Fatalf("replay: %v, %v", replayed, err)

@@ -189,26 +189,12 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+store.SettleSQL, last.Token, ids, states, times, failures, next,
+		p := explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.SettleSQL, last.Token, ids, states, times, failures, next,
 			now, now, failed, discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if p := plan.String(); strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
+		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
 			strings.Contains(p, "Seq Scan on redrive_record ") || failed > 0 && !strings.Contains(p, "redrive_record_pkey") {
 			t.Errorf("settling a claim with %d failed records reads more than their ids:\n%s", failed, p)
 		}
@@ -220,25 +206,11 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+store.RescueSQL, at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		p := explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.RescueSQL, at)
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if p := plan.String(); strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
+		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
 			strings.Contains(p, "Seq Scan on redrive_record ") {
 			t.Errorf("the rescue at %v reads more than the records of expired claims:\n%s", at.Sub(now), p)
 		}

@@ -46,22 +46,7 @@ func TestKeyFilterFindsLongKeysThroughThePrefixIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond, args := store.Where(&filter.Filter{Key: key}, nil)
-	rows, err := pool.Query(ctx, "EXPLAIN SELECT id FROM redrive_record WHERE "+cond+" ORDER BY id DESC LIMIT 50", args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if text := strings.Join(plan, "\n"); !strings.Contains(text, "redrive_record_key_prefix") {
+	if text := explain(t, ctx, pool, "SELECT id FROM redrive_record WHERE "+cond+" ORDER BY id DESC LIMIT 50", args...); !strings.Contains(text, "redrive_record_key_prefix") {
 		t.Errorf("the key filter does not use the key's prefix index:\n%s", text)
 	}
 }

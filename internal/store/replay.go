@@ -25,8 +25,6 @@ type ReplayParams struct {
 	// Filter selects records (State, Exhaustion and Unacknowledged are
 	// ignored: a rule only replays dead letters).
 	Filter filter.Filter
-	// Scope narrows Filter (States and InFlight are ignored, as above).
-	Scope filter.Scope
 	// Queue, when set, restricts the rule to one queue (a rule from a topic's
 	// policy); it is ANDed with Filter.Queue.
 	Queue string
@@ -65,16 +63,18 @@ type Replayed struct {
 // LOCKED; a row another replica is replaying is skipped, and one it has
 // replayed no longer matches (it is not discarded any more), so two replicas
 // never replay the same record twice.
-func (s *Store) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error) {
-	return s.Maint().Replay(ctx, p)
+//
+// sc narrows p.Filter (its States and InFlight are ignored, as Filter's State).
+func (s *Store) Replay(ctx context.Context, sc filter.Scope, p *ReplayParams) ([]Replayed, error) {
+	return s.Maint().Replay(ctx, sc, p)
 }
 
 // Replay is Store.Replay on m's connection.
-func (m *Maint) Replay(ctx context.Context, p *ReplayParams) ([]Replayed, error) {
+func (m *Maint) Replay(ctx context.Context, sc filter.Scope, p *ReplayParams) ([]Replayed, error) {
 	if p.Limit <= 0 {
 		return nil, errors.New("replay: limit must be > 0")
 	}
-	f, sc := p.Filter, p.Scope
+	f := p.Filter
 	f.State, f.Exhaustion, f.Unacknowledged, sc.States, sc.InFlight = "", "", nil, nil, nil
 	args := pgx.NamedArgs{"rule": p.Rule, "available_at": p.Now, "replayed_at": p.Now.UTC().Format(time.RFC3339Nano),
 		"discarded_before": p.DiscardedBefore, "max_replays": p.MaxReplays, "limit": p.Limit}

@@ -76,9 +76,19 @@ func explainWithoutSorts(t *testing.T, ctx context.Context, pool interface {
 			t.Fatal(err)
 		}
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN "+query, args...)
+	return explain(t, ctx, tx, query, args...)
+}
+
+// explain is Postgres's plan for statement, run on db (a pool or a
+// transaction); statement may start with EXPLAIN's options, such as
+// "(ANALYZE, BUFFERS) ".
+func explain(t *testing.T, ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, statement string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(ctx, "EXPLAIN "+statement, args...)
 	if err != nil {
-		t.Fatalf("explain %s: %v", query, err)
+		t.Fatalf("explain %s: %v", statement, err)
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {

@@ -25,11 +25,8 @@ func TestRetryTaskLeavesOwnAndInternalTopicsAlone(t *testing.T) {
 	seed(t, st, "dlq", 2)
 	seed(t, st, "__consumer_offsets", 2)
 	seed(t, st, "_orders", 1) // one underscore is an ordinary topic
-	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{}`),
-		BatchSize: 500, Total: 4, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{}`),
+		BatchSize: 500, Total: 4})
 	scope := records.RetryScope(dlq.NewReservedTopics("dlq"))
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, RetryScope: &scope}, st)
 	if err != nil {
@@ -53,10 +50,7 @@ func TestATaskWithAnUnreadableFilterFails(t *testing.T) {
 	ctx := context.Background()
 	seed(t, st, "orders", 3)
 	deep, _ := json.Marshal(map[string]any{"path": strings.Repeat("a.", 40) + "a", "value": 1})
-	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskPurge, Filter: deep, BatchSize: 500, Total: 3, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskPurge, Filter: deep, BatchSize: 500, Total: 3})
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond}, st)
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ type Runner struct {
 	cfg   Config
 	store *store.Store
 	log   *slog.Logger
-	kick  chan struct{}
+	kick  service.Wake
 }
 
 // New returns a Runner on st.
@@ -106,15 +106,12 @@ func New(cfg Config, st *store.Store) (*Runner, error) {
 	if cfg.BatchSize < 1 || cfg.Lease <= 0 {
 		return nil, errors.New("task: BatchSize and Lease must be positive")
 	}
-	return &Runner{cfg: cfg, store: st, log: cfg.Logger.With("component", "task"), kick: make(chan struct{}, 1)}, nil
+	return &Runner{cfg: cfg, store: st, log: cfg.Logger.With("component", "task"), kick: service.NewWake()}, nil
 }
 
 // Kick makes the runner look for tasks now (after one was created).
 func (r *Runner) Kick() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	r.kick.Signal()
 }
 
 // Name implements service.Service.

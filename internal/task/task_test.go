@@ -49,11 +49,8 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	ctx := context.Background()
 	seed(t, st, "orders", 1200)
 	seed(t, st, "other", 10)
-	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
-		BatchSize: 500, Total: 1200, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 500, Total: 1200})
 	// The dead replica: claims, does one batch, never comes back.
 	dead, err := st.ClaimTask(ctx, "dead", 300*time.Millisecond)
 	if err != nil || dead.ID != created.ID {
@@ -102,11 +99,8 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 	t.Cleanup(pool.Close)
 	st := store.New(pool)
 	seed(t, st, "orders", 600)
-	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
-		BatchSize: 100, RateLimit: 200, Total: 600, CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 100, RateLimit: 200, Total: 600})
 	var batches atomic.Int64
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour, Clock: clk,
@@ -181,11 +175,8 @@ func runPaced(t *testing.T, n int, perSecond float64) (time.Duration, []time.Dur
 	st := store.New(pgtest.New(t))
 	ctx := context.Background()
 	seed(t, st, "orders", n)
-	created, err := st.CreateTask(ctx, &store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
-		BatchSize: 500, RateLimit: perSecond, Total: int64(n), CreatedBy: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
+		BatchSize: 500, RateLimit: perSecond, Total: int64(n)})
 	begin := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(begin)
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Clock: clk}, st)
@@ -214,6 +205,17 @@ func runPaced(t *testing.T, n int, perSecond float64) (time.Duration, []time.Dur
 }
 
 // start starts r until the test ends.
+// createTask creates the task p describes, created by "test".
+func createTask(t *testing.T, st *store.Store, p store.CreateTaskParams) *store.Task {
+	t.Helper()
+	p.CreatedBy = "test"
+	created, err := st.CreateTask(context.Background(), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
 func start(t *testing.T, r *task.Runner) {
 	t.Helper()
 	if err := r.Start(context.Background()); err != nil {
