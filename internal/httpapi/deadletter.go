@@ -34,6 +34,9 @@ type overrideJSON struct {
 	ValueEncoding *string `json:"value_encoding"`
 	// Retry is a partial OJS RetryPolicy merged onto the record's own.
 	Retry json.RawMessage `json:"retry"`
+	// Payload is an edited payload (any JSON value): encoded with the
+	// record's schema, or as JSON text, it replaces the redelivered value.
+	Payload json.RawMessage `json:"payload"`
 }
 
 type overrideHeader struct {
@@ -100,7 +103,62 @@ func retryError(id string, err error) error {
 	case errors.As(err, &conflict):
 		return retryConflict(id, conflict)
 	}
+	return payloadErr(err, "override.payload")
+}
+
+// payloadErr says why an edited payload was refused: it does not conform
+// (422 naming the field: field plus the value's JSON Pointer), the record's
+// payload cannot be edited here (409), or its schema could not be fetched
+// (503). Other errors pass through.
+func payloadErr(err error, field string) error {
+	var pe *records.PayloadError
+	var unsupported *records.PayloadUnsupportedError
+	switch {
+	case errors.As(err, &pe):
+		f := field + pe.Pointer
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError, Message: f + ": " + pe.Message,
+			Details: map[string]any{"fields": []map[string]string{{"field": f, "message": pe.Message}}, "parameter": f}}
+	case errors.As(err, &unsupported):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: field + ": " + unsupported.Error(),
+			Details: map[string]any{"parameter": field}}
+	case errors.Is(err, records.ErrSchemaUnavailable):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError,
+			Message: "the record's schema is not cached and the schema registry is unreachable; try again"}
+	}
 	return err
+}
+
+// checkPayloadBody is the body of POST /dead-letter/{id}/payload/check.
+type checkPayloadBody struct {
+	Payload json.RawMessage `json:"payload"`
+}
+
+// checkPayload says whether a payload would do as the record's edited
+// payload (the console validates as the operator types); it changes nothing.
+func (s *Server) checkPayload(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b checkPayloadBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if b.Payload == nil {
+		return invalidParam("payload", "required: the edited payload (any JSON value)")
+	}
+	enc, err := s.rec.CheckPayload(c.Request().Context(), id, b.Payload)
+	if errors.Is(err, records.ErrNotFound) {
+		return notFound("no dead-letter record with id " + id)
+	}
+	if err != nil {
+		return payloadErr(err, "payload")
+	}
+	return c.JSON(http.StatusOK, map[string]any{"valid": true, "value_schema": enc.Schema, "size": enc.Size})
 }
 
 // retryConflict says why a record cannot be retried: it is being produced
@@ -167,6 +225,13 @@ func parseOverride(o *overrideJSON, p *records.RetryParams) error {
 		}
 		rd.Headers = append(rd.Headers, dlq.Header{Key: h.Key, Value: v})
 		touched = true
+	}
+	if o.Payload != nil && o.Value != nil {
+		return invalidParam("override.payload", "cannot be combined with override.value: send the edited JSON "+
+			"(override.payload) or the raw bytes (override.value), not both")
+	}
+	if o.Payload != nil {
+		p.Payload = o.Payload
 	}
 	if o.ValueEncoding != nil && o.Value == nil {
 		return invalidParam("override.value_encoding", "only allowed with value")
