@@ -205,7 +205,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	retryScope := a.records.RetryScope()
-	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope,
+	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
 		OnBatch: func(kind store.TaskKind, rows []store.BatchRow) {
 			a.records.PublishBatch(context.Background(), kind, rows)
 		}, Clock: a.clock}, st)

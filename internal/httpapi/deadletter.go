@@ -320,6 +320,9 @@ type bulkBody struct {
 	Confirm bool `json:"confirm"`
 	// RateLimit bounds records per second (0: unlimited).
 	RateLimit *float64 `json:"rate_limit"`
+	// Patch (a retry only) is an RFC 6902 JSON Patch applied to each
+	// record's payload.
+	Patch json.RawMessage `json:"patch"`
 }
 
 // maxRateLimit is the largest records/s a task accepts.
@@ -352,8 +355,21 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 			return invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or a number of records per second from %v to 100000", policy.MinRateLimit))
 		}
 	}
+	var patch *records.Patch
+	if b.Patch != nil && string(b.Patch) != "null" {
+		if kind != records.TaskRetry {
+			return invalidParam("patch", "only a retry applies a patch")
+		}
+		if patch, err = records.ParsePatch(b.Patch); err != nil {
+			var pe *records.PatchOpError
+			if errors.As(err, &pe) && pe.Index >= 0 {
+				return invalidParam("patch["+itoa(pe.Index)+"]."+pe.Field, pe.Msg)
+			}
+			return invalidParam("patch", strings.TrimPrefix(err.Error(), "patch: "))
+		}
+	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
-		RateLimit: rate, CreatedBy: keyName(c)})
+		RateLimit: rate, CreatedBy: keyName(c), Patch: patch})
 	if err != nil {
 		return err
 	}
@@ -368,6 +384,10 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 				out["message"] = out["message"].(string) + fmt.Sprintf("; %d records of Redrive's own topics (unparseable ones among them) "+
 					"are skipped: retry each with override.queue", res.Skipped)
 			}
+		}
+		if pr := res.Patch; pr != nil {
+			out["patch"] = map[string]any{"applies": pr.Applies, "fails": pr.Fails, "evaluated": pr.Evaluated,
+				"errors": pr.Errors, "samples": pr.Samples}
 		}
 		return c.JSON(http.StatusOK, out)
 	}
