@@ -73,6 +73,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	if err != nil {
 		return retryError(id, err)
 	}
+	s.rec.InSchemaOrder(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
 	return writeRecord(c, http.StatusOK, r, out)

@@ -51,7 +51,7 @@ type Config struct {
 	// (no registry configured): a schema-encoded record's payload cannot be
 	// edited, JSON records' can.
 	Schemas *schema.Registry
-	Logger    *slog.Logger
+	Logger  *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

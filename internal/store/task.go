@@ -37,15 +37,15 @@ const (
 
 // Task is a background bulk operation.
 type Task struct {
-	ID              string
-	Kind            TaskKind
-	State           TaskState
-	Filter          json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
-	RateLimit       float64         // records/s, 0 = unlimited
-	BatchSize       int
-	Total           int64
-	Processed       int64
-	Skipped         int64
+	ID        string
+	Kind      TaskKind
+	State     TaskState
+	Filter    json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
+	RateLimit float64         // records/s, 0 = unlimited
+	BatchSize int
+	Total     int64
+	Processed int64
+	Skipped   int64
 	// Patch is the JSON Patch a retry applies to each record's payload
 	// (nil: none); SkippedRecords the first MaxSkippedRecords records it
 	// skipped (Skipped counts them all).
