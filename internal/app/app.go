@@ -200,12 +200,12 @@ func (a *App) init(ctx context.Context) error {
 		a.services.Add(a.decoder)
 	}
 	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
-		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Logger: a.log})
+		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log})
 	if err != nil {
 		return err
 	}
 	retryScope := a.records.RetryScope()
-	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope,
+	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
 		OnBatch: func(kind store.TaskKind, rows []store.BatchRow) {
 			a.records.PublishBatch(context.Background(), kind, rows)
 		}, Clock: a.clock}, st)

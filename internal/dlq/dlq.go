@@ -347,6 +347,13 @@ type Redelivery struct {
 	// Value replaces the value when ValueSet.
 	Value    []byte
 	ValueSet bool
+	// Payload is the JSON an operator edited (override.payload, a bulk
+	// JSON Patch) when Value was made from it: encoded with ValueSchema
+	// when that is set, else Value is this JSON's text. Nil for a raw
+	// value edit.
+	Payload []byte
+	// ValueSchema is the schema Value was encoded with from Payload.
+	ValueSchema *SchemaRef
 }
 
 // LastError returns the most recent error, or the zero entry when there is none.

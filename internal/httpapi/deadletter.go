@@ -34,6 +34,9 @@ type overrideJSON struct {
 	ValueEncoding *string `json:"value_encoding"`
 	// Retry is a partial OJS RetryPolicy merged onto the record's own.
 	Retry json.RawMessage `json:"retry"`
+	// Payload is an edited payload (any JSON value): encoded with the
+	// record's schema, or as JSON text, it replaces the redelivered value.
+	Payload json.RawMessage `json:"payload"`
 }
 
 type overrideHeader struct {
@@ -70,6 +73,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	if err != nil {
 		return retryError(id, err)
 	}
+	s.rec.InSchemaOrder(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
 	return writeRecord(c, http.StatusOK, r, out)
@@ -100,7 +104,62 @@ func retryError(id string, err error) error {
 	case errors.As(err, &conflict):
 		return retryConflict(id, conflict)
 	}
+	return payloadErr(err, "override.payload")
+}
+
+// payloadErr says why an edited payload was refused: it does not conform
+// (422 naming the field: field plus the value's JSON Pointer), the record's
+// payload cannot be edited here (409), or its schema could not be fetched
+// (503). Other errors pass through.
+func payloadErr(err error, field string) error {
+	var pe *records.PayloadError
+	var unsupported *records.PayloadUnsupportedError
+	switch {
+	case errors.As(err, &pe):
+		f := field + pe.Pointer
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError, Message: f + ": " + pe.Message,
+			Details: map[string]any{"fields": []map[string]string{{"field": f, "message": pe.Message}}, "parameter": f}}
+	case errors.As(err, &unsupported):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: field + ": " + unsupported.Error(),
+			Details: map[string]any{"parameter": field}}
+	case errors.Is(err, records.ErrSchemaUnavailable):
+		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError,
+			Message: "the record's schema is not cached and the schema registry is unreachable; try again"}
+	}
 	return err
+}
+
+// checkPayloadBody is the body of POST /dead-letter/{id}/payload/check.
+type checkPayloadBody struct {
+	Payload json.RawMessage `json:"payload"`
+}
+
+// checkPayload says whether a payload would do as the record's edited
+// payload (the console validates as the operator types); it changes nothing.
+func (s *Server) checkPayload(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b checkPayloadBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if b.Payload == nil {
+		return invalidParam("payload", "required: the edited payload (any JSON value)")
+	}
+	enc, err := s.rec.CheckPayload(c.Request().Context(), id, b.Payload)
+	if errors.Is(err, records.ErrNotFound) {
+		return notFound("no dead-letter record with id " + id)
+	}
+	if err != nil {
+		return payloadErr(err, "payload")
+	}
+	return c.JSON(http.StatusOK, map[string]any{"valid": true, "value_schema": enc.Schema, "size": enc.Size})
 }
 
 // retryConflict says why a record cannot be retried: it is being produced
@@ -167,6 +226,13 @@ func parseOverride(o *overrideJSON, p *records.RetryParams) error {
 		}
 		rd.Headers = append(rd.Headers, dlq.Header{Key: h.Key, Value: v})
 		touched = true
+	}
+	if o.Payload != nil && o.Value != nil {
+		return invalidParam("override.payload", "cannot be combined with override.value: send the edited JSON "+
+			"(override.payload) or the raw bytes (override.value), not both")
+	}
+	if o.Payload != nil {
+		p.Payload = o.Payload
 	}
 	if o.ValueEncoding != nil && o.Value == nil {
 		return invalidParam("override.value_encoding", "only allowed with value")
@@ -255,6 +321,9 @@ type bulkBody struct {
 	Confirm bool `json:"confirm"`
 	// RateLimit bounds records per second (0: unlimited).
 	RateLimit *float64 `json:"rate_limit"`
+	// Patch (a retry only) is an RFC 6902 JSON Patch applied to each
+	// record's payload.
+	Patch json.RawMessage `json:"patch"`
 }
 
 // maxRateLimit is the largest records/s a task accepts.
@@ -287,8 +356,21 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 			return invalidParam("rate_limit", fmt.Sprintf("must be 0 (unlimited) or a number of records per second from %v to 100000", policy.MinRateLimit))
 		}
 	}
+	var patch *records.Patch
+	if b.Patch != nil && string(b.Patch) != "null" {
+		if kind != records.TaskRetry {
+			return invalidParam("patch", "only a retry applies a patch")
+		}
+		if patch, err = records.ParsePatch(b.Patch); err != nil {
+			var pe *records.PatchOpError
+			if errors.As(err, &pe) && pe.Index >= 0 {
+				return invalidParam("patch["+itoa(pe.Index)+"]."+pe.Field, pe.Msg)
+			}
+			return invalidParam("patch", strings.TrimPrefix(err.Error(), "patch: "))
+		}
+	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
-		RateLimit: rate, CreatedBy: keyName(c)})
+		RateLimit: rate, CreatedBy: keyName(c), Patch: patch})
 	if err != nil {
 		return err
 	}
@@ -303,6 +385,10 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 				out["message"] = out["message"].(string) + fmt.Sprintf("; %d records of Redrive's own topics (unparseable ones among them) "+
 					"are skipped: retry each with override.queue", res.Skipped)
 			}
+		}
+		if pr := res.Patch; pr != nil {
+			out["patch"] = map[string]any{"applies": pr.Applies, "fails": pr.Fails, "evaluated": pr.Evaluated,
+				"errors": pr.Errors, "samples": pr.Samples}
 		}
 		return c.JSON(http.StatusOK, out)
 	}

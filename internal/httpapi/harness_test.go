@@ -332,6 +332,10 @@ type rec struct {
 	headers             map[string]string
 	createdAt           time.Time
 	nextRetryAt         *time.Time
+	// valueSchema and payload: a value decoded from the Schema Registry
+	// wire format, as ingest stores it.
+	valueSchema *dlq.SchemaRef
+	payload     string
 }
 
 func (b *bundle) seed(t *testing.T, rs ...rec) []string {
@@ -376,6 +380,9 @@ func (b *bundle) seed(t *testing.T, rs ...rec) []string {
 		}
 		if r.key != "" {
 			rec.Key = []byte(r.key)
+		}
+		if r.valueSchema != nil {
+			rec.ValueSchema, rec.Payload = r.valueSchema, json.RawMessage(r.payload)
 		}
 		if r.value == "" {
 			rec.Value = fmt.Appendf(nil, `{"n":%d}`, i)

@@ -207,6 +207,12 @@ type redeliveryJSON struct {
 	Headers       []headerJSON `json:"headers"`
 	Value         *string      `json:"value"`
 	ValueEncoding *string      `json:"value_encoding"`
+	// Payload is the edited JSON the value was made from (override.payload,
+	// a bulk patch); null for a raw value edit or none.
+	Payload json.RawMessage `json:"payload"`
+	// ValueSchema is the schema the edited payload was encoded with; null
+	// for a JSON record's edit or none.
+	ValueSchema *dlq.SchemaRef `json:"value_schema"`
 }
 
 // encodeBytes shows b as text with its encoding; a nil b (a null key or a
@@ -243,6 +249,7 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		if rd.Topic != "" {
 			out.Redelivery.Queue = &rd.Topic
 		}
+		out.Redelivery.Payload, out.Redelivery.ValueSchema = rd.Payload, rd.ValueSchema
 		for i, h := range rd.Headers {
 			v, enc := records.EncodeBytes(h.Value)
 			out.Redelivery.Headers[i] = headerJSON{Key: h.Key, Value: v, Encoding: enc}

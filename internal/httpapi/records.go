@@ -346,6 +346,7 @@ func (s *Server) getRecord(c echo.Context) error {
 	if err := s.queues.Refresh(ctx); err != nil {
 		return err
 	}
+	s.rec.InSchemaOrder(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight
 	sched := policy.ScheduleOf(s.rec.Policy(r))

@@ -183,6 +183,7 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
 		{method: http.MethodGet, path: "/dead-letter/:id/raw", handler: s.getRaw},
 		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry"},
+		{method: http.MethodPost, path: "/dead-letter/:id/payload/check", handler: s.checkPayload, scope: auth.ScopeRead},
 		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
 
 		{method: http.MethodGet, path: "/tasks", handler: s.listTasks},

@@ -30,6 +30,15 @@ type taskJSON struct {
 	UpdatedAt       jsonTime          `json:"updated_at"`
 	FinishedAt      *jsonTime         `json:"finished_at"`
 	Links           map[string]string `json:"links"`
+	// Patch is a retry's JSON Patch; null for none.
+	Patch json.RawMessage `json:"patch"`
+	// Skipped are the records a patched retry left as they were.
+	Skipped skippedJSON `json:"skipped"`
+}
+
+type skippedJSON struct {
+	Count   int64                   `json:"count"`
+	Records []records.SkippedRecord `json:"records"`
 }
 
 type taskErrorJSON struct {
@@ -46,11 +55,16 @@ func toTaskJSON(t *records.Task) taskJSON {
 	for i, e := range t.Errors {
 		out.Errors[i] = taskErrorJSON{At: jsonTime(e.At), Message: e.Message}
 	}
+	out.Patch = t.Patch
+	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
+	if out.Skipped.Records == nil {
+		out.Skipped.Records = []records.SkippedRecord{}
+	}
 	switch {
 	case t.State == records.TaskCompleted:
 		out.Progress = 1
 	case t.Total > 0:
-		out.Progress = min(1, float64(t.Processed)/float64(t.Total))
+		out.Progress = min(1, float64(t.Processed+t.Skipped)/float64(t.Total))
 	}
 	return out
 }

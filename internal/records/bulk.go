@@ -22,6 +22,9 @@ type BulkParams struct {
 	CreatedBy string
 	// BatchSize is the most records per batch of the task. Default 500.
 	BatchSize int
+	// Patch, for a retry, is a JSON Patch applied to each record's payload
+	// (patch.go): the dry run evaluates it, the task carries it.
+	Patch *Patch
 }
 
 // BulkResult is what a bulk operation would do, and the task doing it.
@@ -33,6 +36,8 @@ type BulkResult struct {
 	Skipped int64
 	// Task is the task created; nil for a dry run.
 	Task *Task
+	// Patch is what the patch would do (a dry run with a patch only).
+	Patch *PatchDryRun
 }
 
 // Bulk counts what a bulk retry or purge of p.Filter would affect and, when
@@ -58,15 +63,27 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	default:
 		return nil, fmt.Errorf("bulk: unknown kind %q", p.Kind)
 	}
+	if p.Patch != nil && p.Kind != TaskRetry {
+		return nil, fmt.Errorf("bulk: a patch is for a retry only")
+	}
 	if !p.Confirm {
+		if p.Patch != nil {
+			if res.Patch, err = s.dryRunPatch(ctx, &p.Filter, p.Patch); err != nil {
+				return nil, err
+			}
+		}
 		return res, nil
+	}
+	var patch []byte
+	if p.Patch != nil {
+		patch = p.Patch.Raw
 	}
 	batch := p.BatchSize
 	if batch <= 0 {
 		batch = 500
 	}
 	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
-		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy}); err != nil {
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch}); err != nil {
 		return nil, err
 	}
 	s.cfg.KickTasks()

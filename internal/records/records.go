@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
+	"github.com/redrive/redrive/internal/schema"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -45,7 +46,12 @@ type Config struct {
 	Wake func()
 	// KickTasks tells the task runner a task was created. Optional.
 	KickTasks func()
-	Logger    *slog.Logger
+	// Schemas encodes edited payloads of Schema Registry records
+	// (override.payload, bulk patches) and decodes them for patches. Nil
+	// (no registry configured): a schema-encoded record's payload cannot be
+	// edited, JSON records' can.
+	Schemas *schema.Registry
+	Logger  *slog.Logger
 }
 
 func (c Config) withDefaults() Config {

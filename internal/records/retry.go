@@ -26,6 +26,10 @@ type RetryParams struct {
 	// record's own (or, if it has none that parses, its queue's), held to
 	// the bounds policy files are.
 	Retry *policy.RetrySpec
+	// Payload, when non-nil, is an edited payload (JSON): encoded with the
+	// record's schema, or as JSON text, it becomes the redelivered value
+	// (see EncodePayload). Redelivery must not set a value too.
+	Payload json.RawMessage
 }
 
 // Retry retries one record: it becomes available, attempt 0, redelivered as
@@ -35,7 +39,7 @@ type RetryParams struct {
 // Errors: *TargetError for a reserved target topic, ErrNotFound,
 // *PolicyError for a retry override out of bounds, *NoRouteError for a
 // record with no topic to go back to, *RetryConflictError when it is in
-// flight or completed.
+// flight or completed, and for an edited payload EncodePayload's.
 func (s *Service) Retry(ctx context.Context, p *RetryParams) (*dlq.Record, error) {
 	target := ""
 	if p.Redelivery != nil {
@@ -51,6 +55,17 @@ func (s *Service) Retry(ctx context.Context, p *RetryParams) (*dlq.Record, error
 		return nil, err
 	}
 	sp := &store.RetryParams{ID: p.ID, Redelivery: p.Redelivery, Meta: p.Meta}
+	if p.Payload != nil {
+		enc, err := s.EncodePayload(ctx, cur, p.Payload)
+		if err != nil {
+			return nil, err
+		}
+		rd := enc.Redelivery(nil)
+		if p.Redelivery != nil {
+			rd.Topic, rd.Headers = p.Redelivery.Topic, p.Redelivery.Headers
+		}
+		sp.Redelivery = rd
+	}
 	if p.Retry != nil {
 		merged, err := s.mergeRetry(cur, p.Retry)
 		if err != nil {

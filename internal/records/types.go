@@ -32,6 +32,7 @@ type (
 
 	// Tasks.
 	Task            = store.Task
+	SkippedRecord   = store.SkippedRecord
 	TaskKind        = store.TaskKind
 	TaskState       = store.TaskState
 	ListTasksParams = store.ListTasksParams

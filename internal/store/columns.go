@@ -327,6 +327,10 @@ type storedRedelivery struct {
 	Headers       []storedHeader `json:"headers,omitempty"`
 	Value         *string        `json:"value,omitempty"`
 	ValueEncoding string         `json:"value_encoding,omitempty"`
+	// Payload is the edited JSON as text: a jsonb value would lose its
+	// member order (and the exact text of numbers like 1E+2).
+	Payload     *string        `json:"payload,omitempty"`
+	ValueSchema *dlq.SchemaRef `json:"value_schema,omitempty"`
 }
 
 func encodeRedelivery(r *dlq.Redelivery) ([]byte, error) {
@@ -342,6 +346,11 @@ func encodeRedelivery(r *dlq.Redelivery) ([]byte, error) {
 		v, enc := EncodeBytes(r.Value)
 		out.Value, out.ValueEncoding = &v, enc
 	}
+	if r.Payload != nil {
+		p := string(r.Payload)
+		out.Payload = &p
+	}
+	out.ValueSchema = r.ValueSchema
 	return json.Marshal(out)
 }
 
@@ -368,6 +377,10 @@ func decodeRedelivery(b []byte) (*dlq.Redelivery, error) {
 		}
 		out.Value, out.ValueSet = v, true
 	}
+	if in.Payload != nil {
+		out.Payload = []byte(*in.Payload)
+	}
+	out.ValueSchema = in.ValueSchema
 	return out, nil
 }
 

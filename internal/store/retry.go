@@ -158,6 +158,9 @@ type BatchResult struct {
 	LastID string
 	// Rows are the records changed.
 	Rows []BatchRow
+	// Skipped are the records of the batch a patched retry left as they
+	// were (LastID counts them: the cursor moves past them).
+	Skipped []SkippedRecord
 }
 
 // RetryBatch retries up to Limit matching records in id order. Rows another
@@ -170,6 +173,95 @@ func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchRe
 	sc := retryScope(p.Scope)
 	args := pgx.NamedArgs{"available_at": nil}
 	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+makeAvailable+" WHERE id IN (", ") RETURNING "+batchRowColumns)
+}
+
+// PatchFunc decides a patched retry of one record: its redelivery edit,
+// or why it is skipped (skip set: the record is left as it is). An error
+// fails the whole batch (nothing of it is changed).
+type PatchFunc func(r *dlq.Record) (rd *dlq.Redelivery, skip string, err error)
+
+// PatchRetryBatch retries up to Limit matching records in id order as
+// RetryBatch does, each with the redelivery edit fn gives it; records fn
+// skips are left as they were and listed in the result. The records are
+// read and locked first, fn runs for each (outside Postgres), then those
+// it edited are retried in one statement: a record is retried with its
+// edit, or not at all.
+func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn PatchFunc) (BatchResult, error) {
+	sc := retryScope(p.Scope)
+	args := pgx.NamedArgs{}
+	cond := where(&p.Filter, &sc, "f_", args)
+	if p.AfterID != "" {
+		args["after_id"] = p.AfterID
+		cond += " AND id > @after_id"
+	}
+	args["limit"] = p.Limit
+	rows, err := tx.tx.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit FOR UPDATE", args)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
+	}
+	var res BatchResult
+	ids := make([]string, 0, len(recs))
+	edits := make([][]byte, 0, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		if r.ID > res.LastID {
+			res.LastID = r.ID
+		}
+		rd, skip, err := fn(r)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		if skip != "" {
+			res.Skipped = append(res.Skipped, SkippedRecord{ID: r.ID, Message: skip})
+			continue
+		}
+		b, err := encodeRedelivery(rd)
+		if err != nil {
+			return BatchResult{}, fmt.Errorf("encode redelivery of %s: %w", r.ID, err)
+		}
+		ids, edits = append(ids, r.ID), append(edits, b)
+	}
+	if len(ids) == 0 {
+		return res, nil
+	}
+	q := "UPDATE redrive_record SET " + makeAvailable + `, redelivery = e.redelivery
+		FROM unnest(@ids::uuid[], @edits::jsonb[]) AS e(edit_id, redelivery)
+		WHERE redrive_record.id = e.edit_id RETURNING ` + batchRowColumns
+	rows, err = tx.tx.Query(ctx, q, pgx.NamedArgs{"available_at": nil, "ids": ids, "edits": edits})
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
+	}
+	if res.Rows, err = pgx.CollectRows(rows, pgx.RowToStructByPos[BatchRow]); err != nil {
+		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
+	}
+	res.N = len(res.Rows)
+	return res, nil
+}
+
+// RetryCandidates returns up to limit records, in id order after afterID,
+// that a bulk retry of f narrowed by sc would retry (a patch's dry run
+// reads them whole).
+func (s *Store) RetryCandidates(ctx context.Context, f *filter.Filter, sc filter.Scope, afterID string, limit int) ([]dlq.Record, error) {
+	sc = retryScope(sc)
+	args := pgx.NamedArgs{"limit": limit}
+	cond := where(f, &sc, "f_", args)
+	if afterID != "" {
+		args["after_id"] = afterID
+		cond += " AND id > @after_id"
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit", args)
+	if err != nil {
+		return nil, fmt.Errorf("read records to retry: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("read records to retry: %w", err)
+	}
+	return recs, nil
 }
 
 // PurgeBatch deletes up to Limit matching records in id order (rows held by

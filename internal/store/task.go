@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,15 +37,20 @@ const (
 
 // Task is a background bulk operation.
 type Task struct {
-	ID              string
-	Kind            TaskKind
-	State           TaskState
-	Filter          json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
-	RateLimit       float64         // records/s, 0 = unlimited
-	BatchSize       int
-	Total           int64
-	Processed       int64
-	Skipped         int64
+	ID        string
+	Kind      TaskKind
+	State     TaskState
+	Filter    json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
+	RateLimit float64         // records/s, 0 = unlimited
+	BatchSize int
+	Total     int64
+	Processed int64
+	Skipped   int64
+	// Patch is the JSON Patch a retry applies to each record's payload
+	// (nil: none); SkippedRecords the first MaxSkippedRecords records it
+	// skipped (Skipped counts them all).
+	Patch           json.RawMessage
+	SkippedRecords  []SkippedRecord
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -65,6 +71,15 @@ type TaskError struct {
 	Message string    `json:"message"`
 }
 
+// SkippedRecord is a record a patched retry left as it was, and why.
+type SkippedRecord struct {
+	ID      string `json:"id"`
+	Message string `json:"message"`
+}
+
+// MaxSkippedRecords bounds the skipped records a task lists (the first).
+const MaxSkippedRecords = 100
+
 // maxTaskErrors bounds the errors kept per task (the newest).
 const maxTaskErrors = 20
 
@@ -74,9 +89,14 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 		BatchSize: int(r.BatchSize), Total: r.Total, Processed: r.Processed, Skipped: r.Skipped, CursorID: r.CursorID,
 		MaxID: r.MaxID, CancelRequested: r.CancelRequested, CreatedBy: r.CreatedBy, LeaseOwner: r.LeaseOwner,
 		LeaseToken: r.LeaseToken, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch}
 	if err := json.Unmarshal(r.Errors, &t.Errors); err != nil {
 		return nil, fmt.Errorf("decode task errors: %w", err)
+	}
+	if len(r.SkippedRecords) > 0 {
+		if err := json.Unmarshal(r.SkippedRecords, &t.SkippedRecords); err != nil {
+			return nil, fmt.Errorf("decode task skipped records: %w", err)
+		}
 	}
 	return t, nil
 }
@@ -100,6 +120,8 @@ type CreateTaskParams struct {
 	BatchSize int
 	Total     int64
 	CreatedBy string
+	// Patch is a retry's JSON Patch (nil: none).
+	Patch json.RawMessage
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -110,7 +132,7 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 		return nil, err
 	}
 	t, err := oneTask(s.q.TaskCreate(ctx, s.pool, dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
-		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy}))
+		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch}))
 	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
 	}
@@ -215,8 +237,16 @@ func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 		if res.LastID != "" {
 			cursor = &res.LastID
 		}
+		var listed json.RawMessage
+		if len(res.Skipped) > 0 && len(t.SkippedRecords) < MaxSkippedRecords {
+			all := append(slices.Clone(t.SkippedRecords), res.Skipped...)
+			if listed, err = json.Marshal(all[:min(len(all), MaxSkippedRecords)]); err != nil {
+				return fmt.Errorf("encode skipped records: %w", err)
+			}
+		}
 		out, err = oneTask(s.q.TaskAdvance(ctx, tx.tx, dbsqlc.TaskAdvanceParams{ID: t.ID, LeaseToken: t.LeaseToken,
-			Processed: int64(res.N), CursorID: cursor, LeaseMs: lease.Milliseconds()}))
+			Processed: int64(res.N), CursorID: cursor, Skipped: int64(len(res.Skipped)), SkippedRecords: listed,
+			LeaseMs: lease.Milliseconds()}))
 		if errors.Is(err, ErrNotFound) {
 			return ErrLeaseLost
 		}

@@ -12,6 +12,7 @@ package task
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/internal/clock"
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
@@ -47,6 +49,10 @@ type Config struct {
 	// Kafka's internal ones, which have no topic to go back to, are left
 	// alone). Nil: nothing is added.
 	RetryScope *filter.Scope
+	// PatchRecord is the step of a patched retry for one record
+	// (records.Service.PatchForTask): its redelivery edit, or why it is
+	// skipped; an error fails the batch. Required for tasks with a patch.
+	PatchRecord func(ctx context.Context, patch json.RawMessage, r *dlq.Record) (*dlq.Redelivery, string, error)
 	// MaxBatchErrors fails a task after this many consecutive batches that
 	// Postgres refused. Batches that could not reach Postgres at all do not
 	// count: the task waits for the server instead. Default 10.
@@ -151,6 +157,12 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		r.finish(ctx, t, store.TaskFailed, log)
 		return
 	}
+	patched := t.Kind == store.TaskRetry && len(t.Patch) > 0
+	if patched && r.cfg.PatchRecord == nil {
+		_ = r.store.AddTaskError(ctx, t, r.cfg.Clock.Now(), "this replica cannot apply a patch")
+		r.finish(ctx, t, store.TaskFailed, log)
+		return
+	}
 	batch := t.BatchSize
 	if batch <= 0 || batch > r.cfg.BatchSize {
 		batch = r.cfg.BatchSize
@@ -184,8 +196,13 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		}
 		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
 		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx *store.Tx) (store.BatchResult, error) {
-			if t.Kind == store.TaskPurge {
+			switch {
+			case t.Kind == store.TaskPurge:
 				return r.store.PurgeBatch(ctx, tx, p)
+			case patched:
+				return r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
+					return r.cfg.PatchRecord(ctx, t.Patch, rec)
+				})
 			}
 			return r.store.RetryBatch(ctx, tx, p)
 		})
@@ -225,7 +242,9 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			outages = 0
 		}
 		failures = 0
-		if res.N > 0 {
+		// Records a patch skipped count as progress: the cursor moved.
+		seen := res.N + len(res.Skipped)
+		if seen > 0 {
 			empty = 0
 		}
 		t = nt
@@ -244,7 +263,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				}
 			}
 		}
-		if res.N == 0 {
+		if seen == 0 {
 			after := ""
 			if t.CursorID != nil {
 				after = *t.CursorID

@@ -2,9 +2,9 @@
 
 -- name: TaskCreate :one
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at)
+    max_id, created_at, updated_at, patch)
 VALUES (@id, @kind, 'pending', @filter, @rate_limit, @batch_size, @total, @created_by,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now())
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb)
 RETURNING *;
 
 -- name: TaskGet :one
@@ -38,6 +38,7 @@ RETURNING *;
 
 -- name: TaskAdvance :one
 UPDATE redrive_task SET processed = processed + @processed::bigint, cursor_id = coalesce(sqlc.narg(cursor_id)::uuid, cursor_id),
+    skipped = skipped + @skipped::bigint, skipped_records = coalesce(sqlc.narg(skipped_records)::jsonb, skipped_records),
     lease_until = now() + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint, updated_at = now()
 WHERE id = @id AND lease_token = @lease_token
 RETURNING *;

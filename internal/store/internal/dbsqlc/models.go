@@ -179,4 +179,6 @@ type RedriveTask struct {
 	StartedAt       *time.Time
 	UpdatedAt       time.Time
 	FinishedAt      *time.Time
+	Patch           json.RawMessage
+	SkippedRecords  json.RawMessage
 }

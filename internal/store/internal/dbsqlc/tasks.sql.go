@@ -38,23 +38,28 @@ func (q *Queries) TaskAddError(ctx context.Context, db DBTX, arg TaskAddErrorPar
 
 const taskAdvance = `-- name: TaskAdvance :one
 UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce($2::uuid, cursor_id),
-    lease_until = now() + interval '1 millisecond' * $3::bigint, updated_at = now()
-WHERE id = $4 AND lease_token = $5
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at
+    skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
+    lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
+WHERE id = $6 AND lease_token = $7
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
 `
 
 type TaskAdvanceParams struct {
-	Processed  int64
-	CursorID   *string
-	LeaseMs    int64
-	ID         string
-	LeaseToken *string
+	Processed      int64
+	CursorID       *string
+	Skipped        int64
+	SkippedRecords json.RawMessage
+	LeaseMs        int64
+	ID             string
+	LeaseToken     *string
 }
 
 func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParams) (RedriveTask, error) {
 	row := db.QueryRow(ctx, taskAdvance,
 		arg.Processed,
 		arg.CursorID,
+		arg.Skipped,
+		arg.SkippedRecords,
 		arg.LeaseMs,
 		arg.ID,
 		arg.LeaseToken,
@@ -82,6 +87,8 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
@@ -91,7 +98,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -119,6 +126,8 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
@@ -139,7 +148,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -167,6 +176,8 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
@@ -174,10 +185,10 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 const taskCreate = `-- name: TaskCreate :one
 
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at)
+    max_id, created_at, updated_at, patch)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now())
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb)
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
 `
 
 type TaskCreateParams struct {
@@ -188,6 +199,7 @@ type TaskCreateParams struct {
 	BatchSize int32
 	Total     int64
 	CreatedBy string
+	Patch     json.RawMessage
 }
 
 // Bulk tasks (task.go). Each statement returns the whole task row.
@@ -200,6 +212,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		arg.BatchSize,
 		arg.Total,
 		arg.CreatedBy,
+		arg.Patch,
 	)
 	var i RedriveTask
 	err := row.Scan(
@@ -224,6 +237,8 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
@@ -232,7 +247,7 @@ const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
     lease_until = NULL, lease_owner = NULL, lease_token = NULL
 WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
 `
 
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
@@ -260,12 +275,14 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -293,12 +310,14 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.StartedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -332,6 +351,8 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.StartedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.Patch,
+			&i.SkippedRecords,
 		); err != nil {
 			return nil, err
 		}
@@ -344,7 +365,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -378,6 +399,8 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.StartedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.Patch,
+			&i.SkippedRecords,
 		); err != nil {
 			return nil, err
 		}
@@ -390,7 +413,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -424,6 +447,8 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.StartedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.Patch,
+			&i.SkippedRecords,
 		); err != nil {
 			return nil, err
 		}
@@ -436,7 +461,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -470,6 +495,8 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.StartedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.Patch,
+			&i.SkippedRecords,
 		); err != nil {
 			return nil, err
 		}
