@@ -13,7 +13,7 @@ import { el, fill, status, plural, sizeText } from "../lib/dom.js";
 import { api, apiExact, withRaw } from "../lib/api.js";
 import { reload } from "../lib/nav.js";
 import { diffView } from "../lib/diff.js";
-import { parse, check, pretty } from "../lib/json.js";
+import { parse, check, pretty, keyOf } from "../lib/json.js";
 import { schemaText } from "../lib/value.js";
 import { TOPIC, headersEditor, headerChanges } from "./retry_edit.js";
 
@@ -34,8 +34,21 @@ export function fieldErrors(err) {
 }
 
 // normal is a JSON text laid out as pretty lays it out (every token as
-// written), to diff a payload by its values, not by its spacing.
-const normal = (text) => pretty(parse(text));
+// written), its objects' keys sorted: the schema, not the text, orders the
+// fields of the encoded record, so the diff shows values, not spacing or
+// order. (Without recursion: a payload may nest deep.)
+function normal(text) {
+  const doc = parse(text);
+  const work = [doc.root];
+  while (work.length) {
+    const n = work.pop();
+    if (n.type === "object") {
+      n.entries.sort(([a], [b]) => { const x = keyOf(a), y = keyOf(b); return x < y ? -1 : x > y ? 1 : 0; });
+      work.push(...n.entries.map(([, v]) => v));
+    } else if (n.type === "array") work.push(...n.items);
+  }
+  return pretty(doc);
+}
 
 export function payloadEditor(r, payloadText, outcome, close, signal) {
   const before = normal(payloadText);

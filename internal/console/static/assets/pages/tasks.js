@@ -94,7 +94,11 @@ function patchOf(text) {
   try {
     const node = member(parse(text, { maxDepth: 1 }).root, "patch");
     if (!node || node.type === "null") return null;
-    return pretty(parse(text.slice(node.start, node.end)));
+    // One operation a line, each as the API wrote it.
+    const src = text.slice(node.start, node.end);
+    const ops = parse(src).root;
+    if (ops.type !== "array" || ops.items.length === 0) return pretty(parse(src));
+    return `[${ops.items.map((op) => src.slice(op.start, op.end)).join(",\n ")}]`;
   } catch { return null; }
 }
 
@@ -104,7 +108,7 @@ function skippedView(sk) {
   const records = sk.records || [];
   if (!sk.count) return el("span", { id: "task-skipped" }, "none");
   return el("div", { id: "task-skipped" },
-    el("p", {}, `${plural(sk.count, "record")} skipped: not produced, left as they were`,
+    el("p", {}, `${plural(sk.count, "record")} skipped: not produced, left as ${sk.count === 1 ? "it was" : "they were"}`,
       records.length < sk.count ? ` (the first ${records.length} listed)` : "", "."),
     table(["Record", "Why"], records.map((x) => el("tr", {},
       el("td", {}, link(`/ui/records/${encodeURIComponent(x.id)}`, x.id, { class: "id" })),
