@@ -36,18 +36,33 @@ function headers(extra = {}) {
 // carrying the API's message and details. Every write says
 // Content-Type: application/json, with a body or without one: the API
 // refuses writes without it (an HTML form on another site cannot send it).
-export async function api(path, { method = "GET", body, signal } = {}) {
+export async function api(path, options = {}) {
+  return (await apiExact(path, options)).data;
+}
+
+// apiExact is api returning { data, text }: the answer's JSON and its text,
+// from which a page reads a producer's JSON with lib/json.js, digits kept.
+// json is a body already written as JSON text (for one that carries a
+// value as the operator typed it: JSON.stringify would round its numbers).
+export async function apiExact(path, { method = "GET", body, json, signal } = {}) {
   const write = method !== "GET" && method !== "HEAD";
   const resp = await fetch(path, {
     method, signal,
     headers: headers(write ? { "Content-Type": "application/json" } : {}),
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: json ?? (body === undefined ? undefined : JSON.stringify(body)),
   });
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
   refused(resp, data);
-  return data;
+  return { data, text };
+}
+
+// withRaw writes obj as JSON text with one more member, key, whose value is
+// the JSON text raw as it is (a payload as typed, its numbers as written).
+export function withRaw(obj, key, raw) {
+  const rest = JSON.stringify(obj);
+  return `{${JSON.stringify(key)}:${raw}${rest === "{}" ? "}" : "," + rest.slice(1)}`;
 }
 
 // apiText GETs path as api does, and returns the answer's text with its

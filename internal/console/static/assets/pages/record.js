@@ -7,12 +7,13 @@ import { api, apiText } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { go, reload } from "../lib/nav.js";
 import { writeButton, confirmThen } from "../lib/write.js";
-import { valueKind, valuePanel, smallJSON, HEX_LIMIT, TREE_DEPTH } from "../lib/value.js";
+import { valueKind, valuePanel, smallJSON, schemaText, hexDump, HEX_LIMIT, TREE_DEPTH } from "../lib/value.js";
 import { downloadPart } from "../lib/download.js";
-import { parse, member, scalarText, isEmpty } from "../lib/json.js";
+import { parse, member, scalarText, isEmpty, pretty } from "../lib/json.js";
 import { scheduleView } from "../lib/schedule.js";
 import { stateText } from "./records.js";
 import { retryEditor } from "./retry_edit.js";
+import { payloadEditor } from "./payload_edit.js";
 
 // Any record can be retried but one a scheduler is producing right now (in
 // flight) and a completed one.
@@ -83,7 +84,13 @@ export async function record(signal, id) {
       writeButton("Retry now", retryNow, { id: "retry-now", disabled: !!cannot, title: cannot }),
       writeButton("Retry with edit…", () => {
         editor.hidden = false;
-        fill(editor, retryEditor(r, kind, outcome, () => { editor.hidden = true; }, signal));
+        // A value decoded from the Schema Registry wire format is edited as
+        // its JSON and encoded again with its schema; any other value as
+        // the bytes it is (a JSON one byte for byte).
+        const closeEditor = () => { editor.hidden = true; };
+        fill(editor, r.value_schema && exact.payload
+          ? payloadEditor(r, exact.payload, outcome, closeEditor, signal)
+          : retryEditor(r, kind, outcome, closeEditor, signal));
         editor.querySelector("textarea")?.focus();
       }, { id: "retry-edit", class: "secondary", disabled: !!cannot, title: cannot }),
       writeButton("Delete", confirmThen(`Delete record ${r.id}? This cannot be undone.`, remove), { id: "delete", class: "danger" }),
@@ -98,7 +105,7 @@ export async function record(signal, id) {
     el("ol", { class: "timeline", id: "errors" }, errors.map((i) => errorEntry(r.errors[i], exact.details[i]))),
     el("h2", {}, "Value ", kind.kind !== "none" ? el("span", { class: "small muted", id: "value-size" }, valueSize(r, kind)) : null),
     el("section", { id: "value", "aria-label": "Value" }, valuePanel(r, kind, download("value"), exact.payload)),
-    r.redelivery ? [el("h2", {}, "Edited for redelivery"), redeliveryEdit(r.redelivery)] : null,
+    r.redelivery ? [el("h2", {}, "Edited for redelivery"), redeliveryEdit(r.redelivery, exact.redeliveryPayload)] : null,
     el("h2", {}, "Headers"),
     headersTable(r.headers || []),
     exact.meta && !isEmpty(exact.meta.root) ? [el("h2", {}, "Meta"), smallJSON(exact.meta, { id: "meta" })] : null,
@@ -113,12 +120,13 @@ export async function record(signal, id) {
 // details, the source coordinates (JSON.parse would round what does not
 // fit a double). Objects and arrays are read only where they are needed.
 function exactParts(text) {
-  const none = { details: [], retry: null, meta: null, source: null, payload: null };
+  const none = { details: [], retry: null, meta: null, source: null, payload: null, redeliveryPayload: null };
   let top;
   try { top = parse(text, { maxDepth: 1 }).root; } catch { return none; }
   const sub = (doc, node, maxDepth = TREE_DEPTH) => (node && node.type === "folded" ? parse(doc.src.slice(node.start, node.end), { maxDepth }) : null);
   const whole = { src: text };
   const errors = sub(whole, member(top, "errors"), 2);
+  const redelivery = sub(whole, member(top, "redelivery"), 1);
   return {
     details: (errors?.root?.items || []).map((e) => sub(errors, member(e, "details"))),
     retry: sub(whole, member(top, "retry"), 1)?.root ?? null,
@@ -126,6 +134,8 @@ function exactParts(text) {
     source: sub(whole, member(top, "source"), 1)?.root ?? null,
     // A decoded value's JSON as the API wrote it (digits kept).
     payload: payloadText(text, member(top, "payload")),
+    // An edit's payload (a retry with override.payload, or a patch).
+    redeliveryPayload: redelivery ? payloadText(redelivery.src, member(redelivery.root, "payload")) : null,
   };
 }
 
@@ -264,10 +274,24 @@ function headersTable(headers, id = "headers") {
     el("td", { class: "msg" }, h.encoding === "base64" ? [base64Tag(), " "] : null, el("span", { class: "hvalue" }, h.value)))), { id });
 }
 
-function redeliveryEdit(x) {
+// redeliveryEdit shows an operator's edit for the next redelivery: a
+// payload (its JSON as the API wrote it, and the schema that encodes it,
+// the encoded bytes as hex) or a value, the target topic and the headers.
+function redeliveryEdit(x, payload) {
+  const encoded = payload != null && x.value_schema;
   return facts([
     x.queue ? ["Target topic", x.queue] : null,
-    x.value != null ? ["Value", [x.value_encoding === "base64" ? base64Tag() : null, el("pre", { class: "raw", id: "redelivery-value" }, x.value)]] : null,
+    payload != null ? ["Payload", [x.value_schema ? el("p", { class: "schema", id: "redelivery-schema" }, `encoded with ${schemaText(x.value_schema)}`) : null,
+      el("pre", { class: "raw", id: "redelivery-payload" }, prettyText(payload))]] : null,
+    x.value != null ? [encoded ? "Encoded value" : "Value", encoded && x.value_encoding === "base64"
+      ? el("pre", { class: "hex", id: "redelivery-value" }, hexDump(x.value))
+      : [x.value_encoding === "base64" ? base64Tag() : null, el("pre", { class: "raw", id: "redelivery-value" }, x.value)]] : null,
     (x.headers || []).length ? ["Headers", headersTable(x.headers, "redelivery-headers")] : null,
   ]);
+}
+
+// prettyText indents a JSON text, every token as written (itself if it is
+// not JSON).
+function prettyText(text) {
+  try { return pretty(parse(text)); } catch { return text; }
 }

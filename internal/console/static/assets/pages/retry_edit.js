@@ -22,7 +22,34 @@ function lineBreaks(text) {
   return crs === (text.match(/\r\n/g) || []).length && crs === (text.match(/\n/g) || []).length ? "crlf" : "mixed";
 }
 
-const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
+export const TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
+
+// headersEditor is the table of headers to set on the redelivery: node is
+// the fieldset, rows() the headers as typed ({ key, value }).
+export function headersEditor() {
+  const body = el("tbody", {});
+  const add = () => {
+    const row = el("tr", {},
+      el("td", {}, el("input", { class: "hkey", "aria-label": "Header key", autocomplete: "off" })),
+      el("td", {}, el("input", { class: "hval", "aria-label": "Header value", autocomplete: "off" })),
+      el("td", {}, el("button", { type: "button", class: "secondary", onclick: () => row.remove() }, "Remove")));
+    body.append(row);
+    row.querySelector("input").focus();
+  };
+  const node = el("fieldset", {}, el("legend", {}, "Headers to set (replace headers of the same key)"),
+    el("table", { class: "headers-edit" }, body),
+    el("button", { type: "button", class: "secondary", id: "edit-add-header", onclick: add }, "Add header"));
+  const rows = () => [...body.querySelectorAll("tr")].map((tr) => ({ key: tr.querySelector(".hkey").value.trim(), value: tr.querySelector(".hval").value }));
+  return { node, rows };
+}
+
+// headerChanges lists the headers an edit sets, each saying what it replaces.
+export function headerChanges(r, hs) {
+  return hs.length ? el("ul", { class: "header-changes" }, hs.map((h) => {
+    const old = (r.headers || []).filter((x) => x.key === h.key).map((x) => x.value);
+    return el("li", {}, el("code", {}, `${h.key}: ${h.value}`), old.length ? ` (replaces ${old.map((o) => JSON.stringify(o)).join(", ")})` : " (added)");
+  })) : el("p", {}, "Headers: unchanged.");
+}
 
 export function retryEditor(r, kind, outcome, close, signal) {
   const isJSON = kind.kind === "json";
@@ -35,18 +62,9 @@ export function retryEditor(r, kind, outcome, close, signal) {
   const asJSON = el("input", { id: "edit-json", type: "checkbox", checked: isJSON });
   const check_ = el("p", { id: "edit-value-check", class: "check", "aria-live": "polite" });
   const topic = el("input", { id: "edit-topic", placeholder: r.queue, autocomplete: "off", "aria-describedby": "edit-topic-help" });
-  const headers = el("tbody", {});
+  const headers = headersEditor();
   const review = el("div", { id: "edit-review", class: "review", "aria-live": "polite" });
   const problems = status();
-
-  const addHeader = (k = "", v = "") => {
-    const row = el("tr", {},
-      el("td", {}, el("input", { class: "hkey", value: k, "aria-label": "Header key", autocomplete: "off" })),
-      el("td", {}, el("input", { class: "hval", value: v, "aria-label": "Header value", autocomplete: "off" })),
-      el("td", {}, el("button", { type: "button", class: "secondary", onclick: () => row.remove() }, "Remove")));
-    headers.append(row);
-    row.querySelector("input").focus();
-  };
 
   // validate checks the form; it returns the override or null (and says why).
   const validate = () => {
@@ -69,7 +87,7 @@ export function retryEditor(r, kind, outcome, close, signal) {
     }
     const t = topic.value.trim();
     if (t && !TOPIC.test(t)) errs.push("target topic: 1 to 249 of a-z A-Z 0-9 . _ -");
-    const hs = [...headers.querySelectorAll("tr")].map((tr) => ({ key: tr.querySelector(".hkey").value.trim(), value: tr.querySelector(".hval").value }));
+    const hs = headers.rows();
     hs.forEach((h, i) => { if (!h.key) errs.push(`header ${i + 1}: the key is empty`); });
     if (errs.length) return { errs };
     const override = {};
@@ -100,10 +118,7 @@ export function retryEditor(r, kind, outcome, close, signal) {
       el("h3", {}, "Review"),
       changed ? [el("p", {}, "Value (- original, + redelivered; the text is sent as it is here):"), diffView(before, value.value)] : el("p", {}, "Value: unchanged."),
       el("p", {}, "Target topic: ", override.queue ? el("strong", {}, `${r.queue} → ${override.queue}`) : `unchanged (${t || r.queue})`),
-      hs.length ? el("ul", { class: "header-changes" }, hs.map((h) => {
-        const old = (r.headers || []).filter((x) => x.key === h.key).map((x) => x.value);
-        return el("li", {}, el("code", {}, `${h.key}: ${h.value}`), old.length ? ` (replaces ${old.map((o) => JSON.stringify(o)).join(", ")})` : " (added)");
-      })) : el("p", {}, "Headers: unchanged."),
+      headerChanges(r, hs),
       el("div", { class: "actions" },
         el("button", { type: "button", id: "edit-confirm", onclick: async (e) => {
           e.target.disabled = true;
@@ -132,9 +147,7 @@ export function retryEditor(r, kind, outcome, close, signal) {
       el("label", { for: "edit-json" }, asJSON, " Check as JSON")),
     el("div", { class: "field" }, el("label", { for: "edit-topic" }, "Target topic"), topic,
       el("small", { id: "edit-topic-help", class: "muted" }, `Empty: the record's topic, ${r.queue}.`)),
-    el("fieldset", {}, el("legend", {}, "Headers to set (replace headers of the same key)"),
-      el("table", { class: "headers-edit" }, headers),
-      el("button", { type: "button", class: "secondary", id: "edit-add-header", onclick: () => addHeader() }, "Add header")),
+    headers.node,
     problems,
     el("div", { class: "actions" },
       el("button", { type: "button", id: "edit-review-button", onclick: showReview }, "Review changes"),

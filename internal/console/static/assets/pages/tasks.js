@@ -1,7 +1,8 @@
 // Bulk tasks: the list, and one task with its progress, rate and cancel.
 
 import { el, fill, link, table, ago, facts, status, plural } from "../lib/dom.js";
-import { api } from "../lib/api.js";
+import { api, apiText } from "../lib/api.js";
+import { parse, member, pretty } from "../lib/json.js";
 import { render, every } from "../lib/page.js";
 import { writeButton } from "../lib/write.js";
 
@@ -21,7 +22,7 @@ async function drawTasks(signal) {
     el("h1", {}, "Tasks"),
     items.length === 0 ? el("p", { class: "empty" }, "No bulk tasks yet. Retry or purge all the records of a filtered view on the Records page, and the task shows here.")
       : table(["Task", "Kind", "State", "Progress", "By", "Created"], items.map((t) => el("tr", {},
-        el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind), el("td", {}, t.state),
+        el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind, t.patch ? " (patch)" : ""), el("td", {}, t.state),
         el("td", {}, progressBar(t), ` ${t.processed}/${t.total}`),
         el("td", {}, t.created_by), el("td", {}, ago(t.created_at))))),
   );
@@ -33,7 +34,12 @@ function progressBar(t) {
 }
 
 export async function task(signal, id) {
-  let t = await api(`/ojs/v1/tasks/${encodeURIComponent(id)}`, { signal });
+  // The patch is read from the answer's text, its numbers as written.
+  const load = async () => {
+    const { data, text } = await apiText(`/ojs/v1/tasks/${encodeURIComponent(id)}`, { signal });
+    return { ...data, patchText: patchOf(text) };
+  };
+  let t = await load();
   const body = el("div");
   const outcome = status();
   const samples = [[Date.now(), t.processed]];
@@ -46,6 +52,8 @@ export async function task(signal, id) {
       ["Rate", el("span", { id: "task-rate" }, rateText(t, samples))],
       ["Rate limit", t.rate_limit ? `${t.rate_limit} records/s` : "unlimited"],
       ["Filter", el("code", {}, JSON.stringify(t.filter))],
+      t.patchText ? ["Patch", el("pre", { class: "raw", id: "task-patch" }, t.patchText)] : null,
+      t.skipped && typeof t.skipped === "object" ? ["Skipped", skippedView(t.skipped)] : null,
       ["Created", [ago(t.created_at), ` by ${t.created_by}`]],
       ["Started", ago(t.started_at)],
       ["Finished", ago(t.finished_at)],
@@ -59,7 +67,7 @@ export async function task(signal, id) {
   every(1000, signal, async () => {
     if (!open(t)) return;
     try {
-      t = await api(`/ojs/v1/tasks/${encodeURIComponent(id)}`, { signal });
+      t = await load();
       samples.push([Date.now(), t.processed]);
       if (samples.length > 6) samples.shift();
       draw();
@@ -78,4 +86,31 @@ function rateText(t, samples) {
   const [t0, n0] = samples[0];
   const [t1, n1] = samples[samples.length - 1];
   return t1 > t0 ? `${Math.round(((n1 - n0) * 1000) / (t1 - t0)).toLocaleString("en")} records/s` : "measuring…";
+}
+
+// patchOf is a task's patch laid out as JSON text, every token as written
+// (null without one).
+function patchOf(text) {
+  try {
+    const node = member(parse(text, { maxDepth: 1 }).root, "patch");
+    if (!node || node.type === "null") return null;
+    // One operation a line, each as the API wrote it.
+    const src = text.slice(node.start, node.end);
+    const ops = parse(src).root;
+    if (ops.type !== "array" || ops.items.length === 0) return pretty(parse(src));
+    return `[${ops.items.map((op) => src.slice(op.start, op.end)).join(",\n ")}]`;
+  } catch { return null; }
+}
+
+// skippedView lists the records a patch task skipped: those its patch
+// failed on, or whose result did not match their schema (the first 100).
+function skippedView(sk) {
+  const records = sk.records || [];
+  if (!sk.count) return el("span", { id: "task-skipped" }, "none");
+  return el("div", { id: "task-skipped" },
+    el("p", {}, `${plural(sk.count, "record")} skipped: not produced, left as ${sk.count === 1 ? "it was" : "they were"}`,
+      records.length < sk.count ? ` (the first ${records.length} listed)` : "", "."),
+    table(["Record", "Why"], records.map((x) => el("tr", {},
+      el("td", {}, link(`/ui/records/${encodeURIComponent(x.id)}`, x.id, { class: "id" })),
+      el("td", { class: "msg" }, x.message || ""))), { id: "task-skipped-records" }));
 }
