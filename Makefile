@@ -59,7 +59,7 @@ lint: check-generate ## Run golangci-lint (falls back to go vet + staticcheck wh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: bench
-bench: ## Measure ingest, redelivery, API, pruning, abuse and console page loads (raw baselines in the same run)
+bench: ## Measure ingest (JSON and Avro), redelivery, API, pruning, abuse and console page loads (raw baselines in the same run)
 	$(GO) run ./cmd/redrive bench --records $(BENCH_N)
 	@# What hostile records and clients cost serve (docs/operations.md).
 	$(GO) run ./cmd/redrive bench --suite abuse --rounds 1
@@ -72,3 +72,5 @@ fuzz: ## Run each fuzz target for a short while
 	$(GO) test -run '^$$' -fuzz FuzzParseDuration -fuzztime 30s ./internal/policy
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRetry -fuzztime 30s ./internal/policy
 	$(GO) test -run '^$$' -fuzz FuzzInsert -fuzztime 30s ./internal/store
+	$(GO) test -run '^$$' -fuzz FuzzSplit -fuzztime 30s ./internal/schema
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./internal/schema

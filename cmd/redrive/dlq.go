@@ -116,6 +116,22 @@ type recordRow struct {
 	ValueEncoding  *string `json:"value_encoding"`
 	ValueSize      *int    `json:"value_size"`
 	ValueTruncated bool    `json:"value_truncated"`
+	// A value decoded from the Schema Registry wire format is previewed as
+	// its JSON (payload), not as the bytes it arrived as.
+	Payload     json.RawMessage `json:"payload"`
+	ValueSchema *struct {
+		Type string `json:"type"`
+	} `json:"value_schema"`
+}
+
+// valuePreview is a list row's value cell: a decoded value's JSON, marked
+// with its format (avro:{…}), or the value's own preview.
+func (r *recordRow) valuePreview(n int) string {
+	if r.ValueSchema != nil && len(r.Payload) > 0 {
+		text := strings.ToLower(r.ValueSchema.Type) + ":" + string(r.Payload)
+		return preview(&text, nil, false, n)
+	}
+	return preview(r.Value, r.ValueEncoding, r.ValueTruncated, n)
 }
 
 // preview shortens a list's key or value preview to a table cell of at most
@@ -192,7 +208,7 @@ value_truncated and the whole sizes): "dlq get ID" shows a whole record, and
 					state += "/" + *r.Exhaustion
 				}
 				rows[i] = []string{r.ID, r.Queue, orDash(r.Type), state, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempt), r.ErrorType, r.CreatedAt,
-					preview(r.Key, r.KeyEncoding, r.KeyTruncated, 24), byteSize(r.ValueSize), preview(r.Value, r.ValueEncoding, r.ValueTruncated, 40)}
+					preview(r.Key, r.KeyEncoding, r.KeyTruncated, 24), byteSize(r.ValueSize), r.valuePreview(40)}
 			}
 			if err := c.table([]string{"ID", "QUEUE", "TYPE", "STATE", "ATTEMPT", "ERROR TYPE", "CREATED", "KEY", "SIZE", "VALUE"}, rows); err != nil {
 				return err
