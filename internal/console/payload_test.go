@@ -179,7 +179,7 @@ func TestRepairAViewWithAPatch(t *testing.T) {
 	orders := kafkatest.Client(t, s.brokers, kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	b.run(t, "confirm: the task patches five and skips one",
 		click("#bulk-patch-confirm"), waitURL("/ui/tasks/"),
-		waitText("#task-state", "completed"), waitText("#task-patch", `"replace"`),
+		waitText("#task-state", "completed"), waitText("#task-progress", "5 of 6 records, 1 skipped (100%)"), waitText("#task-patch", `"replace"`),
 		waitText("#task-skipped", "1 record skipped"), waitText("#task-skipped-records", oddID))
 	b.screenshots(t, "patch-task")
 

@@ -29,8 +29,14 @@ async function drawTasks(signal) {
   return items;
 }
 
+// done is how many records a task has dealt with: processed, and skipped by
+// its patch (the API's progress counts both).
+function done(t) {
+  return t.processed + ((t.skipped && t.skipped.count) || 0);
+}
+
 function progressBar(t) {
-  return el("progress", { max: String(Math.max(t.total, 1)), value: String(t.processed), "aria-label": `${t.processed} of ${t.total}` });
+  return el("progress", { max: String(Math.max(t.total, 1)), value: String(done(t)), "aria-label": `${done(t)} of ${t.total}` });
 }
 
 export async function task(signal, id) {
@@ -45,7 +51,8 @@ export async function task(signal, id) {
   const samples = [[Date.now(), t.processed]];
   const draw = () => fill(body, 
     el("p", { class: "progressline" }, progressBar(t), " ",
-      el("span", { id: "task-progress" }, `${t.processed.toLocaleString("en")} of ${plural(t.total, "record")} (${Math.round(t.progress * 100)}%)`)),
+      el("span", { id: "task-progress" }, `${t.processed.toLocaleString("en")} of ${plural(t.total, "record")}` +
+        ((t.skipped && t.skipped.count) ? `, ${t.skipped.count.toLocaleString("en")} skipped` : "") + ` (${Math.round(t.progress * 100)}%)`)),
     facts([
       ["State", el("span", { id: "task-state", class: `task-${t.state}` }, t.state + (t.cancel_requested && open(t) ? " (cancelling)" : ""))],
       ["Kind", t.kind],
