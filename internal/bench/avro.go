@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
-	"sync"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -14,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/schema"
 )
@@ -100,16 +98,9 @@ func AvroFigures(r *IngestResult) []Figure {
 // Avro values of about size bytes.
 func produceAvroFailures(ctx context.Context, brokers []string, n, size int) error {
 	s := avro.MustParse(benchAvroSchema)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(1<<20))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	var h sr.ConfluentHeader
-	var mu sync.Mutex
-	var firstErr error
 	base := time.Now().UnixMilli()
-	for i := range n {
+	return produceAll(ctx, brokers, n, func(i int) (*kgo.Record, error) {
 		pad := make([]byte, max(size-120, 16)/2)
 		_, _ = rand.Read(pad)
 		body, err := avro.Marshal(s, map[string]any{
@@ -118,29 +109,11 @@ func produceAvroFailures(ctx context.Context, brokers []string, n, size int) err
 			"status": "PAID", "coupon": nil, "note": hex.EncodeToString(pad),
 		})
 		if err != nil {
-			return fmt.Errorf("encode avro: %w", err)
+			return nil, fmt.Errorf("encode avro: %w", err)
 		}
 		value, _ := h.AppendEncode(nil, benchAvroID, nil)
-		value = append(value, body...)
-		src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i), Value: value,
-			Timestamp: time.Now(), Headers: []kgo.RecordHeader{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
-		rec := envelope.Encode(src, envelope.FailureInfo{
-			DLQTopic: benchTopic, Group: "billing", Type: "order.created",
-			ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused",
-			Backtrace: []string{"main.handle()", "\t/app/handler.go:42"},
-		})
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	return firstErr
+		return benchFailure(i, append(value, body...)), nil
+	})
 }
 
 // avroDecimal is cents as a decimal(12,2).

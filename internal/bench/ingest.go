@@ -100,6 +100,24 @@ func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config)
 // produceFailures fills the DLQ topic with native envelopes of distinct values
 // (equal values would compress to nothing and flatter the figures).
 func produceFailures(ctx context.Context, brokers []string, n, size int) error {
+	return produceAll(ctx, brokers, n, func(i int) (*kgo.Record, error) { return benchFailure(i, distinctValue(i, size)), nil })
+}
+
+// benchFailure is the i-th failure the ingest suites produce: the native
+// envelope of a record of orders with value, as a client library writes it.
+func benchFailure(i int, value []byte) *kgo.Record {
+	src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i), Value: value,
+		Timestamp: time.Now(), Headers: []kgo.RecordHeader{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
+	return envelope.Encode(src, envelope.FailureInfo{
+		DLQTopic: benchTopic, Group: "billing", Type: "order.created",
+		ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused",
+		Backtrace: []string{"main.handle()", "\t/app/handler.go:42"},
+	})
+}
+
+// produceAll produces record(i) for i in [0, n) and waits until every one
+// is acknowledged; it returns the first error.
+func produceAll(ctx context.Context, brokers []string, n int, record func(i int) (*kgo.Record, error)) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(1<<20))
 	if err != nil {
 		return err
@@ -108,14 +126,10 @@ func produceFailures(ctx context.Context, brokers []string, n, size int) error {
 	var mu sync.Mutex
 	var firstErr error
 	for i := range n {
-		value := distinctValue(i, size)
-		src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i), Value: value,
-			Timestamp: time.Now(), Headers: []kgo.RecordHeader{{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}
-		rec := envelope.Encode(src, envelope.FailureInfo{
-			DLQTopic: benchTopic, Group: "billing", Type: "order.created",
-			ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused",
-			Backtrace: []string{"main.handle()", "\t/app/handler.go:42"},
-		})
+		rec, err := record(i)
+		if err != nil {
+			return err
+		}
 		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -163,30 +162,12 @@ func loadDeadLetters(ctx context.Context, pool *rawbench.DB, n int, at time.Time
 
 // produceFailuresTo fills topic with n native envelopes of distinct values.
 func produceFailuresTo(ctx context.Context, brokers []string, topic string, n, size int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchMaxBytes(1<<20))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var mu sync.Mutex
-	var firstErr error
-	for i := range n {
+	return produceAll(ctx, brokers, n, func(i int) (*kgo.Record, error) {
 		src := &kgo.Record{Topic: "orders", Partition: int32(i % 12), Offset: int64(i), Key: fmt.Appendf(nil, "order-%d", i),
 			Value: distinctValue(i, size), Timestamp: time.Now()}
-		rec := envelope.Encode(src, envelope.FailureInfo{DLQTopic: topic, Group: "billing", Type: "order.created",
-			ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused"})
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	return firstErr
+		return envelope.Encode(src, envelope.FailureInfo{DLQTopic: topic, Group: "billing", Type: "order.created",
+			ErrorType: "db.connection_refused", Message: "dial tcp 10.0.0.5:5432: connection refused"}), nil
+	})
 }
 
 // timeIngestTopic runs an ingester on topic until n records are stored and
