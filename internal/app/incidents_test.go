@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 )
@@ -135,26 +136,31 @@ func TestIncidentsOfOneMessageShowTheirFrames(t *testing.T) {
 	kafkatest.Produce(t, kafkatest.Client(t, brokers), recs...)
 	recordIDs(t, a, "state=discarded&limit=100", len(recs))
 
-	var list struct {
-		Items []struct {
-			Signature string   `json:"signature"`
-			Count     int      `json:"count"`
-			Frames    []string `json:"frames"`
-		}
-	}
-	status, body := a.do(t, http.MethodGet, "/ojs/v1/incidents", "")
-	if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
-		t.Fatalf("GET /incidents: %d %s", status, body)
-	}
-	var got []string
-	for _, in := range list.Items {
-		got = append(got, fmt.Sprintf("%d %s %q", in.Count, in.Signature, in.Frames))
-	}
 	want := []string{
 		`2 runtime error: invalid memory address or nil pointer dereference ["main.charge(...)" "/app/charge.go" "main.handle(...)"]`,
 		`1 runtime error: invalid memory address or nil pointer dereference ["main.refund(...)" "/app/refund.go" "main.handle(...)"]`,
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("incidents:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	// Ingest notes a batch's incidents just after its records are committed:
+	// the incidents may trail the records by a moment.
+	eventually.Nil(t, "the incidents of the three failures", func() error {
+		var list struct {
+			Items []struct {
+				Signature string   `json:"signature"`
+				Count     int      `json:"count"`
+				Frames    []string `json:"frames"`
+			}
+		}
+		status, body := a.do(t, http.MethodGet, "/ojs/v1/incidents", "")
+		if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
+			t.Fatalf("GET /incidents: %d %s", status, body)
+		}
+		var got []string
+		for _, in := range list.Items {
+			got = append(got, fmt.Sprintf("%d %s %q", in.Count, in.Signature, in.Frames))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("incidents:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		return nil
+	})
 }
