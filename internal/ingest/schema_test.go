@@ -277,3 +277,80 @@ func TestKnownSchemasDecodeAcrossARestartWithTheRegistryDown(t *testing.T) {
 		return len(findByPath(t, b.store, "customer", "after-restart")) == 1
 	})
 }
+
+// A restarted process warms its memory with Postgres's schema cache in the
+// background (the decoder's start), so that with the registry down a new
+// record of a known schema is decoded by ingest itself, never left pending.
+func TestRestartedProcessDecodesKnownSchemasAtIngestWithTheRegistryDown(t *testing.T) {
+	b := setup(t)
+	f := newFixtures(t)
+	first := f.registry(t, b.store)
+	for _, id := range []int{f.avroID, f.keyID} {
+		if _, err := first.Fetch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.reg.SetDown(true)
+	asked := f.reg.Requests()
+	reg := f.registry(t, b.store) // the restarted process: nothing in memory
+	if _, ok := reg.Cached(f.avroID); ok {
+		t.Fatal("a new registry holds a schema before warming")
+	}
+	dec := startDecoder(t, b.store, reg)
+	eventually.True(t, "the cached schemas loaded into memory", func() bool {
+		_, v := reg.Cached(f.avroID)
+		_, k := reg.Cached(f.keyID)
+		return v && k
+	})
+	s := startWith(t, b, b.store, "g", func(c *ingest.Config) { c.Schemas, c.DecodePending = reg, dec.Nudge })
+	kafkatest.Produce(t, b.cl, dlqRecord("orders", f.avroKey(t, "k-1"), f.avroValue(t, "after-restart", 1)))
+	waitForCount(t, b.store, 1)
+	decoded := s.metrics.Schema.Decodes.WithLabelValues("AVRO", "decoded")
+	eventually.True(t, "value and key decoded at ingest", func() bool { return counterValue(decoded) == 2 })
+	if n := counterValue(s.metrics.Schema.Decodes.WithLabelValues("unknown", "pending")); n != 0 {
+		t.Errorf("%v values or keys left pending at ingest, want 0", n)
+	}
+	got := findByPath(t, b.store, "customer", "after-restart")
+	if len(got) != 1 {
+		t.Fatalf("%d records found decoded, want 1", len(got))
+	}
+	r, err := b.store.Get(context.Background(), got[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DecodePending || r.ValueSchema == nil || r.ValueSchema.RegistryID != f.avroID || r.KeySchema == nil || string(r.KeyPayload) != `{"id": "k-1"}` {
+		t.Errorf("record: pending %v, value schema %+v, key schema %+v, key payload %s", r.DecodePending, r.ValueSchema, r.KeySchema, r.KeyPayload)
+	}
+	// Warming never asks the registry (only the down answers of nothing).
+	if n := f.reg.Requests() - asked; n != 0 {
+		t.Errorf("%d registry requests while it was down, want 0", n)
+	}
+}
+
+// Warming is bounded: it loads the most recently stored schemas first, up
+// to the limit; the others are fetched from Postgres when a record needs
+// them.
+func TestWarmLoadsTheMostRecentSchemasUpToTheLimit(t *testing.T) {
+	b := setup(t)
+	f := newFixtures(t)
+	first := f.registry(t, b.store)
+	for _, id := range []int{f.avroID, f.protoID} { // proto stored last
+		if _, err := first.Fetch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := f.registry(t, b.store)
+	n, err := reg.Warm(context.Background(), 1)
+	if err != nil || n != 1 {
+		t.Fatalf("warm: %d schemas, %v; want 1", n, err)
+	}
+	if _, ok := reg.Cached(f.protoID); !ok {
+		t.Error("the most recently stored schema not loaded")
+	}
+	if _, ok := reg.Cached(f.avroID); ok {
+		t.Error("an older schema loaded beyond the limit")
+	}
+	if n, err := reg.Warm(context.Background(), 10); err != nil || n != 1 {
+		t.Errorf("warm again: %d schemas added, %v; want the 1 not held yet", n, err)
+	}
+}

@@ -34,6 +34,7 @@ type SchemaDecoder struct {
 	service.Base
 	loop *service.Loop
 	wake chan struct{}
+	warm func(ctx context.Context)
 }
 
 // SchemaDecoderConfig configures a SchemaDecoder. Zero fields take the
@@ -48,6 +49,14 @@ type SchemaDecoderConfig struct {
 	// Backoff is the wait after a pass the registry could not serve: from
 	// 1s doubling to 1m by default.
 	Backoff service.Backoff
+	// Warm is how many schemas of Postgres's cache (the most recently
+	// stored first) are loaded into the Registry's memory when the decoder
+	// starts, in the background, so that after a restart ingest decodes
+	// known schemas at once. Default 1000 (every schema of most
+	// deployments; a compiled schema costs some memory, so the bound keeps
+	// a huge cache from costing it at every start: older schemas are
+	// fetched from Postgres when a record needs them). Negative: none.
+	Warm int
 	// Clock is what the waits are on. Default: clock.Wall.
 	Clock   clock.Clock
 	Logger  *slog.Logger
@@ -57,6 +66,9 @@ type SchemaDecoderConfig struct {
 func (c SchemaDecoderConfig) withDefaults() SchemaDecoderConfig {
 	if c.Interval <= 0 {
 		c.Interval = time.Minute
+	}
+	if c.Warm == 0 {
+		c.Warm = 1000
 	}
 	if c.Backoff.Min <= 0 {
 		c.Backoff = service.Backoff{Min: time.Second, Max: time.Minute}
@@ -72,6 +84,17 @@ func NewSchemaDecoder(cfg SchemaDecoderConfig) *SchemaDecoder {
 	cfg = cfg.withDefaults()
 	d := &SchemaDecoder{wake: make(chan struct{}, 1)}
 	log := cfg.Logger.With("component", "schema_decoder")
+	d.warm = func(ctx context.Context) {
+		n, err := cfg.Registry.Warm(ctx, cfg.Warm)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			// Not fatal: a schema missing from memory is fetched when a
+			// record needs it.
+			log.Warn("could not load the cached schemas into memory", "err", err)
+		case n > 0:
+			log.Info("loaded cached schemas into memory", "schemas", n)
+		}
+	}
 	d.loop = &service.Loop{Clock: cfg.Clock, Logger: log, What: "decode records awaiting their schema",
 		Interval: cfg.Interval, Wake: d.wake, Backoff: cfg.Backoff,
 		Pass: func(ctx context.Context) (service.Next, error) {
@@ -104,11 +127,16 @@ func (d *SchemaDecoder) Nudge() {
 // Name implements service.Service.
 func (d *SchemaDecoder) Name() string { return "schema_decoder" }
 
-// Start runs the decoder in the background.
-func (d *SchemaDecoder) Start(ctx context.Context) error { return d.Go(ctx, d.loop.Run) }
+// Start runs the decoder in the background: it first loads the schemas of
+// Postgres's cache into memory (start-up never waits on it), then decodes.
+func (d *SchemaDecoder) Start(ctx context.Context) error { return d.Go(ctx, d.Run) }
 
-// Run runs the decoder until ctx ends.
-func (d *SchemaDecoder) Run(ctx context.Context) error { return d.loop.Run(ctx) }
+// Run loads the cached schemas into memory, then runs the decoder until
+// ctx ends.
+func (d *SchemaDecoder) Run(ctx context.Context) error {
+	d.warm(ctx)
+	return d.loop.Run(ctx)
+}
 
 type decodeCounts struct{ decoded, failed, waiting int }
 

@@ -193,6 +193,44 @@ func (r *Registry) EncodeLike(ctx context.Context, original, payload []byte) ([]
 	return s.Encode(payload, indexes)
 }
 
+// Warm loads into memory up to limit schemas of the second-level cache
+// (the most recently stored first) that memory does not hold yet, so that
+// after a restart ingest decodes known schemas at once instead of leaving
+// their records pending. It never asks the registry. A source that does not
+// compile is logged and left to Fetch. It returns how many schemas it
+// added; without a cache that can list (SchemaLister) it does nothing.
+func (r *Registry) Warm(ctx context.Context, limit int) (int, error) {
+	lister, ok := r.l2.(SchemaLister)
+	if !ok || limit <= 0 {
+		return 0, nil
+	}
+	srcs, err := lister.RecentSchemas(ctx, limit)
+	if err != nil {
+		return 0, fmt.Errorf("warm schemas: %w", err)
+	}
+	added := 0
+	for _, src := range srcs {
+		if ctx.Err() != nil {
+			return added, ctx.Err()
+		}
+		if _, ok := r.Cached(src.ID); ok {
+			continue
+		}
+		s, err := Compile(src)
+		if err != nil {
+			r.log.Warn("cached schema does not compile; left to fetch", "schema_id", src.ID, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		if _, ok := r.mem[src.ID]; !ok {
+			r.mem[src.ID] = s
+			added++
+		}
+		r.mu.Unlock()
+	}
+	return added, nil
+}
+
 // SchemaIDOf returns the schema id in b's wire-format header.
 func SchemaIDOf(b []byte) (int, error) {
 	id, _, err := SplitHeader(b)

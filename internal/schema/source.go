@@ -111,6 +111,15 @@ type SchemaCache interface {
 	PutSchema(ctx context.Context, src Source) error
 }
 
+// SchemaLister is a SchemaCache that can list what it holds, so that a
+// new process warms its memory with the schemas already known
+// (Registry.Warm). The store implements it.
+type SchemaLister interface {
+	// RecentSchemas returns up to limit sources, the most recently stored
+	// first.
+	RecentSchemas(ctx context.Context, limit int) ([]Source, error)
+}
+
 var (
 	// ErrSchemaNotCached says a non-blocking decode found no compiled
 	// schema for the record's id in memory. The caller stores the record

@@ -15,7 +15,10 @@ import (
 
 // The Store is the registry's second-level schema cache: known schemas
 // decode while the registry is unreachable, across restarts.
-var _ schema.SchemaCache = (*Store)(nil)
+var (
+	_ schema.SchemaCache  = (*Store)(nil)
+	_ schema.SchemaLister = (*Store)(nil)
+)
 
 // GetSchema implements schema.SchemaCache.
 func (s *Store) GetSchema(ctx context.Context, id int) (schema.Source, bool, error) {
@@ -44,6 +47,24 @@ func (s *Store) PutSchema(ctx context.Context, src schema.Source) error {
 		return fmt.Errorf("store schema %d: %w", src.ID, err)
 	}
 	return nil
+}
+
+// RecentSchemas implements schema.SchemaLister: up to limit cached
+// sources, the most recently stored first.
+func (s *Store) RecentSchemas(ctx context.Context, limit int) ([]schema.Source, error) {
+	rows, err := s.q.SchemaRecent(ctx, s.pool, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("read cached schemas: %w", err)
+	}
+	out := make([]schema.Source, 0, len(rows))
+	for _, b := range rows {
+		var src schema.Source
+		if err := json.Unmarshal(b, &src); err != nil {
+			return nil, fmt.Errorf("decode a cached schema: %w", err)
+		}
+		out = append(out, src)
+	}
+	return out, nil
 }
 
 // PendingDecode is a record whose value or key waits for its schema.

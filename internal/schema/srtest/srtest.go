@@ -65,6 +65,7 @@ type Registry struct {
 	protoFiles *protoregistry.Files
 
 	down     atomic.Bool
+	downOn   atomic.Int64 // a schema id: down once it has been served
 	requests atomic.Int64
 	auth     func(*http.Request) bool
 	tls      bool
@@ -144,6 +145,11 @@ func (r *Registry) Client() *http.Client { return r.srv.Client() }
 
 // SetDown makes every request fail with 503 (true) or be served (false).
 func (r *Registry) SetDown(down bool) { r.down.Store(down) }
+
+// DownAfterServing makes the registry go down (as SetDown(true)) right
+// after it has served schema id by id, to take it down at a known point of
+// a test. Zero turns it off.
+func (r *Registry) DownAfterServing(id int) { r.downOn.Store(int64(id)) }
 
 // Requests counts the requests received so far.
 func (r *Registry) Requests() int64 { return r.requests.Load() }
@@ -326,11 +332,14 @@ func (r *Registry) idParam(w http.ResponseWriter, req *http.Request) (int, schem
 }
 
 func (r *Registry) getID(w http.ResponseWriter, req *http.Request) {
-	_, s, ok := r.idParam(w, req)
+	id, s, ok := r.idParam(w, req)
 	if !ok {
 		return
 	}
 	reply(w, http.StatusOK, schemaBody{Schema: s.Text, SchemaType: s.Type, References: s.References})
+	if id != 0 && r.downOn.CompareAndSwap(int64(id), 0) {
+		r.down.Store(true)
+	}
 }
 
 func (r *Registry) usesLocked(id int) []map[string]any {

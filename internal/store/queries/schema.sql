@@ -23,3 +23,9 @@ UPDATE redrive_record SET
     payload = CASE WHEN @value_schema::jsonb IS NULL THEN payload ELSE @payload::jsonb END,
     payload_omitted = CASE WHEN @value_schema::jsonb IS NULL THEN payload_omitted ELSE @payload_omitted END
 WHERE id = @id AND decode_pending;
+
+-- name: SchemaRecent :many
+-- The most recently stored schema sources, newest first, to warm a new
+-- process's memory (schema.Registry.Warm). One row per schema: a small
+-- table, sorted without an index.
+SELECT source FROM redrive_schema ORDER BY stored_at DESC, id DESC LIMIT @max_schemas;

@@ -65,3 +65,30 @@ func (q *Queries) SchemaPut(ctx context.Context, db DBTX, iD int32, source json.
 	_, err := db.Exec(ctx, schemaPut, iD, source)
 	return err
 }
+
+const schemaRecent = `-- name: SchemaRecent :many
+SELECT source FROM redrive_schema ORDER BY stored_at DESC, id DESC LIMIT $1
+`
+
+// The most recently stored schema sources, newest first, to warm a new
+// process's memory (schema.Registry.Warm). One row per schema: a small
+// table, sorted without an index.
+func (q *Queries) SchemaRecent(ctx context.Context, db DBTX, maxSchemas int32) ([]json.RawMessage, error) {
+	rows, err := db.Query(ctx, schemaRecent, maxSchemas)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []json.RawMessage
+	for rows.Next() {
+		var source json.RawMessage
+		if err := rows.Scan(&source); err != nil {
+			return nil, err
+		}
+		items = append(items, source)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
