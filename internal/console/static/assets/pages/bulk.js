@@ -8,7 +8,7 @@ import { el, fill, plural, link, table } from "../lib/dom.js";
 import { api, apiExact, withRaw } from "../lib/api.js";
 import { writeButton } from "../lib/write.js";
 import { go } from "../lib/nav.js";
-import { parse, check, member, pretty } from "../lib/json.js";
+import { parse, check, member, pretty, scalarText } from "../lib/json.js";
 import { diffView } from "../lib/diff.js";
 import { fieldErrors } from "./payload_edit.js";
 
@@ -217,6 +217,6 @@ function samplesOf(answer) {
   const jsonOf = (doc, node) => (node ? pretty(parse(doc.slice(node.start, node.end))) : "");
   try {
     const samples = member(member(parse(answer).root, "patch"), "samples");
-    return (samples?.items || []).map((s) => [JSON.parse(member(s, "id").text), jsonOf(answer, member(s, "before")), jsonOf(answer, member(s, "after"))]);
+    return (samples?.items || []).map((s) => [scalarText(member(s, "id")), jsonOf(answer, member(s, "before")), jsonOf(answer, member(s, "after"))]);
   } catch { return []; }
 }
