@@ -208,7 +208,9 @@ func (a *App) init(ctx context.Context) error {
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
 		OnBatch: func(kind store.TaskKind, rows []store.BatchRow) {
 			a.records.PublishBatch(context.Background(), kind, rows)
-		}, Clock: a.clock}, st)
+		},
+		OnCanary: func(t *store.Task) { a.records.PublishCanary(context.Background(), t) },
+		Clock:    a.clock}, st)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ type maint struct {
 	pruner       *maintenance.Pruner
 	replayer     *maintenance.Replayer
 	gauges       *maintenance.Gauges
+	quiet        *maintenance.QuietRedriver
 }
 
 // clientOpts returns kopts plus the kprom hooks exporting the client's metrics
@@ -117,8 +118,12 @@ func (a *App) initMaintenance() error {
 	if err != nil {
 		return err
 	}
+	m.quiet, err = maintenance.NewQuietRedriver(maintenance.QuietConfig{Records: a.records, Store: a.store, Clock: a.clock, Logger: a.log})
+	if err != nil {
+		return err
+	}
 	backfill := maintenance.BackfillConfig{Store: a.store, Clock: a.clock, Logger: a.log}
-	a.services.Add(m.pruner, m.replayer, m.gauges, a.compactCounts(5*time.Second),
+	a.services.Add(m.pruner, m.replayer, m.gauges, m.quiet, a.compactCounts(5*time.Second),
 		maintenance.NewFingerprintBackfill(backfill), maintenance.NewFailedAtFill(backfill))
 	return nil
 }
@@ -138,6 +143,10 @@ func (a *App) Pruner() *maintenance.Pruner { return a.maint.pruner }
 
 // Replayer is the App's replay-rules engine (tests drive it with RunOnce).
 func (a *App) Replayer() *maintenance.Replayer { return a.maint.replayer }
+
+// Quiet starts the retries of incidents marked "redrive when quiet" (tests
+// call RunOnce).
+func (a *App) Quiet() *maintenance.QuietRedriver { return a.maint.quiet }
 
 // Gauges refreshes the gauges read from Postgres and Kafka (tests call RunOnce).
 func (a *App) Gauges() *maintenance.Gauges { return a.maint.gauges }

@@ -44,12 +44,24 @@ const (
 	// IncidentOpened: a failure with a fingerprint never seen before was
 	// stored (Redrive's own). Subject: the fingerprint. Emitted by ingest.
 	IncidentOpened Type = "incident.opened"
+	// TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted: a bulk
+	// retry's canary redelivered its sample and watches it; its verdict let
+	// the task go on with the rest; its verdict stopped the task. Subject:
+	// the task id. Emitted by the task runner.
+	TaskCanaryWatching Type = "task.canary_watching"
+	TaskCanaryPassed   Type = "task.canary_passed"
+	TaskCanaryAborted  Type = "task.canary_aborted"
+	// IncidentRedriveStarted: an incident marked "resolved, redrive when
+	// quiet" was quiet long enough, and its canary retry started. Subject:
+	// the fingerprint. Emitted by the maintenance leader.
+	IncidentRedriveStarted Type = "incident.redrive_started"
 )
 
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
+	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
 }
 
 // Valid reports whether t is a known event type.
@@ -205,4 +217,43 @@ func Record(t Type, d RecordData) Event {
 // Queue returns a queue event of type t.
 func Queue(t Type, d QueueData) Event {
 	return Event{Type: t, Subject: d.Queue, Queue: d.Queue, Data: d}
+}
+
+// CanaryData is the data of task.canary_watching, .canary_passed and
+// .canary_aborted: the task, its filter and canary, and its sample's
+// outcomes when the event was sent.
+type CanaryData struct {
+	TaskID string          `json:"task_id"`
+	Filter json.RawMessage `json:"filter"`
+	// Phase is the canary's phase after the change: watch, passed or aborted.
+	Phase string `json:"phase"`
+	// Canary is the canary as asked (sample, sample_size, watch, abort_if_refail).
+	Canary any `json:"canary"`
+	// Report counts the sample's outcomes (sample, delivered, completed,
+	// failed_same, failed_different, pending, deleted).
+	Report any `json:"report"`
+	// WatchUntil is when the watch ends (task.canary_watching).
+	WatchUntil *time.Time `json:"watch_until,omitempty"`
+}
+
+// Canary returns a canary event of type t; queue is the queue the task's
+// filter names ("" for none).
+func Canary(t Type, queue string, d CanaryData) Event {
+	return Event{Type: t, Subject: d.TaskID, Queue: queue, Data: d}
+}
+
+// RedriveStartedData is the data of incident.redrive_started.
+type RedriveStartedData struct {
+	ID     string `json:"id"` // the fingerprint
+	TaskID string `json:"task_id"`
+	// RequestedBy is who marked the incident (the task is theirs).
+	RequestedBy string `json:"requested_by"`
+	// Quiet is the quiet time asked (ISO 8601), QuietSince when it began.
+	Quiet      string    `json:"quiet"`
+	QuietSince time.Time `json:"quiet_since"`
+}
+
+// RedriveStarted returns an incident.redrive_started event.
+func RedriveStarted(d RedriveStartedData) Event {
+	return Event{Type: IncidentRedriveStarted, Subject: d.ID, Data: d}
 }

@@ -324,6 +324,8 @@ type bulkBody struct {
 	// Patch (a retry only) is an RFC 6902 JSON Patch applied to each
 	// record's payload.
 	Patch json.RawMessage `json:"patch"`
+	// Canary (a retry only) redelivers a sample first and watches it.
+	Canary json.RawMessage `json:"canary"`
 }
 
 // maxRateLimit is the largest records/s a task accepts.
@@ -369,8 +371,17 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 			return invalidParam("patch", strings.TrimPrefix(err.Error(), "patch: "))
 		}
 	}
+	var canary *records.Canary
+	if b.Canary != nil && string(b.Canary) != "null" {
+		if kind != records.TaskRetry {
+			return invalidParam("canary", "only a retry has a canary")
+		}
+		if canary, err = parseCanary(b.Canary, "canary"); err != nil {
+			return err
+		}
+	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
-		RateLimit: rate, CreatedBy: keyName(c), Patch: patch})
+		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary})
 	if err != nil {
 		return err
 	}
@@ -385,6 +396,9 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 				out["message"] = out["message"].(string) + fmt.Sprintf("; %d records of Redrive's own topics (unparseable ones among them) "+
 					"are skipped: retry each with override.queue", res.Skipped)
 			}
+		}
+		if res.Canary != nil {
+			out["canary"] = toCanarySpecJSON(res.Canary)
 		}
 		if pr := res.Patch; pr != nil {
 			out["patch"] = map[string]any{"applies": pr.Applies, "fails": pr.Fails, "evaluated": pr.Evaluated,

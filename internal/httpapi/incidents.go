@@ -105,7 +105,18 @@ func (s *Server) getIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toIncidentJSON(in))
+	quiet, err := s.quietOf(c, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, incidentDetailJSON{incidentJSON: toIncidentJSON(in), RedriveWhenQuiet: quiet})
+}
+
+// incidentDetailJSON is one incident with its "redrive when quiet" request
+// (null: none).
+type incidentDetailJSON struct {
+	incidentJSON
+	RedriveWhenQuiet *quietJSON `json:"redrive_when_quiet"`
 }
 
 // validIncidentID reports whether id looks like a fingerprint (lowercase

@@ -204,6 +204,8 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/incidents", handler: s.listIncidents},
 		{method: http.MethodGet, path: "/incidents/:id", handler: s.getIncident},
 		{method: http.MethodGet, path: "/incidents/:id/activity", handler: s.incidentActivity},
+		{method: http.MethodPost, path: "/incidents/:id/redrive-when-quiet", handler: s.markQuiet, action: "incident.redrive_when_quiet"},
+		{method: http.MethodDelete, path: "/incidents/:id/redrive-when-quiet", handler: s.withdrawQuiet, action: "incident.redrive_when_quiet.withdraw"},
 
 		{method: http.MethodGet, path: "/activity", handler: s.activity},
 

@@ -34,6 +34,60 @@ type taskJSON struct {
 	Patch json.RawMessage `json:"patch"`
 	// Skipped are the records a patched retry left as they were.
 	Skipped skippedJSON `json:"skipped"`
+	// Canary is a retry's canary and where it stands; null for none.
+	Canary *canaryJSON `json:"canary"`
+}
+
+// canarySpecJSON is a canary as asked, its sample sized.
+type canarySpecJSON struct {
+	Sample        json.RawMessage `json:"sample"`
+	SampleSize    int64           `json:"sample_size"`
+	Watch         string          `json:"watch"`
+	AbortIfRefail float64         `json:"abort_if_refail"`
+}
+
+func toCanarySpecJSON(c *records.CanarySpec) canarySpecJSON {
+	return canarySpecJSON{Sample: c.Sample, SampleSize: c.SampleSize, Watch: c.Watch, AbortIfRefail: c.AbortIfRefail}
+}
+
+// canaryJSON is a task's canary: what was asked, its phase, the verdict
+// once given, and the sample's outcomes as last counted.
+type canaryJSON struct {
+	canarySpecJSON
+	// Phase is sample, watch, passed or aborted.
+	Phase string `json:"phase"`
+	// Sampled counts the records of the sample retried.
+	Sampled    int64     `json:"sampled"`
+	SampledAt  *jsonTime `json:"sampled_at"`
+	WatchUntil *jsonTime `json:"watch_until"`
+	// Verdict is passed or aborted once given, null before.
+	Verdict *string             `json:"verdict"`
+	Report  records.CanaryReport `json:"report"`
+	// RefailRatio is the share of the sample that failed again the same
+	// way (what abort_if_refail is compared with).
+	RefailRatio float64 `json:"refail_ratio"`
+}
+
+func toCanaryJSON(t *records.Task) *canaryJSON {
+	if t.Canary == nil {
+		return nil
+	}
+	c := t.CanaryState
+	out := &canaryJSON{canarySpecJSON: toCanarySpecJSON(t.Canary), Phase: c.Phase, Sampled: c.Sampled,
+		SampledAt: optTime(c.SampledAt), WatchUntil: optTime(c.WatchUntil)}
+	if c.Phase == "passed" || c.Phase == "aborted" {
+		out.Verdict = &c.Phase
+	}
+	if c.Report != nil {
+		out.Report = *c.Report
+	} else {
+		out.Report.Sample = c.Sampled
+		out.Report.Pending = c.Sampled
+	}
+	if out.Report.Sample > 0 {
+		out.RefailRatio = float64(out.Report.FailedSame) / float64(out.Report.Sample)
+	}
+	return out
 }
 
 type skippedJSON struct {
@@ -57,6 +111,7 @@ func toTaskJSON(t *records.Task) taskJSON {
 	}
 	out.Patch = t.Patch
 	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
+	out.Canary = toCanaryJSON(t)
 	if out.Skipped.Records == nil {
 		out.Skipped.Records = []records.SkippedRecord{}
 	}
@@ -93,7 +148,7 @@ func (s *Server) getTask(c echo.Context) error {
 }
 
 var taskStates = map[records.TaskState]bool{records.TaskPending: true, records.TaskRunning: true, records.TaskCompleted: true,
-	records.TaskCancelled: true, records.TaskFailed: true}
+	records.TaskCancelled: true, records.TaskFailed: true, records.TaskAborted: true}
 
 func (s *Server) listTasks(c echo.Context) error {
 	q := c.QueryParams()
@@ -102,7 +157,7 @@ func (s *Server) listTasks(c echo.Context) error {
 	}
 	p := &records.ListTasksParams{State: records.TaskState(q.Get("state"))}
 	if p.State != "" && !taskStates[p.State] {
-		return invalidParam("state", "must be one of pending, running, completed, cancelled, failed")
+		return invalidParam("state", "must be one of pending, running, completed, cancelled, failed, aborted")
 	}
 	var err error
 	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {

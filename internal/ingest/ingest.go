@@ -346,6 +346,9 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		}
 	}
 	seen = append(seen, dups...)
+	for i := range seen {
+		seen[i].ArrivedAt = b.now // what "redrive when quiet" measures from
+	}
 	// After the records: a crash in between leaves the batch uncommitted,
 	// and its next consumption records the incidents.
 	if res.opened, err = in.store.RecordIncidents(ctx, seen); err != nil {

@@ -25,6 +25,9 @@ type BulkParams struct {
 	// Patch, for a retry, is a JSON Patch applied to each record's payload
 	// (patch.go): the dry run evaluates it, the task carries it.
 	Patch *Patch
+	// Canary, for a retry, redelivers a sample first and watches it before
+	// the rest (canary.go); nil: none.
+	Canary *Canary
 }
 
 // BulkResult is what a bulk operation would do, and the task doing it.
@@ -38,6 +41,8 @@ type BulkResult struct {
 	Task *Task
 	// Patch is what the patch would do (a dry run with a patch only).
 	Patch *PatchDryRun
+	// Canary is the canary, its sample sized from N (with a canary only).
+	Canary *CanarySpec
 }
 
 // Bulk counts what a bulk retry or purge of p.Filter would affect and, when
@@ -66,6 +71,13 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	if p.Patch != nil && p.Kind != TaskRetry {
 		return nil, fmt.Errorf("bulk: a patch is for a retry only")
 	}
+	if p.Canary != nil {
+		if p.Kind != TaskRetry {
+			return nil, fmt.Errorf("bulk: a canary is for a retry only")
+		}
+		spec := p.Canary.Spec(res.N)
+		res.Canary = &spec
+	}
 	if !p.Confirm {
 		if p.Patch != nil {
 			if res.Patch, err = s.dryRunPatch(ctx, &p.Filter, p.Patch); err != nil {
@@ -83,7 +95,7 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 		batch = 500
 	}
 	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
-		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch}); err != nil {
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Canary: res.Canary}); err != nil {
 		return nil, err
 	}
 	s.cfg.KickTasks()

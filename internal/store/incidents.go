@@ -28,6 +28,9 @@ type IncidentSeen struct {
 	// Frames are the top backtrace frames as the fingerprint reads them
 	// (fingerprint.TopFrames).
 	Frames []string
+	// ArrivedAt is when the failure reached Redrive (ingest's clock); zero
+	// for a record fingerprinted again, which is no new failure.
+	ArrivedAt time.Time
 }
 
 // RecordIncidents notes the fingerprints a batch of failures had: a new one
@@ -48,6 +51,9 @@ func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]Inc
 			if in.SeenAt.After(uniq[i].SeenAt) {
 				uniq[i].SeenAt = in.SeenAt
 			}
+			if in.ArrivedAt.After(uniq[i].ArrivedAt) {
+				uniq[i].ArrivedAt = in.ArrivedAt
+			}
 			continue
 		}
 		byFP[in.Fingerprint] = len(uniq)
@@ -57,10 +63,14 @@ func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]Inc
 	fps, types, sigs, ids, msgs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	frames := make([]string, n)
 	first, last := make([]time.Time, n), make([]time.Time, n)
+	arrived := make([]*time.Time, n)
 	for i, in := range uniq {
 		fps[i], types[i], sigs[i], ids[i], msgs[i], first[i], last[i] = in.Fingerprint, clean(in.ErrorType), clean(in.Signature),
 			in.SampleID, clean(in.SampleMessage), in.SeenAt, in.SeenAt
 		frames[i] = joinFrames(in.Frames)
+		if !in.ArrivedAt.IsZero() {
+			arrived[i] = &uniq[i].ArrivedAt
+		}
 	}
 	for _, in := range seen { // the batch's earliest sight of each fingerprint
 		if i := byFP[in.Fingerprint]; in.SeenAt.Before(first[i]) {
@@ -69,13 +79,14 @@ func (s *Store) RecordIncidents(ctx context.Context, seen []IncidentSeen) ([]Inc
 	}
 	rows, err := s.pool.Query(ctx, `
 		INSERT INTO redrive_incident AS i (fingerprint, error_type, signature, first_seen, last_seen, sample_id, sample_message,
-			frames, rules_version)
-		SELECT f, t, s, fs, ls, id, m, CASE WHEN fr = '' THEN '{}' ELSE string_to_array(fr, E'\n') END, $9
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::uuid[], $7::text[], $8::text[])
-			AS u(f, t, s, fs, ls, id, m, fr)
+			frames, rules_version, last_arrived_at)
+		SELECT f, t, s, fs, ls, id, m, CASE WHEN fr = '' THEN '{}' ELSE string_to_array(fr, E'\n') END, $9, a
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::uuid[], $7::text[], $8::text[],
+			$10::timestamptz[]) AS u(f, t, s, fs, ls, id, m, fr, a)
 		ON CONFLICT (fingerprint) DO UPDATE SET first_seen = least(i.first_seen, excluded.first_seen),
-			last_seen = greatest(i.last_seen, excluded.last_seen)
-		RETURNING fingerprint, xmax = 0`, fps, types, sigs, first, last, ids, msgs, frames, fingerprint.Version)
+			last_seen = greatest(i.last_seen, excluded.last_seen),
+			last_arrived_at = greatest(i.last_arrived_at, excluded.last_arrived_at)
+		RETURNING fingerprint, xmax = 0`, fps, types, sigs, first, last, ids, msgs, frames, fingerprint.Version, arrived)
 	if err != nil {
 		return nil, fmt.Errorf("record incidents: %w", err)
 	}

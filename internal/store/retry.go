@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -148,6 +149,17 @@ type BatchParams struct {
 	AfterID string
 	// Limit is the most records touched.
 	Limit int
+	// At is the time of a retry (its records are due then); zero:
+	// Postgres's now().
+	At time.Time
+}
+
+// availableAt is p.At as the @available_at of makeAvailable.
+func (p *BatchParams) availableAt() any {
+	if p.At.IsZero() {
+		return nil
+	}
+	return p.At
 }
 
 // BatchResult is what one batch did.
@@ -171,7 +183,7 @@ type BatchResult struct {
 // RetryableStates and not in flight are retried, whatever the filter says.
 func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
 	sc := retryScope(p.Scope)
-	args := pgx.NamedArgs{"available_at": nil}
+	args := pgx.NamedArgs{"available_at": p.availableAt()}
 	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+makeAvailable+" WHERE id IN (", ") RETURNING "+batchRowColumns)
 }
 
@@ -231,7 +243,7 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 	q := "UPDATE redrive_record SET " + makeAvailable + `, redelivery = e.redelivery
 		FROM unnest(@ids::uuid[], @edits::jsonb[]) AS e(edit_id, redelivery)
 		WHERE redrive_record.id = e.edit_id RETURNING ` + batchRowColumns
-	rows, err = tx.tx.Query(ctx, q, pgx.NamedArgs{"available_at": nil, "ids": ids, "edits": edits})
+	rows, err = tx.tx.Query(ctx, q, pgx.NamedArgs{"available_at": p.availableAt(), "ids": ids, "edits": edits})
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
 	}

@@ -24,6 +24,9 @@ const (
 	TaskCompleted TaskState = "completed"
 	TaskCancelled TaskState = "cancelled"
 	TaskFailed    TaskState = "failed"
+	// TaskAborted: a canary's verdict stopped the task after its sample
+	// (the rest of its records were left alone).
+	TaskAborted TaskState = "aborted"
 )
 
 // TaskKind is what a task does to the records its filter selects.
@@ -51,6 +54,9 @@ type Task struct {
 	// skipped (Skipped counts them all).
 	Patch           json.RawMessage
 	SkippedRecords  []SkippedRecord
+	// Canary is a retry's canary (nil: none), CanaryState where it stands.
+	Canary          *CanarySpec
+	CanaryState     CanaryState
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -98,6 +104,9 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 			return nil, fmt.Errorf("decode task skipped records: %w", err)
 		}
 	}
+	if err := canaryOf(t, &r); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -122,6 +131,13 @@ type CreateTaskParams struct {
 	CreatedBy string
 	// Patch is a retry's JSON Patch (nil: none).
 	Patch json.RawMessage
+	// Canary is a retry's canary (nil: none).
+	Canary *CanarySpec
+	// Quiet, when set, is the "redrive when quiet" request of an incident
+	// that this task carries out: it is marked started with the task, in
+	// one transaction, or the task is not created (ErrConflict: the
+	// request was withdrawn or replaced meanwhile).
+	Quiet *QuietRequest
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -131,10 +147,36 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 	if err != nil {
 		return nil, err
 	}
-	t, err := oneTask(s.q.TaskCreate(ctx, s.pool, dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
-		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch}))
+	var canary json.RawMessage
+	if p.Canary != nil {
+		if canary, err = json.Marshal(p.Canary); err != nil {
+			return nil, fmt.Errorf("create task: encode canary: %w", err)
+		}
+	}
+	params := dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
+		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch, Canary: canary}
+	if p.Quiet == nil {
+		t, err := oneTask(s.q.TaskCreate(ctx, s.pool, params))
+		if err != nil {
+			return nil, fmt.Errorf("create task: %w", err)
+		}
+		return t, nil
+	}
+	var t *Task
+	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		if t, err = oneTask(s.q.TaskCreate(ctx, tx.tx, params)); err != nil {
+			return err
+		}
+		n, err := s.q.QuietStarted(ctx, tx.tx, dbsqlc.QuietStartedParams{TaskID: &t.ID, StartedAt: &p.Quiet.StartedAt,
+			Fingerprint: p.Quiet.Incident, RequestedAt: p.Quiet.RequestedAt})
+		if err == nil && n == 0 {
+			err = ErrConflict
+		}
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create task: %w", err)
+		return nil, fmt.Errorf("create task for incident %s: %w", p.Quiet.Incident, err)
 	}
 	return t, nil
 }

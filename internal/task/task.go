@@ -44,6 +44,9 @@ type Config struct {
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
 	OnBatch func(kind store.TaskKind, rows []store.BatchRow)
+	// OnCanary is called after a canary's phase changed: it watches its
+	// sample, passed or aborted (to publish events). Optional.
+	OnCanary func(t *store.Task)
 	// RetryScope is what records adds to every retry of many records
 	// (records.Service.RetryScope: records of Redrive's own topics and
 	// Kafka's internal ones, which have no topic to go back to, are left
@@ -92,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OnBatch == nil {
 		c.OnBatch = func(store.TaskKind, []store.BatchRow) {}
+	}
+	if c.OnCanary == nil {
+		c.OnCanary = func(*store.Task) {}
 	}
 	return c
 }
@@ -179,6 +185,11 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		// took 4 s, 5/s.)
 		lim.AllowN(r.cfg.Clock.Now(), batch)
 	}
+	canary := t.Kind == store.TaskRetry && t.Canary != nil
+	if canary {
+		log.Info("canary task", "phase", t.CanaryState.Phase, "sample", t.Canary.SampleSize, "sampled", t.CanaryState.Sampled,
+			"watch", t.Canary.Watch, "abort_if_refail", t.Canary.AbortIfRefail)
+	}
 	failures, outages, empty := 0, 0, 0
 	for {
 		if ctx.Err() != nil {
@@ -190,21 +201,62 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			r.finish(ctx, t, store.TaskCancelled, log)
 			return
 		}
+		// A canary first retries its sample, then watches it: the rest
+		// waits for its verdict.
+		sampling := false
+		if canary {
+			switch c := &t.CanaryState; {
+			case c.Phase == store.CanaryAborted:
+				r.finish(ctx, t, store.TaskAborted, log)
+				return
+			case c.Phase == store.CanaryWatch || c.Phase == store.CanarySample && (c.SampledAt != nil || c.Sampled >= t.Canary.SampleSize):
+				if c.Sampled == 0 { // nothing was there to sample: nothing is left either
+					r.finish(ctx, t, store.TaskCompleted, log)
+					return
+				}
+				nt, stop := r.watch(ctx, t, log)
+				if stop {
+					return
+				}
+				t = nt
+				continue
+			case c.Phase == store.CanarySample:
+				sampling = true
+			}
+		}
 		cursor := ""
 		if t.CursorID != nil {
 			cursor = *t.CursorID
 		}
 		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
+		if canary {
+			// Due on the runner's clock, which the watch is timed on.
+			p.At = r.cfg.Clock.Now()
+		}
+		if sampling {
+			p.Limit = int(min(int64(batch), t.Canary.SampleSize-t.CanaryState.Sampled))
+		}
 		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx *store.Tx) (store.BatchResult, error) {
+			var res store.BatchResult
+			var err error
 			switch {
 			case t.Kind == store.TaskPurge:
 				return r.store.PurgeBatch(ctx, tx, p)
 			case patched:
-				return r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
+				res, err = r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
 					return r.cfg.PatchRecord(ctx, t.Patch, rec)
 				})
+			default:
+				res, err = r.store.RetryBatch(ctx, tx, p)
 			}
-			return r.store.RetryBatch(ctx, tx, p)
+			if err == nil && sampling {
+				ids := make([]string, len(res.Rows))
+				for i, row := range res.Rows {
+					ids[i] = row.ID
+				}
+				err = r.store.AddSample(ctx, tx, t.ID, ids)
+			}
+			return res, err
 		})
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
@@ -272,8 +324,21 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			if more, err := r.store.RemainsAfter(ctx, t.Kind, &f, scope, after); err == nil && more && empty < 5 {
 				continue // the rows it locked all changed meanwhile; go on
 			}
+			if sampling && t.CanaryState.Sampled > 0 {
+				// Fewer records than the sample asked for: they are the
+				// sample, watched as any.
+				if t, err = r.sampled(ctx, t, log); err != nil {
+					return
+				}
+				continue
+			}
 			r.finish(ctx, t, store.TaskCompleted, log)
 			return
+		}
+		if sampling && t.CanaryState.Sampled >= t.Canary.SampleSize {
+			if t, err = r.sampled(ctx, t, log); err != nil {
+				return
+			}
 		}
 	}
 }

@@ -41,3 +41,33 @@ SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::tex
 SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record
 WHERE fingerprint = ANY(@fingerprints::text[]) AND (fingerprint, id) > (@after_fingerprint::text, @after_id::uuid)
 ORDER BY fingerprint, id LIMIT @max;
+
+-- "Resolved, redrive when quiet" (quiet.go).
+
+-- name: QuietRequestSet :one
+INSERT INTO redrive_incident_quiet (fingerprint, quiet_ms, canary, rate_limit, requested_by, requested_at)
+VALUES (@fingerprint, @quiet_ms, @canary, @rate_limit, @requested_by, @requested_at)
+ON CONFLICT (fingerprint) DO UPDATE SET quiet_ms = excluded.quiet_ms, canary = excluded.canary,
+    rate_limit = excluded.rate_limit, requested_by = excluded.requested_by, requested_at = excluded.requested_at,
+    task_id = NULL, started_at = NULL
+RETURNING *;
+
+-- name: QuietRequestGet :one
+SELECT q.*, greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen))::timestamptz AS quiet_since
+FROM redrive_incident_quiet q JOIN redrive_incident i USING (fingerprint)
+WHERE q.fingerprint = @fingerprint;
+
+-- name: QuietRequestDelete :one
+DELETE FROM redrive_incident_quiet WHERE fingerprint = @fingerprint AND task_id IS NULL
+RETURNING *;
+
+-- name: QuietDue :many
+SELECT q.*, greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen))::timestamptz AS quiet_since
+FROM redrive_incident_quiet q JOIN redrive_incident i USING (fingerprint)
+WHERE q.task_id IS NULL
+  AND greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen)) + interval '1 millisecond' * q.quiet_ms <= @now::timestamptz
+ORDER BY q.requested_at LIMIT @max;
+
+-- name: QuietStarted :execrows
+UPDATE redrive_incident_quiet SET task_id = @task_id, started_at = @started_at
+WHERE fingerprint = @fingerprint AND task_id IS NULL AND requested_at = @requested_at;

@@ -2,9 +2,10 @@
 
 -- name: TaskCreate :one
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch)
+    max_id, created_at, updated_at, patch, canary, canary_phase)
 VALUES (@id, @kind, 'pending', @filter, @rate_limit, @batch_size, @total, @created_by,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb)
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb,
+    sqlc.narg(canary)::jsonb, CASE WHEN sqlc.narg(canary)::jsonb IS NULL THEN NULL ELSE 'sample' END)
 RETURNING *;
 
 -- name: TaskGet :one
@@ -63,3 +64,44 @@ WHERE id = @id AND lease_token = @lease_token;
 
 -- name: TaskCancelRequested :one
 SELECT cancel_requested FROM redrive_task WHERE id = @id;
+
+-- Canaries (canary.go).
+
+-- name: TaskSampleAdd :exec
+-- The records a canary's sample batch just retried, as they were before it
+-- (a retry keeps a record's errors and fingerprint), counted on the task.
+WITH added AS (
+    INSERT INTO redrive_task_sample (task_id, record_id, fingerprint, errors_len, last_error)
+    SELECT @task_id::uuid, r.id, r.fingerprint, jsonb_array_length(r.errors), r.errors->-1
+    FROM redrive_record r WHERE r.id = ANY(@ids::uuid[])
+    ON CONFLICT DO NOTHING
+    RETURNING 1)
+UPDATE redrive_task SET canary_sampled = canary_sampled + (SELECT count(*) FROM added)
+WHERE id = @task_id::uuid;
+
+-- name: TaskCanaryUpdate :one
+UPDATE redrive_task SET canary_phase = coalesce(sqlc.narg(phase)::text, canary_phase),
+    canary_sampled_at = coalesce(sqlc.narg(sampled_at)::timestamptz, canary_sampled_at),
+    canary_watch_until = coalesce(sqlc.narg(watch_until)::timestamptz, canary_watch_until),
+    canary_report = coalesce(sqlc.narg(report)::jsonb, canary_report),
+    lease_until = now() + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint, updated_at = now()
+WHERE id = @id AND lease_token = @lease_token
+RETURNING *;
+
+-- name: TaskSampleStates :many
+-- Each record of a canary's sample as it is now: whether it waits for its
+-- redelivery still (queued, or being produced), and, unless it was already
+-- seen failing again, the first error it got since its retry (NULL: none).
+SELECT s.record_id::text AS record_id, s.fingerprint, coalesce(s.outcome, '')::text AS outcome,
+    (r.id IS NOT NULL)::bool AS present, coalesce(r.state, '')::text AS state,
+    coalesce(r.completed_by, '')::text AS completed_by,
+    coalesce(r.state = 'available' AND r.next_retry_at IS NOT NULL AND r.attempt = 0
+        OR EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token), false)::bool AS queued,
+    (CASE WHEN s.outcome IS NOT NULL OR r.id IS NULL THEN NULL
+          WHEN r.errors->-1 IS DISTINCT FROM s.last_error THEN r.errors->(coalesce((
+              SELECT max(x.i) FROM jsonb_array_elements(r.errors) WITH ORDINALITY AS x(e, i) WHERE x.e = s.last_error), 0))::int
+          WHEN jsonb_array_length(r.errors) > s.errors_len THEN r.errors->s.errors_len
+     END)::jsonb AS first_new,
+    s.last_error
+FROM redrive_task_sample s LEFT JOIN redrive_record r ON r.id = s.record_id
+WHERE s.task_id = @task_id::uuid;

@@ -169,6 +169,180 @@ func (q *Queries) IncidentsPerQueue(ctx context.Context, db DBTX) ([]IncidentsPe
 	return items, nil
 }
 
+const quietDue = `-- name: QuietDue :many
+SELECT q.fingerprint, q.quiet_ms, q.canary, q.rate_limit, q.requested_by, q.requested_at, q.task_id, q.started_at, greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen))::timestamptz AS quiet_since
+FROM redrive_incident_quiet q JOIN redrive_incident i USING (fingerprint)
+WHERE q.task_id IS NULL
+  AND greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen)) + interval '1 millisecond' * q.quiet_ms <= $1::timestamptz
+ORDER BY q.requested_at LIMIT $2
+`
+
+type QuietDueRow struct {
+	Fingerprint string
+	QuietMs     int64
+	Canary      json.RawMessage
+	RateLimit   float64
+	RequestedBy string
+	RequestedAt time.Time
+	TaskID      *string
+	StartedAt   *time.Time
+	QuietSince  time.Time
+}
+
+func (q *Queries) QuietDue(ctx context.Context, db DBTX, now time.Time, max int32) ([]QuietDueRow, error) {
+	rows, err := db.Query(ctx, quietDue, now, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []QuietDueRow
+	for rows.Next() {
+		var i QuietDueRow
+		if err := rows.Scan(
+			&i.Fingerprint,
+			&i.QuietMs,
+			&i.Canary,
+			&i.RateLimit,
+			&i.RequestedBy,
+			&i.RequestedAt,
+			&i.TaskID,
+			&i.StartedAt,
+			&i.QuietSince,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const quietRequestDelete = `-- name: QuietRequestDelete :one
+DELETE FROM redrive_incident_quiet WHERE fingerprint = $1 AND task_id IS NULL
+RETURNING fingerprint, quiet_ms, canary, rate_limit, requested_by, requested_at, task_id, started_at
+`
+
+func (q *Queries) QuietRequestDelete(ctx context.Context, db DBTX, fingerprint string) (RedriveIncidentQuiet, error) {
+	row := db.QueryRow(ctx, quietRequestDelete, fingerprint)
+	var i RedriveIncidentQuiet
+	err := row.Scan(
+		&i.Fingerprint,
+		&i.QuietMs,
+		&i.Canary,
+		&i.RateLimit,
+		&i.RequestedBy,
+		&i.RequestedAt,
+		&i.TaskID,
+		&i.StartedAt,
+	)
+	return i, err
+}
+
+const quietRequestGet = `-- name: QuietRequestGet :one
+SELECT q.fingerprint, q.quiet_ms, q.canary, q.rate_limit, q.requested_by, q.requested_at, q.task_id, q.started_at, greatest(q.requested_at, coalesce(i.last_arrived_at, i.last_seen))::timestamptz AS quiet_since
+FROM redrive_incident_quiet q JOIN redrive_incident i USING (fingerprint)
+WHERE q.fingerprint = $1
+`
+
+type QuietRequestGetRow struct {
+	Fingerprint string
+	QuietMs     int64
+	Canary      json.RawMessage
+	RateLimit   float64
+	RequestedBy string
+	RequestedAt time.Time
+	TaskID      *string
+	StartedAt   *time.Time
+	QuietSince  time.Time
+}
+
+func (q *Queries) QuietRequestGet(ctx context.Context, db DBTX, fingerprint string) (QuietRequestGetRow, error) {
+	row := db.QueryRow(ctx, quietRequestGet, fingerprint)
+	var i QuietRequestGetRow
+	err := row.Scan(
+		&i.Fingerprint,
+		&i.QuietMs,
+		&i.Canary,
+		&i.RateLimit,
+		&i.RequestedBy,
+		&i.RequestedAt,
+		&i.TaskID,
+		&i.StartedAt,
+		&i.QuietSince,
+	)
+	return i, err
+}
+
+const quietRequestSet = `-- name: QuietRequestSet :one
+
+INSERT INTO redrive_incident_quiet (fingerprint, quiet_ms, canary, rate_limit, requested_by, requested_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (fingerprint) DO UPDATE SET quiet_ms = excluded.quiet_ms, canary = excluded.canary,
+    rate_limit = excluded.rate_limit, requested_by = excluded.requested_by, requested_at = excluded.requested_at,
+    task_id = NULL, started_at = NULL
+RETURNING fingerprint, quiet_ms, canary, rate_limit, requested_by, requested_at, task_id, started_at
+`
+
+type QuietRequestSetParams struct {
+	Fingerprint string
+	QuietMs     int64
+	Canary      json.RawMessage
+	RateLimit   float64
+	RequestedBy string
+	RequestedAt time.Time
+}
+
+// "Resolved, redrive when quiet" (quiet.go).
+func (q *Queries) QuietRequestSet(ctx context.Context, db DBTX, arg QuietRequestSetParams) (RedriveIncidentQuiet, error) {
+	row := db.QueryRow(ctx, quietRequestSet,
+		arg.Fingerprint,
+		arg.QuietMs,
+		arg.Canary,
+		arg.RateLimit,
+		arg.RequestedBy,
+		arg.RequestedAt,
+	)
+	var i RedriveIncidentQuiet
+	err := row.Scan(
+		&i.Fingerprint,
+		&i.QuietMs,
+		&i.Canary,
+		&i.RateLimit,
+		&i.RequestedBy,
+		&i.RequestedAt,
+		&i.TaskID,
+		&i.StartedAt,
+	)
+	return i, err
+}
+
+const quietStarted = `-- name: QuietStarted :execrows
+UPDATE redrive_incident_quiet SET task_id = $1, started_at = $2
+WHERE fingerprint = $3 AND task_id IS NULL AND requested_at = $4
+`
+
+type QuietStartedParams struct {
+	TaskID      *string
+	StartedAt   *time.Time
+	Fingerprint string
+	RequestedAt time.Time
+}
+
+func (q *Queries) QuietStarted(ctx context.Context, db DBTX, arg QuietStartedParams) (int64, error) {
+	result, err := db.Exec(ctx, quietStarted,
+		arg.TaskID,
+		arg.StartedAt,
+		arg.Fingerprint,
+		arg.RequestedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const recordsOfIncidents = `-- name: RecordsOfIncidents :many
 SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record
 WHERE fingerprint = ANY($1::text[]) AND (fingerprint, id) > ($2::text, $3::uuid)

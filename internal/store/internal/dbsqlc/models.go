@@ -55,6 +55,18 @@ type RedriveIncident struct {
 	RulesVersion      int16
 	RefingerprintedAt *time.Time
 	Frames            []string
+	LastArrivedAt     *time.Time
+}
+
+type RedriveIncidentQuiet struct {
+	Fingerprint string
+	QuietMs     int64
+	Canary      json.RawMessage
+	RateLimit   float64
+	RequestedBy string
+	RequestedAt time.Time
+	TaskID      *string
+	StartedAt   *time.Time
 }
 
 type RedriveQueue struct {
@@ -158,27 +170,42 @@ type RedriveSchema struct {
 }
 
 type RedriveTask struct {
-	ID              string
-	Kind            string
-	State           string
-	Filter          json.RawMessage
-	RateLimit       float64
-	BatchSize       int32
-	Total           int64
-	Processed       int64
-	Skipped         int64
-	Errors          json.RawMessage
-	CursorID        *string
-	MaxID           *string
-	CancelRequested bool
-	CreatedBy       string
-	LeaseOwner      *string
-	LeaseToken      *string
-	LeaseUntil      *time.Time
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	UpdatedAt       time.Time
-	FinishedAt      *time.Time
-	Patch           json.RawMessage
-	SkippedRecords  json.RawMessage
+	ID               string
+	Kind             string
+	State            string
+	Filter           json.RawMessage
+	RateLimit        float64
+	BatchSize        int32
+	Total            int64
+	Processed        int64
+	Skipped          int64
+	Errors           json.RawMessage
+	CursorID         *string
+	MaxID            *string
+	CancelRequested  bool
+	CreatedBy        string
+	LeaseOwner       *string
+	LeaseToken       *string
+	LeaseUntil       *time.Time
+	CreatedAt        time.Time
+	StartedAt        *time.Time
+	UpdatedAt        time.Time
+	FinishedAt       *time.Time
+	Patch            json.RawMessage
+	SkippedRecords   json.RawMessage
+	Canary           json.RawMessage
+	CanaryPhase      *string
+	CanarySampled    int64
+	CanarySampledAt  *time.Time
+	CanaryWatchUntil *time.Time
+	CanaryReport     json.RawMessage
+}
+
+type RedriveTaskSample struct {
+	TaskID      string
+	RecordID    string
+	Fingerprint string
+	ErrorsLen   int32
+	LastError   json.RawMessage
+	Outcome     *string
 }

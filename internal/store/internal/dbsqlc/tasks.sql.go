@@ -8,6 +8,7 @@ package dbsqlc
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 const taskAddError = `-- name: TaskAddError :exec
@@ -41,7 +42,7 @@ UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce
     skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
 `
 
 type TaskAdvanceParams struct {
@@ -89,6 +90,77 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
+	)
+	return i, err
+}
+
+const taskCanaryUpdate = `-- name: TaskCanaryUpdate :one
+UPDATE redrive_task SET canary_phase = coalesce($1::text, canary_phase),
+    canary_sampled_at = coalesce($2::timestamptz, canary_sampled_at),
+    canary_watch_until = coalesce($3::timestamptz, canary_watch_until),
+    canary_report = coalesce($4::jsonb, canary_report),
+    lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
+WHERE id = $6 AND lease_token = $7
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+`
+
+type TaskCanaryUpdateParams struct {
+	Phase      *string
+	SampledAt  *time.Time
+	WatchUntil *time.Time
+	Report     json.RawMessage
+	LeaseMs    int64
+	ID         string
+	LeaseToken *string
+}
+
+func (q *Queries) TaskCanaryUpdate(ctx context.Context, db DBTX, arg TaskCanaryUpdateParams) (RedriveTask, error) {
+	row := db.QueryRow(ctx, taskCanaryUpdate,
+		arg.Phase,
+		arg.SampledAt,
+		arg.WatchUntil,
+		arg.Report,
+		arg.LeaseMs,
+		arg.ID,
+		arg.LeaseToken,
+	)
+	var i RedriveTask
+	err := row.Scan(
+		&i.ID,
+		&i.Kind,
+		&i.State,
+		&i.Filter,
+		&i.RateLimit,
+		&i.BatchSize,
+		&i.Total,
+		&i.Processed,
+		&i.Skipped,
+		&i.Errors,
+		&i.CursorID,
+		&i.MaxID,
+		&i.CancelRequested,
+		&i.CreatedBy,
+		&i.LeaseOwner,
+		&i.LeaseToken,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+		&i.Patch,
+		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
@@ -98,7 +170,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -128,6 +200,12 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
@@ -148,7 +226,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -178,6 +256,12 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
@@ -185,10 +269,11 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 const taskCreate = `-- name: TaskCreate :one
 
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch)
+    max_id, created_at, updated_at, patch, canary, canary_phase)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
+    $9::jsonb, CASE WHEN $9::jsonb IS NULL THEN NULL ELSE 'sample' END)
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
 `
 
 type TaskCreateParams struct {
@@ -200,6 +285,7 @@ type TaskCreateParams struct {
 	Total     int64
 	CreatedBy string
 	Patch     json.RawMessage
+	Canary    json.RawMessage
 }
 
 // Bulk tasks (task.go). Each statement returns the whole task row.
@@ -213,6 +299,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		arg.Total,
 		arg.CreatedBy,
 		arg.Patch,
+		arg.Canary,
 	)
 	var i RedriveTask
 	err := row.Scan(
@@ -239,6 +326,12 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
@@ -247,7 +340,7 @@ const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
     lease_until = NULL, lease_owner = NULL, lease_token = NULL
 WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
 `
 
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
@@ -277,12 +370,18 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -312,12 +411,18 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.Canary,
+		&i.CanaryPhase,
+		&i.CanarySampled,
+		&i.CanarySampledAt,
+		&i.CanaryWatchUntil,
+		&i.CanaryReport,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -353,6 +458,12 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.Canary,
+			&i.CanaryPhase,
+			&i.CanarySampled,
+			&i.CanarySampledAt,
+			&i.CanaryWatchUntil,
+			&i.CanaryReport,
 		); err != nil {
 			return nil, err
 		}
@@ -365,7 +476,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -401,6 +512,12 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.Canary,
+			&i.CanaryPhase,
+			&i.CanarySampled,
+			&i.CanarySampledAt,
+			&i.CanaryWatchUntil,
+			&i.CanaryReport,
 		); err != nil {
 			return nil, err
 		}
@@ -413,7 +530,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -449,6 +566,12 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.Canary,
+			&i.CanaryPhase,
+			&i.CanarySampled,
+			&i.CanarySampledAt,
+			&i.CanaryWatchUntil,
+			&i.CanaryReport,
 		); err != nil {
 			return nil, err
 		}
@@ -461,7 +584,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -497,6 +620,12 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.Canary,
+			&i.CanaryPhase,
+			&i.CanarySampled,
+			&i.CanarySampledAt,
+			&i.CanaryWatchUntil,
+			&i.CanaryReport,
 		); err != nil {
 			return nil, err
 		}
@@ -516,4 +645,85 @@ WHERE id = $1 AND lease_token = $2
 func (q *Queries) TaskRelease(ctx context.Context, db DBTX, iD string, leaseToken *string) error {
 	_, err := db.Exec(ctx, taskRelease, iD, leaseToken)
 	return err
+}
+
+const taskSampleAdd = `-- name: TaskSampleAdd :exec
+
+WITH added AS (
+    INSERT INTO redrive_task_sample (task_id, record_id, fingerprint, errors_len, last_error)
+    SELECT $1::uuid, r.id, r.fingerprint, jsonb_array_length(r.errors), r.errors->-1
+    FROM redrive_record r WHERE r.id = ANY($2::uuid[])
+    ON CONFLICT DO NOTHING
+    RETURNING 1)
+UPDATE redrive_task SET canary_sampled = canary_sampled + (SELECT count(*) FROM added)
+WHERE id = $1::uuid
+`
+
+// Canaries (canary.go).
+// The records a canary's sample batch just retried, as they were before it
+// (a retry keeps a record's errors and fingerprint), counted on the task.
+func (q *Queries) TaskSampleAdd(ctx context.Context, db DBTX, taskID string, ids []string) error {
+	_, err := db.Exec(ctx, taskSampleAdd, taskID, ids)
+	return err
+}
+
+const taskSampleStates = `-- name: TaskSampleStates :many
+SELECT s.record_id::text AS record_id, s.fingerprint, coalesce(s.outcome, '')::text AS outcome,
+    (r.id IS NOT NULL)::bool AS present, coalesce(r.state, '')::text AS state,
+    coalesce(r.completed_by, '')::text AS completed_by,
+    coalesce(r.state = 'available' AND r.next_retry_at IS NOT NULL AND r.attempt = 0
+        OR EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token), false)::bool AS queued,
+    (CASE WHEN s.outcome IS NOT NULL OR r.id IS NULL THEN NULL
+          WHEN r.errors->-1 IS DISTINCT FROM s.last_error THEN r.errors->(coalesce((
+              SELECT max(x.i) FROM jsonb_array_elements(r.errors) WITH ORDINALITY AS x(e, i) WHERE x.e = s.last_error), 0))::int
+          WHEN jsonb_array_length(r.errors) > s.errors_len THEN r.errors->s.errors_len
+     END)::jsonb AS first_new,
+    s.last_error
+FROM redrive_task_sample s LEFT JOIN redrive_record r ON r.id = s.record_id
+WHERE s.task_id = $1::uuid
+`
+
+type TaskSampleStatesRow struct {
+	RecordID    string
+	Fingerprint string
+	Outcome     string
+	Present     bool
+	State       string
+	CompletedBy string
+	Queued      bool
+	FirstNew    json.RawMessage
+	LastError   json.RawMessage
+}
+
+// Each record of a canary's sample as it is now: whether it waits for its
+// redelivery still (queued, or being produced), and, unless it was already
+// seen failing again, the first error it got since its retry (NULL: none).
+func (q *Queries) TaskSampleStates(ctx context.Context, db DBTX, taskID string) ([]TaskSampleStatesRow, error) {
+	rows, err := db.Query(ctx, taskSampleStates, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TaskSampleStatesRow
+	for rows.Next() {
+		var i TaskSampleStatesRow
+		if err := rows.Scan(
+			&i.RecordID,
+			&i.Fingerprint,
+			&i.Outcome,
+			&i.Present,
+			&i.State,
+			&i.CompletedBy,
+			&i.Queued,
+			&i.FirstNew,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
