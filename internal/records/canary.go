@@ -146,6 +146,9 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 
 // number reads a JSON number (and nothing else).
 func number(raw json.RawMessage) (float64, bool) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' {
+		return 0, false // json.Number takes a string holding a number too
+	}
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
