@@ -319,3 +319,132 @@ func TestCanaryAbortsWhileTheFixIsMissingAndPassesOnceItIsThere(t *testing.T) {
 	recordIDs(t, b, "state=discarded&error_type=db.connection_refused&limit=1000", 100)
 	recordIDs(t, b, "state=discarded&error_type=order.invalid&limit=1000", 100)
 }
+
+// An incident marked "resolved, redrive when quiet" (PT10M) starts its
+// canary retry once no failure of it has arrived for ten minutes, on the
+// app's clock: a failure arriving meanwhile starts the ten minutes over. The
+// task is the operator's (created_by, the audit log), and the event says so.
+func TestAQuietIncidentIsRedrivenWithACanary(t *testing.T) {
+	t.Parallel()
+	brokers := kafkatest.New(t, dlqTopic, "orders", dlqTopic+".events", dlqTopic+".archive")
+	policies := policyDir(t, "_default:\n  retry: {max_attempts: 1}\n")
+	clk := clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond))
+	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
+	events := a.sse(t, "/ojs/v1/events?type=incident.redrive_started,task.canary_watching,task.canary_passed")
+	producer := kafkatest.Client(t, brokers)
+	fail := func(from, to int) {
+		t.Helper()
+		recs := make([]*kgo.Record, 0, to-from)
+		for i := from; i < to; i++ {
+			recs = append(recs, failure(clk.Now(), "orders", "order.created", "db.down", "RETRY", fmt.Sprintf("order-%d", i)))
+		}
+		kafkatest.Produce(t, producer, recs...)
+		recordIDs(t, a, "state=discarded&limit=100", to)
+	}
+	fail(0, 20)
+	var incidents struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	eventually.Nil(t, "the incident", func() error { // noted just after its records
+		_, body := a.do(t, http.MethodGet, "/ojs/v1/incidents", "")
+		if err := json.Unmarshal(body, &incidents); err != nil || len(incidents.Items) != 1 {
+			return fmt.Errorf("incidents: %s", body)
+		}
+		return nil
+	})
+	incident := incidents.Items[0].ID
+	status, body := a.do(t, http.MethodPost, "/ojs/v1/incidents/"+incident+"/redrive-when-quiet",
+		`{"quiet":"PT10M","canary":{"sample":5,"watch":"PT1M"}}`)
+	if status != http.StatusOK {
+		t.Fatalf("mark quiet: %d %s", status, body)
+	}
+	type quiet struct {
+		State      string  `json:"state"`
+		QuietSince string  `json:"quiet_since"`
+		TaskID     *string `json:"task_id"`
+	}
+	request := func() quiet {
+		t.Helper()
+		var in struct {
+			RedriveWhenQuiet *quiet `json:"redrive_when_quiet"`
+		}
+		status, body := a.do(t, http.MethodGet, "/ojs/v1/incidents/"+incident, "")
+		if err := json.Unmarshal(body, &in); status != http.StatusOK || err != nil || in.RedriveWhenQuiet == nil {
+			t.Fatalf("GET incident: %d %s", status, body)
+		}
+		return *in.RedriveWhenQuiet
+	}
+	pass := func() {
+		t.Helper()
+		if _, err := a.app.Quiet().RunOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	clk.Advance(9 * time.Minute)
+	pass()
+	if q := request(); q.State != "waiting" {
+		t.Fatalf("after 9 quiet minutes: %+v", q)
+	}
+	// A failure of the incident arrives: the quiet starts over.
+	fail(20, 21)
+	arrived := clk.Now()
+	eventually.Nil(t, "the new failure noted on its incident", func() error {
+		if q := request(); q.QuietSince != arrived.Format("2006-01-02T15:04:05.000Z") {
+			return fmt.Errorf("quiet since %s", q.QuietSince)
+		}
+		return nil
+	})
+	if q := request(); q.QuietSince != arrived.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("quiet since %s, want the new failure's arrival %s", q.QuietSince, arrived)
+	}
+	clk.Advance(2 * time.Minute) // 11 minutes after the request, 2 after the failure
+	pass()
+	if q := request(); q.State != "waiting" {
+		t.Fatalf("2 minutes after a new failure: %+v", q)
+	}
+	clk.Advance(8 * time.Minute)
+	pass()
+	q := request()
+	if q.State != "started" || q.TaskID == nil {
+		t.Fatalf("10 quiet minutes after the last failure: %+v", q)
+	}
+	ct := a.task(t, *q.TaskID)
+	if ct.Total != 21 || ct.Canary.SampleSize != 5 {
+		t.Fatalf("task: %+v %+v", ct, *ct.Canary)
+	}
+	var task struct {
+		CreatedBy string `json:"created_by"`
+	}
+	_, body = a.do(t, http.MethodGet, "/ojs/v1/tasks/"+*q.TaskID, "")
+	_ = json.Unmarshal(body, &task)
+	var audit struct {
+		Items []struct {
+			KeyName string `json:"key_name"`
+			Target  string `json:"target"`
+			Count   int64  `json:"count"`
+		} `json:"items"`
+	}
+	_, body = a.do(t, http.MethodGet, "/ojs/v1/audit?action=incident.redrive_when_quiet.started", "")
+	if err := json.Unmarshal(body, &audit); err != nil || len(audit.Items) != 1 || audit.Items[0].KeyName != task.CreatedBy ||
+		task.CreatedBy != "anonymous (auth disabled)" || audit.Items[0].Target != "task:"+*q.TaskID || audit.Items[0].Count != 21 {
+		t.Fatalf("audit %s; task created by %q", body, task.CreatedBy)
+	}
+	// Another pass starts nothing more.
+	pass()
+	if q2 := request(); *q2.TaskID != *q.TaskID {
+		t.Fatalf("a second task: %+v", q2)
+	}
+	if ev := collect(t, events, 2); ev[0] != "incident.redrive_started "+incident || ev[1] != "task.canary_watching "+*q.TaskID {
+		t.Errorf("events %v", ev)
+	}
+	// Nothing consumes the orders: the sample completes by its redelivery,
+	// and after the watch the rest follows.
+	clk.Advance(time.Minute)
+	done := a.waitTask(t, *q.TaskID, "the quiet incident's task", func(ct canaryTask) bool { return ct.State == "completed" })
+	if done.Processed != 21 || *done.Canary.Verdict != "passed" || done.Canary.Report != (report{Sample: 5, Delivered: 5, Completed: 5}) {
+		t.Errorf("task: %+v %+v", done, *done.Canary)
+	}
+}
