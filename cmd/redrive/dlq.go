@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -302,6 +303,7 @@ func dlqRetryCmd(cf *clientFlags) *cobra.Command {
 	f := newDLQFilter(filter.Bulk)
 	var all, yes, wait bool
 	var rateLimit float64
+	var canary canaryFlags
 	var target, value, valueFile, valueEncoding, meta, retry string
 	var headers []string
 	cmd := &cobra.Command{
@@ -313,7 +315,10 @@ retry policy. The original value stays recorded next to the edit.
 
 retry --all [filters] shows how many records would be retried; add --yes to
 start a background task (optionally --rate-limit records/s) and --wait to
-follow its progress.`,
+follow its progress. --canary-sample N (or P%) and --canary-watch D make it a
+canary: the task redelivers the sample first, watches it for D, and aborts
+(leaving the rest alone) when --canary-abort-if-refail of it (default 0.1)
+fails again the same way.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
 			if all == (len(args) == 1) {
@@ -324,7 +329,11 @@ follow its progress.`,
 				if err != nil {
 					return err
 				}
-				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry")
+				extra, err := canary.body(cmd)
+				if err != nil {
+					return err
+				}
+				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry", extra)
 			}
 			override := map[string]any{}
 			if target != "" {
@@ -382,6 +391,7 @@ follow its progress.`,
 	fl.BoolVar(&yes, "yes", false, "with --all: really do it (without it, only count)")
 	fl.BoolVar(&wait, "wait", false, "with --all --yes: follow the task with a progress bar")
 	fl.Float64Var(&rateLimit, "rate-limit", 0, "with --all: records per second (0: unlimited)")
+	canary.register(fl)
 	fl.StringVar(&target, "target", "", "redeliver to this topic instead")
 	fl.StringVar(&value, "new-value", "", "redeliver this value instead (the original stays recorded)")
 	fl.StringVar(&valueFile, "new-value-file", "", "redeliver this file's content as the value")
@@ -414,7 +424,7 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 			if err != nil {
 				return err
 			}
-			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete")
+			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete", nil)
 		}),
 	}
 	f.register(cmd.Flags())
@@ -425,21 +435,30 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 }
 
 // bulk runs a bulk operation: a dry run, or a task (followed with --wait).
-func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessage, yes, wait bool, rate float64, verb string) error {
+func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessage, yes, wait bool, rate float64, verb string,
+	extra map[string]any) error {
 	body := map[string]any{"filter": f, "confirm": yes}
 	if rate > 0 {
 		body["rate_limit"] = rate
 	}
+	maps.Copy(body, extra)
 	var ans struct {
 		DryRun      bool     `json:"dry_run"`
 		WouldAffect int64    `json:"would_affect"`
 		Task        taskView `json:"task"`
+		Canary      *struct {
+			SampleSize int64 `json:"sample_size"`
+		} `json:"canary"`
 	}
 	raw, err := c.do(cmd.Context(), method, path, body, &ans)
 	if err != nil {
 		return err
 	}
 	if ans.DryRun {
+		if ans.Canary != nil {
+			return c.printLine(raw, "would %s %s, a canary of %s first; nothing changed (add --yes to %s them)", verb,
+				count(ans.WouldAffect, "record"), count(ans.Canary.SampleSize, "record"), verb)
+		}
 		return c.printLine(raw, "would %s %s; nothing changed (add --yes to %s them)", verb, count(ans.WouldAffect, "record"), verb)
 	}
 	if !wait {
@@ -517,10 +536,11 @@ type taskView struct {
 	Errors    []struct {
 		Message string `json:"message"`
 	} `json:"errors"`
+	Canary *canaryView `json:"canary"`
 }
 
 func (t taskView) finished() bool {
-	return t.State == "completed" || t.State == "cancelled" || t.State == "failed"
+	return t.State == "completed" || t.State == "cancelled" || t.State == "failed" || t.State == "aborted"
 }
 
 // waitTask follows a task with a progress bar on stderr until it finishes.
@@ -533,15 +553,26 @@ func waitTask(cmd *cobra.Command, c *apiClient, id string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.errOut, progressBar(t.Processed, t.Total, t.State))
+		state := t.State
+		if t.Canary != nil && (t.Canary.Phase == "sample" || t.Canary.Phase == "watch") && !t.finished() {
+			state += ", canary " + t.Canary.summary()
+		}
+		fmt.Fprint(c.errOut, progressBar(t.Processed, t.Total, state))
 		if t.finished() {
 			fmt.Fprintln(c.errOut)
 			if c.output == "json" {
 				return c.printJSON(raw)
 			}
 			fmt.Fprintf(c.out, "task %s %s: %d of %s\n", t.ID, t.State, t.Processed, count(t.Total, "record"))
-			if t.State == "failed" {
+			if t.Canary != nil {
+				fmt.Fprintf(c.out, "canary %s\n", t.Canary.summary())
+			}
+			switch t.State {
+			case "failed":
 				return fmt.Errorf("task %s failed: %d errors", t.ID, len(t.Errors))
+			case "aborted":
+				return fmt.Errorf("task %s aborted by its canary: %d of %d records of the sample failed again the same way",
+					t.ID, t.Canary.Report.FailedSame, t.Canary.Report.Sample)
 			}
 			return nil
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -50,10 +51,21 @@ incident's records with: redrive dlq retry --incident ID (dry run first).`,
 		Short: "Show one incident",
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
-			return getRow(cmd.Context(), c, "/ojs/v1/incidents/"+url.PathEscape(args[0]), incidentHeader, incidentRow)
+			var in incidentView
+			raw, err := c.do(cmd.Context(), http.MethodGet, "/ojs/v1/incidents/"+url.PathEscape(args[0]), nil, &in)
+			if err != nil {
+				return err
+			}
+			if err := c.printTable(raw, incidentHeader, [][]string{incidentRow(in)}); err != nil || c.output == "json" {
+				return err
+			}
+			if q := in.RedriveWhenQuiet; q != nil {
+				fmt.Fprintln(c.out, q.summary())
+			}
+			return nil
 		}),
 	}
-	cmd.AddCommand(show)
+	cmd.AddCommand(show, quietCmd(&cf))
 	return cmd
 }
 
@@ -65,6 +77,8 @@ type incidentView struct {
 	Queues    []string         `json:"queues"`
 	States    map[string]int64 `json:"states"`
 	LastSeen  string           `json:"last_seen"`
+	// RedriveWhenQuiet is its request (GET of one incident only).
+	RedriveWhenQuiet *quietView `json:"redrive_when_quiet"`
 }
 
 var incidentHeader = []string{"ID", "RECORDS", "ERROR TYPE", "SIGNATURE", "QUEUES", "STATES", "LAST SEEN"}

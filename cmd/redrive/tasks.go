@@ -19,7 +19,7 @@ func tasksCmd() *cobra.Command {
 		RunE:  cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTasks(cmd, c, state) }),
 	}
 	cf.register(cmd.PersistentFlags())
-	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state: pending, running, completed, cancelled, failed")
+	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state: pending, running, completed, cancelled, failed, aborted")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tasks, newest first",
@@ -57,14 +57,18 @@ func tasksCmd() *cobra.Command {
 	return cmd
 }
 
-var taskHeader = []string{"ID", "KIND", "STATE", "PROGRESS", "RATE", "BY", "CREATED"}
+var taskHeader = []string{"ID", "KIND", "STATE", "PROGRESS", "RATE", "BY", "CREATED", "CANARY"}
 
 func taskRow(t taskView) []string {
 	rate := "unlimited"
 	if t.RateLimit > 0 {
 		rate = strconv.FormatFloat(t.RateLimit, 'f', -1, 64) + "/s"
 	}
-	return []string{t.ID, t.Kind, t.State, fmt.Sprintf("%d/%d (%.0f%%)", t.Processed, t.Total, t.Progress*100), rate, t.CreatedBy, t.CreatedAt}
+	canary := "-"
+	if t.Canary != nil {
+		canary = t.Canary.summary()
+	}
+	return []string{t.ID, t.Kind, t.State, fmt.Sprintf("%d/%d (%.0f%%)", t.Processed, t.Total, t.Progress*100), rate, t.CreatedBy, t.CreatedAt, canary}
 }
 
 func listTasks(cmd *cobra.Command, c *apiClient, state string) error {
