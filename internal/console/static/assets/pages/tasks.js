@@ -22,7 +22,7 @@ async function drawTasks(signal) {
     el("h1", {}, "Tasks"),
     items.length === 0 ? el("p", { class: "empty" }, "No bulk tasks yet. Retry or purge all the records of a filtered view on the Records page, and the task shows here.")
       : table(["Task", "Kind", "State", "Progress", "By", "Created"], items.map((t) => el("tr", {},
-        el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind, t.patch ? " (patch)" : ""), el("td", {}, t.state),
+        el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind, t.patch ? " (patch)" : "", t.canary ? ` (canary: ${t.canary.phase})` : ""), el("td", {}, t.state),
         el("td", {}, progressBar(t), ` ${t.processed}/${t.total}`),
         el("td", {}, t.created_by), el("td", {}, ago(t.created_at))))),
   );
@@ -61,6 +61,7 @@ export async function task(signal, id) {
       ["Filter", el("code", {}, JSON.stringify(t.filter))],
       t.patchText ? ["Patch", el("pre", { class: "raw", id: "task-patch" }, t.patchText)] : null,
       t.skipped && typeof t.skipped === "object" ? ["Skipped", skippedView(t.skipped)] : null,
+      t.canary ? ["Canary", canaryView(t)] : null,
       ["Created", [ago(t.created_at), ` by ${t.created_by}`]],
       ["Started", ago(t.started_at)],
       ["Finished", ago(t.finished_at)],
@@ -120,4 +121,30 @@ function skippedView(sk) {
     table(["Record", "Why"], records.map((x) => el("tr", {},
       el("td", {}, link(`/ui/records/${encodeURIComponent(x.id)}`, x.id, { class: "id" })),
       el("td", { class: "msg" }, x.message || ""))), { id: "task-skipped-records" }));
+}
+
+// canaryView is a canary task's sample: what was asked, where it stands
+// (retrying the sample, waiting for its redelivery, watching it, the
+// verdict), and what became of its records.
+function canaryView(t) {
+  const c = t.canary;
+  const r = c.report || {};
+  const phase = {
+    sample: c.sampled < c.sample_size && !c.sampled_at ? `retrying the sample (${c.sampled} of ${c.sample_size})`
+      : `waiting for the sample's redelivery (${r.delivered} of ${r.sample} redelivered)`,
+    watch: "watching the sample",
+    passed: "passed: the rest was retried after it",
+    aborted: "aborted: the rest was left as it was",
+  }[c.phase] || c.phase;
+  const pct = (n) => (r.sample ? ` (${Math.round((n * 100) / r.sample)}%)` : "");
+  return el("div", { id: "task-canary", class: `canary canary-${c.phase}` },
+    el("p", {}, el("strong", { id: "task-canary-phase" }, phase),
+      c.phase === "watch" && c.watch_until ? [" until ", ago(c.watch_until)] : null),
+    el("p", { class: "muted" }, `Sample of ${plural(c.sample_size, "record")} (asked: ${JSON.stringify(c.sample)}), watched ${c.watch} once redelivered; ` +
+      `aborts when ${Math.round(c.abort_if_refail * 100)}% of it fails again the same way.`),
+    table(["Outcome", "Records"], [
+      ["Completed", r.completed], ["Failed again the same way", r.failed_same], ["Failed differently", r.failed_different],
+      ["Pending", r.pending], ["Deleted", r.deleted],
+    ].map(([k, n]) => el("tr", {}, el("td", {}, k), el("td", { class: "num" }, `${(n || 0).toLocaleString("en")}${pct(n || 0)}`))),
+    { id: "task-canary-report" }));
 }
