@@ -61,7 +61,7 @@ type canaryJSON struct {
 	SampledAt  *jsonTime `json:"sampled_at"`
 	WatchUntil *jsonTime `json:"watch_until"`
 	// Verdict is passed or aborted once given, null before.
-	Verdict *string             `json:"verdict"`
+	Verdict *string              `json:"verdict"`
 	Report  records.CanaryReport `json:"report"`
 	// RefailRatio is the share of the sample that failed again the same
 	// way (what abort_if_refail is compared with).

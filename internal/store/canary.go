@@ -29,7 +29,9 @@ type CanarySpec struct {
 }
 
 // WatchDuration is how long the sample is watched.
-func (c *CanarySpec) WatchDuration() time.Duration { return time.Duration(c.WatchMs) * time.Millisecond }
+func (c *CanarySpec) WatchDuration() time.Duration {
+	return time.Duration(c.WatchMs) * time.Millisecond
+}
 
 // Canary phases.
 const (

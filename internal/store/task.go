@@ -52,8 +52,8 @@ type Task struct {
 	// Patch is the JSON Patch a retry applies to each record's payload
 	// (nil: none); SkippedRecords the first MaxSkippedRecords records it
 	// skipped (Skipped counts them all).
-	Patch           json.RawMessage
-	SkippedRecords  []SkippedRecord
+	Patch          json.RawMessage
+	SkippedRecords []SkippedRecord
 	// Canary is a retry's canary (nil: none), CanaryState where it stands.
 	Canary          *CanarySpec
 	CanaryState     CanaryState
