@@ -41,6 +41,12 @@ func everyType() []events.Event {
 		case typ == events.IncidentOpened:
 			evs = append(evs, events.Incident(events.IncidentData{ID: "e8bdf5bbe285de31", Queue: q, ErrorType: "db.down",
 				Signature: "dial tcp <ip>:<port>: connection refused", Sample: events.IncidentSample{ID: uuid.NewString(), Message: "dial tcp 10.0.0.5:5432: connection refused"}}))
+		case strings.HasPrefix(string(typ), "task.canary_"):
+			evs = append(evs, events.Canary(typ, q, events.CanaryData{TaskID: uuid.NewString(), Filter: json.RawMessage(`{"queue":"` + q + `"}`),
+				Phase: strings.TrimPrefix(string(typ), "task.canary_"), Report: map[string]int{"sample": 10}}))
+		case typ == events.IncidentRedriveStarted: // no queue: for unfiltered subscribers only
+			evs = append(evs, events.RedriveStarted(events.RedriveStartedData{ID: "e8bdf5bbe285de31", TaskID: uuid.NewString(),
+				RequestedBy: "ops", Quiet: "PT15M", QuietSince: t0}))
 		default:
 			evs = append(evs, events.Record(typ, events.RecordData{ID: uuid.NewString(), Queue: q, Type: "order.created"}))
 		}
@@ -116,13 +122,13 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		checkEnvelope(t, msg.JSON, evs[i])
 	}
 	var ordersGot, replaysGot []events.Type
-	for range 5 {
+	for range 6 {
 		ordersGot = append(ordersGot, recv(t, orders.C).Event.Type)
 	}
 	for range 2 {
 		replaysGot = append(replaysGot, recv(t, replays.C).Event.Type)
 	}
-	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened" {
+	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed" {
 		t.Errorf("orders subscriber got %v", ordersGot)
 	}
 	if strings.Join(typeNames(replaysGot), ",") != "dead_letter.replayed,queue.paused" {
