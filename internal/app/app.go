@@ -162,7 +162,7 @@ func (a *App) init(ctx context.Context) error {
 		a.archiver, err = redeliver.NewArchiver(redeliver.ArchiverConfig{
 			Brokers:    cfg.KafkaBrokers,
 			ClientOpts: a.clientOpts(kopts, "archiver"),
-			Topic:      archiveTopic(cfg.ArchiveTopic),
+			Topic:      archiveTopic(cfg.ArchiveTopic, cfg.DLQTopics),
 			DLQTopics:  cfg.DLQTopics,
 			Clock:      a.clock,
 			Logger:     a.log,
@@ -386,9 +386,16 @@ func (s *httpServer) Stop() error {
 
 // archiveTopic names archive topics from the REDRIVE_ARCHIVE_TOPIC setting:
 // empty means "<dlq topic>.archive", anything else is the one archive topic.
-func archiveTopic(setting string) func(string) string {
+// A job published over HTTP was read from no DLQ topic: it is archived with
+// the first DLQ topic's records.
+func archiveTopic(setting string, dlqTopics []string) func(string) string {
 	if setting == "" || setting == config.Off {
-		return redeliver.DefaultArchiveTopic
+		return func(dlq string) string {
+			if dlq == "" && len(dlqTopics) > 0 {
+				dlq = dlqTopics[0]
+			}
+			return redeliver.DefaultArchiveTopic(dlq)
+		}
 	}
 	return func(string) string { return setting }
 }

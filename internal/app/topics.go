@@ -41,7 +41,7 @@ func ownTopics(cfg config.Config) []ownTopic {
 		out = append(out, ownTopic{name, use})
 	}
 	if cfg.ArchiveTopic != config.Off {
-		name := archiveTopic(cfg.ArchiveTopic)
+		name := archiveTopic(cfg.ArchiveTopic, cfg.DLQTopics)
 		for _, dlq := range cfg.DLQTopics {
 			add(name(dlq), "archive")
 		}

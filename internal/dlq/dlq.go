@@ -109,6 +109,10 @@ const (
 	FormatWatermill   Format = "watermill"
 	FormatJSON        Format = "json"
 	FormatUnparseable Format = "unparseable"
+	// FormatOJS is a job published over HTTP (POST /ojs/v1/jobs): an OJS
+	// job envelope whose args are the value. Workers fetch it over HTTP;
+	// it is never produced to Kafka.
+	FormatOJS Format = "ojs"
 )
 
 // ErrorTypeUnparseable is the error type given to records no decoder understands.

@@ -310,7 +310,7 @@ func (s *Server) deleteRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id})
+	return c.JSON(http.StatusOK, map[string]any{"deleted": true, "id": id, "job_id": id})
 }
 
 // bulkBody is the body of the bulk operations.

@@ -23,8 +23,10 @@ const (
 
 // APIError is an error answered with the OJS error envelope.
 type APIError struct {
-	Status  int            `json:"-"`
-	Code    string         `json:"code"`
+	Status int    `json:"-"`
+	Code   string `json:"code"`
+	// Type repeats Code, as OJS clients read the error's type.
+	Type    string         `json:"type,omitempty"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
 	// RequestID is filled in when the error is written.
@@ -90,6 +92,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			Message: "the backend is unavailable; try again"}
 	}
 	out := *apiErr
+	out.Type = out.Code
 	out.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(out.Status)

@@ -29,6 +29,7 @@ import (
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/auth"
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
@@ -76,6 +77,8 @@ type options struct {
 	env map[string]string
 	// policy replaces filePolicy.
 	policy string
+	// clock drives the app's services and the API's now (default: wall).
+	clock clock.Clock
 }
 
 // setup runs a whole processor (ingest, scheduler, API, tasks) against a
@@ -109,7 +112,7 @@ func start(t *testing.T, o options) *bundle {
 	for _, k := range slices.Sorted(maps.Keys(o.env)) {
 		env = append(env, k, o.env[k])
 	}
-	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Logger: testLogger(), RequeueWait: 2 * time.Second}, env...)
+	a, stop := apptest.Start(t, brokers, dbURL, app.Options{Logger: testLogger(), RequeueWait: 2 * time.Second, Clock: o.clock}, env...)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -186,6 +186,13 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/dead-letter/:id/payload/check", handler: s.checkPayload, scope: auth.ScopeRead},
 		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
 
+		// The worker API (jobs.go): write scope, not audited (data plane).
+		{method: http.MethodPost, path: "/jobs", handler: s.publishJob},
+		{method: http.MethodGet, path: "/jobs/:id", handler: s.getJob},
+		{method: http.MethodPost, path: "/workers/fetch", handler: s.fetchJobs},
+		{method: http.MethodPost, path: "/workers/ack", handler: s.ackJob},
+		{method: http.MethodPost, path: "/workers/nack", handler: s.nackJob},
+
 		{method: http.MethodGet, path: "/tasks", handler: s.listTasks},
 		{method: http.MethodGet, path: "/tasks/:id", handler: s.getTask},
 		{method: http.MethodPost, path: "/tasks/:id/cancel", handler: s.cancelTask, action: "task.cancel"},

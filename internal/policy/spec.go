@@ -108,6 +108,8 @@ type RedeliverySpec struct {
 	RateLimit     *float64 `json:"rate_limit,omitempty"`
 	TargetTopic   *string  `json:"target_topic,omitempty"`
 	KeepPartition *bool    `json:"keep_partition,omitempty"`
+	// Mode is how due records are delivered: kafka or pull (mode.go).
+	Mode *Mode `json:"mode,omitempty"`
 }
 
 // ReplayRuleSpec is a partial replay rule (OJS dead-letter spec §7). Rules merge
@@ -218,6 +220,8 @@ func enumValues(t reflect.Type) ([]string, bool) {
 		return []string{string(TopicActive), string(TopicPaused), string(TopicDraining)}, true
 	case reflect.TypeFor[Completion]():
 		return []string{string(CompletionRedelivered), string(CompletionAck)}, true
+	case reflect.TypeFor[Mode]():
+		return []string{string(ModeKafka), string(ModePull)}, true
 	}
 	return nil, false
 }

@@ -85,6 +85,9 @@ type Redelivery struct {
 	// partition count the partitioner picks the same partition anyway, and a
 	// target topic may have fewer partitions.
 	KeepPartition bool
+	// Mode is how due records are delivered: produced by the scheduler
+	// (ModeKafka, the default) or fetched by workers over HTTP (ModePull).
+	Mode Mode
 }
 
 // ReplayRule is an effective automatic replay rule (OJS dead-letter spec §7).
@@ -126,6 +129,7 @@ func DefaultTopic() Topic {
 		State:         TopicActive,
 		Completion:    CompletionRedelivered,
 		AckTimeout:    DefaultAckTimeout,
+		Redelivery:    Redelivery{Mode: ModeKafka},
 	}
 }
 
@@ -260,6 +264,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			}
 			if r.KeepPartition != nil {
 				t.Redelivery.KeepPartition = *r.KeepPartition
+			}
+			if r.Mode != nil {
+				t.Redelivery.Mode = *r.Mode
 			}
 		}
 		if s.State != nil {
@@ -396,7 +403,7 @@ func (t Topic) Spec() *TopicSpec {
 		Duration(t.Retention.Discarded), Duration(t.Retention.Completed)
 	count, rate, target, keep := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
 		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition
-	pp, st, completion, ackTimeout := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout)
+	pp, st, completion, ackTimeout, mode := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout), t.Redelivery.Mode
 	rules := make([]ReplayRuleSpec, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
 		rules[i] = specOfRule(r)
@@ -407,7 +414,7 @@ func (t Topic) Spec() *TopicSpec {
 		DeadLetter:    &DeadLetterSpec{Retention: &DeadLetterRetentionSpec{MaxAge: &dlAge, MaxCount: &count}},
 		Retention:     &RetentionSpec{Discarded: &disc, Completed: &comp},
 		PruningPolicy: &pp,
-		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep},
+		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep, Mode: &mode},
 		State:         &st,
 		Completion:    &completion,
 		AckTimeout:    &ackTimeout,
@@ -435,6 +442,7 @@ type topicJSON struct {
 		RateLimit     float64 `json:"rate_limit"`
 		TargetTopic   string  `json:"target_topic"`
 		KeepPartition bool    `json:"keep_partition"`
+		Mode          Mode    `json:"mode"`
 	} `json:"redelivery"`
 	State       TopicState       `json:"state"`
 	Completion  Completion       `json:"completion"`
@@ -467,6 +475,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.Redelivery.RateLimit = t.Redelivery.RateLimit
 	j.Redelivery.TargetTopic = t.Redelivery.TargetTopic
 	j.Redelivery.KeepPartition = t.Redelivery.KeepPartition
+	j.Redelivery.Mode = t.Redelivery.Mode
 	j.State = t.State
 	j.Completion = t.Completion
 	j.AckTimeout = Duration(t.AckTimeout)

@@ -172,6 +172,9 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 		if s.AckTimeout != nil {
 			l.addf(child(p, "ack_timeout"), perTopic)
 		}
+		if s.Redelivery != nil && s.Redelivery.Mode != nil {
+			l.addf(child(child(p, "redelivery"), "mode"), "is set per topic, not per type: the scheduler and workers take a topic's records together; set it in the topics entry")
+		}
 	}
 	if r := s.Redelivery; r != nil {
 		rp := child(p, "redelivery")

@@ -146,7 +146,9 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 	)
 	for _, q := range s.rotate(queues) {
 		t := s.cfg.Policies.Resolve(q, "")
-		if t.State == policy.TopicPaused {
+		if t.State == policy.TopicPaused || t.Pulled() {
+			// A pull-mode topic's records wait for workers to fetch them
+			// over HTTP; the scheduler never produces them.
 			continue
 		}
 		if !s.acquire(q) {

@@ -54,6 +54,12 @@ func readSelect(alias string) string {
 		if c == "payload" {
 			cols[i] = "(CASE WHEN " + q + "value_schema IS NOT NULL THEN " + q + "payload END)::jsonb AS payload"
 		}
+		if c == "next_retry_at" {
+			// A job published over HTTP waits for a worker's fetch on
+			// fetch_at, never on next_retry_at (workers.go): either is when
+			// the record is due.
+			cols[i] = "coalesce(" + q + "next_retry_at, " + q + "fetch_at) AS next_retry_at"
+		}
 	}
 	return strings.Join(cols, ", ")
 }

@@ -37,8 +37,14 @@ var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.St
 // as soon as the scheduler sees it, nothing of its exhaustion, completion,
 // acknowledgement or last redelivery failure left; the id and error history
 // are kept. @available_at is the time of the change; NULL is Postgres's now().
+//
+// A job published over HTTP (format ojs) is made due for a worker's fetch
+// (fetch_at) instead, never for the scheduler (next_retry_at), and a
+// worker's lease on any record ends (workers.go).
 const makeAvailable = `state = 'available', attempt = 0,
-	next_retry_at = coalesce(@available_at::timestamptz, now()), enqueued_at = coalesce(@available_at::timestamptz, now()),
+	next_retry_at = CASE WHEN format = 'ojs' THEN NULL ELSE coalesce(@available_at::timestamptz, now()) END,
+	fetch_at = CASE WHEN format = 'ojs' THEN coalesce(@available_at::timestamptz, now()) END,
+	lease_until = NULL, worker_id = NULL, enqueued_at = coalesce(@available_at::timestamptz, now()),
 	exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL, updated_at = coalesce(@available_at::timestamptz, now()),
 	completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
 

@@ -137,6 +137,10 @@ type RedriveRecord struct {
 	KeyPayload        json.RawMessage
 	DecodeError       *string
 	DecodePending     bool
+	FetchAt           *time.Time
+	LeaseUntil        *time.Time
+	WorkerID          *string
+	Result            json.RawMessage
 }
 
 type RedriveRecordCount struct {

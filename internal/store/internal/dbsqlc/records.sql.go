@@ -66,7 +66,7 @@ func (q *Queries) RecordDelete(ctx context.Context, db DBTX, id string) (RecordD
 }
 
 const recordGet = `-- name: RecordGet :one
-SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, value_schema, key_schema, key_payload, decode_error, decode_pending, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, coalesce(next_retry_at, fetch_at) AS next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, value_schema, key_schema, key_payload, decode_error, decode_pending, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
     (CASE WHEN value_schema IS NOT NULL THEN payload END)::jsonb AS payload,
     EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
 FROM redrive_record r WHERE r.id = $1
@@ -122,7 +122,8 @@ type RecordGetRow struct {
 	InFlight          bool
 }
 
-// The columns are readColumns' (columns.go), in order: scanRecord reads every
+// The columns are readColumns' (columns.go), in order (next_retry_at
+// includes a job's fetch_at, as readSelect reads it): scanRecord reads every
 // listing into this query's row (TestReadColumnsAreTheRecordRow).
 func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetRow, error) {
 	row := db.QueryRow(ctx, recordGet, id)

@@ -1,0 +1,453 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/records"
+)
+
+// The worker API (docs/api.md#workers): records as OJS jobs over HTTP, for
+// consumers that cannot take a redelivery on Kafka. Publishing, fetching,
+// acking and nacking need the write scope; they are data-plane calls, as
+// ingest is, and not written to the audit log.
+
+// DefaultJobQueue is the queue of a job published without one (OJS core).
+const DefaultJobQueue = "default"
+
+// Bounds of the worker API.
+const (
+	maxFetchQueues         = 100
+	maxFetchCount          = 100
+	defaultVisibilitySecs  = 30
+	maxVisibilitySecs      = 12 * 60 * 60 // as SQS
+	maxWorkerIDBytes       = 255
+	maxErrorMessageBytes   = 64 << 10
+	defaultFetchCount      = 1
+	jobStateActive         = "active"
+	jobPath                = BasePath + "/jobs/"
+	visibilityTimeoutParam = "visibility_timeout"
+)
+
+// jobJSON is a record as an OJS job.
+type jobJSON struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Queue string `json:"queue"`
+	// Args are a published job's args as sent; for a record read from
+	// Kafka, its value when that is JSON, else null.
+	Args        json.RawMessage `json:"args"`
+	Meta        json.RawMessage `json:"meta"`
+	State       string          `json:"state"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	Retry       json.RawMessage `json:"retry"`
+	Errors      []jobErrorJSON  `json:"errors"`
+	// Exhaustion says how a discarded job is kept: dead_letter or discard.
+	Exhaustion *dlq.Exhaustion `json:"exhaustion"`
+	// Source is http for a job published over HTTP, kafka for a record
+	// read from a DLQ topic (of a pull-mode queue).
+	Source     string    `json:"source"`
+	CreatedAt  jsonTime  `json:"created_at"`
+	EnqueuedAt *jsonTime `json:"enqueued_at"`
+	// ScheduledAt is when a waiting job is due for a fetch.
+	ScheduledAt *jsonTime `json:"scheduled_at"`
+	// StartedAt is when the job was last fetched.
+	StartedAt *jsonTime `json:"started_at"`
+	// CompletedAt is when the job reached a terminal state: acked
+	// (completed) or given up on (discarded, also in discarded_at).
+	CompletedAt *jsonTime     `json:"completed_at"`
+	DiscardedAt *jsonTime     `json:"discarded_at"`
+	Lease       *jobLeaseJSON `json:"lease"`
+	// Result is what the worker acked the job with.
+	Result json.RawMessage `json:"result"`
+}
+
+type jobLeaseJSON struct {
+	WorkerID  string   `json:"worker_id"`
+	ExpiresAt jsonTime `json:"expires_at"`
+}
+
+// jobErrorJSON is one failed attempt: code is the error's code (its type).
+type jobErrorJSON struct {
+	Attempt    int             `json:"attempt"`
+	Code       string          `json:"code"`
+	Type       string          `json:"type"`
+	Message    string          `json:"message"`
+	Retryable  bool            `json:"retryable"`
+	Details    json.RawMessage `json:"details"`
+	OccurredAt jsonTime        `json:"occurred_at"`
+}
+
+func toJobJSON(j *records.Job) jobJSON {
+	r := j.Record
+	out := jobJSON{ID: r.ID, Type: r.Type, Queue: r.Queue, Args: json.RawMessage("null"), Meta: r.Meta,
+		State: string(r.State), Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Retry: r.Retry,
+		Errors: make([]jobErrorJSON, len(r.Errors)), Source: "kafka",
+		CreatedAt: jsonTime(r.CreatedAt), EnqueuedAt: optTime(r.EnqueuedAt), ScheduledAt: optTime(r.NextRetryAt),
+		StartedAt: optTime(r.RedeliveredAt), CompletedAt: optTime(r.CompletedAt), DiscardedAt: optTime(r.DiscardedAt),
+		Result: json.RawMessage("null")}
+	if r.Format == dlq.FormatOJS {
+		out.Source = "http"
+	}
+	if p := payloadOf(r); p != nil {
+		out.Args = p
+	}
+	if len(out.Meta) == 0 {
+		out.Meta = json.RawMessage("{}")
+	}
+	if r.Exhaustion != "" {
+		out.Exhaustion = &r.Exhaustion
+	}
+	if r.State == dlq.StateDiscarded {
+		out.CompletedAt = optTime(r.DiscardedAt)
+	}
+	if l := j.Lease; l.Until != nil {
+		out.State = jobStateActive
+		out.Lease = &jobLeaseJSON{WorkerID: l.Worker, ExpiresAt: jsonTime(*l.Until)}
+	}
+	if len(j.Lease.Result) > 0 {
+		out.Result = j.Lease.Result
+	}
+	for i, e := range r.Errors {
+		out.Errors[i] = jobErrorJSON{Attempt: e.Attempt, Code: e.Type, Type: e.Type, Message: e.Message,
+			Retryable: e.Code == dlq.CodeRetry || e.Code == "", Details: e.Details, OccurredAt: jsonTime(e.OccurredAt)}
+		if len(e.Details) == 0 || string(e.Details) == "null" {
+			out.Errors[i].Details = json.RawMessage("{}")
+		}
+	}
+	return out
+}
+
+// publishBody is an OJS job envelope (POST /jobs).
+type publishBody struct {
+	SpecVersion *string         `json:"specversion"`
+	Type        *string         `json:"type"`
+	Queue       *string         `json:"queue"`
+	Args        json.RawMessage `json:"args"`
+	Meta        json.RawMessage `json:"meta"`
+	Retry       json.RawMessage `json:"retry"`
+}
+
+func (s *Server) publishJob(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b publishBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if b.SpecVersion != nil && *b.SpecVersion != "1.0" {
+		return invalidParam("specversion", "must be \"1.0\" when present, got "+jsonString(*b.SpecVersion))
+	}
+	if b.Type == nil || *b.Type == "" {
+		return invalidParam("type", "required: the job's type, such as \"email.send\"")
+	}
+	if msg := nameProblem(*b.Type); msg != "" {
+		return invalidParam("type", msg)
+	}
+	q := DefaultJobQueue
+	if b.Queue != nil {
+		q = *b.Queue
+	}
+	if err := s.checkJobQueue(q, "queue"); err != nil {
+		return err
+	}
+	if len(b.Args) == 0 || string(b.Args) == "null" {
+		return invalidParam("args", "required: a JSON array of the job's arguments")
+	}
+	if t := bytes.TrimSpace(b.Args); t[0] != '[' {
+		return invalidParam("args", "must be a JSON array")
+	}
+	p := &records.PublishParams{Type: *b.Type, Queue: q, Args: compactKeep(b.Args), Now: s.cfg.Now()}
+	if len(b.Meta) > 0 && string(b.Meta) != "null" {
+		if t := bytes.TrimSpace(b.Meta); t[0] != '{' {
+			return invalidParam("meta", "must be a JSON object")
+		}
+		p.Meta = b.Meta
+	}
+	if len(b.Retry) > 0 && string(b.Retry) != "null" {
+		spec, err := policy.DecodeRetry(b.Retry)
+		if err != nil {
+			return policyError(err, "")
+		}
+		p.Retry = spec
+	}
+	j, err := s.rec.PublishJob(c.Request().Context(), p)
+	var pol *records.PolicyError
+	if errors.As(err, &pol) {
+		return policyError(pol.Err, "retry.")
+	}
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, jobPath+j.Record.ID)
+	return c.JSON(http.StatusCreated, map[string]any{"job": toJobJSON(j)})
+}
+
+// compactKeep returns raw as sent: args are kept byte for byte (numbers
+// exact), only the surrounding whitespace trimmed.
+func compactKeep(raw json.RawMessage) json.RawMessage { return bytes.TrimSpace(raw) }
+
+// nameProblem says what is wrong with a job type or error code, or "".
+func nameProblem(s string) string {
+	switch {
+	case len(s) > dlq.MaxNameBytes:
+		return fmt.Sprintf("at most %d bytes, got %d", dlq.MaxNameBytes, len(s))
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// checkJobQueue refuses a queue name that is no Kafka topic name, or one of
+// Redrive's own topics.
+func (s *Server) checkJobQueue(q, field string) error {
+	if q == "_default" {
+		return invalidParam(field, defaultIsLayer)
+	}
+	if msg := dlq.TopicNameProblem(q); msg != "" {
+		return invalidParam(field, msg)
+	}
+	if msg := s.rec.TargetProblem(q); msg != "" {
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
+			Message: field + ": " + jsonString(q) + " " + msg,
+			Details: map[string]any{"parameter": field, "fields": []map[string]string{{"field": field, "message": msg}}}}
+	}
+	return nil
+}
+
+func (s *Server) getJob(c echo.Context) error {
+	id, err := recordID(c)
+	if err != nil {
+		return err
+	}
+	j, err := s.rec.Job(c.Request().Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
+		return notFound("no job with id " + id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"job": toJobJSON(j)})
+}
+
+// fetchBody is POST /workers/fetch.
+type fetchBody struct {
+	Queues            []string `json:"queues"`
+	WorkerID          *string  `json:"worker_id"`
+	Count             *int     `json:"count"`
+	VisibilityTimeout *int     `json:"visibility_timeout"`
+}
+
+func (s *Server) fetchJobs(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b fetchBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	if len(b.Queues) == 0 {
+		return invalidParam("queues", "required: the queues to fetch from, at least one")
+	}
+	if len(b.Queues) > maxFetchQueues {
+		return invalidParam("queues", fmt.Sprintf("at most %d queues", maxFetchQueues))
+	}
+	seen := map[string]bool{}
+	var queues []string
+	for i, q := range b.Queues {
+		if err := s.checkJobQueue(q, "queues["+itoa(i)+"]"); err != nil {
+			return err
+		}
+		if !seen[q] {
+			seen[q] = true
+			queues = append(queues, q)
+		}
+	}
+	if b.WorkerID == nil || *b.WorkerID == "" {
+		return invalidParam("worker_id", "required: names the worker that holds the jobs it fetches")
+	}
+	if len(*b.WorkerID) > maxWorkerIDBytes {
+		return invalidParam("worker_id", fmt.Sprintf("at most %d bytes", maxWorkerIDBytes))
+	}
+	if msg := nameProblem(*b.WorkerID); msg != "" {
+		return invalidParam("worker_id", msg)
+	}
+	count := defaultFetchCount
+	if b.Count != nil {
+		if count = *b.Count; count < 1 || count > maxFetchCount {
+			return invalidParam("count", fmt.Sprintf("must be from 1 to %d, got %d", maxFetchCount, count))
+		}
+	}
+	vt := defaultVisibilitySecs
+	if b.VisibilityTimeout != nil {
+		if vt = *b.VisibilityTimeout; vt < 1 || vt > maxVisibilitySecs {
+			return invalidParam(visibilityTimeoutParam, fmt.Sprintf("must be a number of seconds from 1 to %d, got %d", maxVisibilitySecs, vt))
+		}
+	}
+	jobs, err := s.rec.FetchJobs(c.Request().Context(), &records.FetchParams{Queues: queues, Worker: *b.WorkerID, Count: count,
+		Lease: time.Duration(vt) * time.Second, Now: s.cfg.Now()})
+	if err != nil {
+		return err
+	}
+	out := make([]jobJSON, len(jobs))
+	for i := range jobs {
+		out[i] = toJobJSON(&jobs[i])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"jobs": out})
+}
+
+// jobIDOf reads and checks a body's job_id.
+func jobIDOf(id *string) (string, error) {
+	if id == nil || *id == "" {
+		return "", invalidParam("job_id", "required: the id of a job this worker fetched")
+	}
+	u, err := uuid.Parse(*id)
+	if err != nil {
+		return "", invalidParam("job_id", "must be a UUID")
+	}
+	return u.String(), nil
+}
+
+// notLeased is the 409 of an ack or nack of a job no worker holds.
+func (s *Server) notLeased(c echo.Context, id string) error {
+	details := map[string]any{"job_id": id}
+	msg := "job " + id + " is not held by a worker: it was not fetched, or its lease expired (the attempt then counted as failed), or it was acked or nacked already"
+	if j, err := s.rec.Job(c.Request().Context(), id); err == nil {
+		details["state"] = toJobJSON(j).State
+	}
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: details}
+}
+
+// ackBody is POST /workers/ack.
+type ackBody struct {
+	JobID  *string         `json:"job_id"`
+	Result json.RawMessage `json:"result"`
+}
+
+func (s *Server) ackJob(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b ackBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	id, err := jobIDOf(b.JobID)
+	if err != nil {
+		return err
+	}
+	var result json.RawMessage
+	if len(b.Result) > 0 && string(b.Result) != "null" {
+		result = bytes.TrimSpace(b.Result)
+	}
+	j, err := s.rec.AckJob(c.Request().Context(), id, result, s.cfg.Now())
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrNotLeased):
+		return s.notLeased(c, id)
+	case err != nil:
+		return err
+	}
+	out := toJobJSON(j)
+	return c.JSON(http.StatusOK, map[string]any{"acknowledged": true, "job_id": id, "state": out.State, "job": out})
+}
+
+// nackBody is POST /workers/nack.
+type nackBody struct {
+	JobID *string        `json:"job_id"`
+	Error *nackErrorJSON `json:"error"`
+}
+
+type nackErrorJSON struct {
+	Code      *string         `json:"code"`
+	Message   *string         `json:"message"`
+	Retryable *bool           `json:"retryable"`
+	Details   json.RawMessage `json:"details"`
+}
+
+func (s *Server) nackJob(c echo.Context) error {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return err
+	}
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	var b nackBody
+	if err := decodeStrict(body, &b); err != nil {
+		return err
+	}
+	id, err := jobIDOf(b.JobID)
+	if err != nil {
+		return err
+	}
+	e := b.Error
+	if e == nil {
+		return invalidParam("error", "required: {code, message, retryable, details}")
+	}
+	if e.Code == nil || *e.Code == "" {
+		return invalidParam("error.code", "required: the error's code, such as \"Auth.TokenExpired\"")
+	}
+	if msg := nameProblem(*e.Code); msg != "" {
+		return invalidParam("error.code", msg)
+	}
+	p := &records.NackParams{ID: id, Code: *e.Code, Retryable: e.Retryable, Now: s.cfg.Now()}
+	if e.Message != nil {
+		if len(*e.Message) > maxErrorMessageBytes {
+			return invalidParam("error.message", fmt.Sprintf("at most %d bytes", maxErrorMessageBytes))
+		}
+		p.Message = *e.Message
+	}
+	if len(e.Details) > 0 && string(e.Details) != "null" {
+		if t := bytes.TrimSpace(e.Details); t[0] != '{' {
+			return invalidParam("error.details", "must be a JSON object")
+		}
+		p.Details = bytes.TrimSpace(e.Details)
+	}
+	res, err := s.rec.NackJob(c.Request().Context(), p)
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrNotLeased):
+		return s.notLeased(c, id)
+	case err != nil:
+		return err
+	}
+	out := toJobJSON(res.Job)
+	var delay *int64
+	if res.Job.Record.State == dlq.StateRetryable {
+		ms := res.Delay.Milliseconds()
+		delay = &ms
+	}
+	return c.JSON(http.StatusOK, map[string]any{"job_id": id, "state": out.State, "attempt": out.Attempt,
+		"retry_delay_ms": delay, "reason": res.Reason, "job": out})
+}

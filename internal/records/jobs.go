@@ -1,0 +1,302 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/fingerprint"
+	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// Workers over HTTP (docs/api.md#workers): some consumers cannot take a
+// redelivery on Kafka. They publish failures as OJS jobs (PublishJob), and
+// fetch, ack and nack them — and the records of pull-mode queues — over HTTP.
+
+// ErrNotLeased is the conflict of an ack or nack of a job no worker holds.
+var ErrNotLeased = store.ErrNotLeased
+
+// Lease is a job's lease and fetch state beyond its record.
+type Lease = store.Lease
+
+// Job is a record seen as an OJS job: the record and its lease.
+type Job struct {
+	Record *dlq.Record
+	Lease  Lease
+}
+
+// ErrorTypeLeaseExpired is the error type of the failed attempt an expired
+// lease records (OJS retry spec §9.2).
+const ErrorTypeLeaseExpired = "redrive.lease_expired"
+
+// PublishParams is a failure published over HTTP as an OJS job envelope.
+type PublishParams struct {
+	Type  string
+	Queue string
+	// Args is the job's args as sent (kept byte for byte as the value).
+	Args json.RawMessage
+	// Meta is a JSON object, or empty.
+	Meta json.RawMessage
+	// Retry is a partial retry policy merged onto the queue's, or nil.
+	Retry *policy.RetrySpec
+	Now   time.Time
+}
+
+// PublishJob stores a job published over HTTP — available, attempt 0, due
+// for a fetch now — and returns it once it is committed. Its retry policy is
+// the queue's (and type's) with Retry merged on, held to the bounds policy
+// files are: *PolicyError otherwise.
+func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error) {
+	t := s.cfg.Queues.Resolve(p.Queue, p.Type)
+	retry := t.Retry
+	if p.Retry != nil {
+		if err := s.cfg.Queues.Limits().Check(p.Retry); err != nil {
+			return nil, &PolicyError{Err: err}
+		}
+		retry = retry.Merge(p.Retry)
+		if err := retry.Validate(); err != nil {
+			return nil, &PolicyError{Err: err}
+		}
+	}
+	raw, err := json.Marshal(retry)
+	if err != nil {
+		return nil, fmt.Errorf("encode retry policy: %w", err)
+	}
+	meta := p.Meta
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	now := p.Now.UTC().Truncate(time.Microsecond)
+	r := &dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: p.Queue, Type: p.Type, State: dlq.StateAvailable,
+		MaxAttempts: retry.MaxAttempts, Format: dlq.FormatOJS,
+		Source: dlq.Source{Topic: p.Queue, Partition: -1, Offset: -1},
+		Value:  p.Args, Errors: []dlq.ErrorEntry{}, Retry: raw, Meta: meta,
+		CreatedAt: now, EnqueuedAt: &now, UpdatedAt: now}
+	if err := s.store.InsertJob(ctx, r, now); err != nil {
+		return nil, err
+	}
+	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
+		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
+	s.log.Debug("job published over HTTP", "id", r.ID, "queue", r.Queue, "type", r.Type)
+	return s.Job(ctx, r.ID)
+}
+
+// Job reads a record as a job, or ErrNotFound.
+func (s *Service) Job(ctx context.Context, id string) (*Job, error) {
+	r, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.store.JobLease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Record: r, Lease: l}, nil
+}
+
+// FetchParams asks for up to Count due jobs of Queues for Worker, leased
+// for Lease.
+type FetchParams struct {
+	Queues []string
+	Worker string
+	Count  int
+	Lease  time.Duration
+	Now    time.Time
+}
+
+// FetchJobs first fails the jobs whose lease expired (ExpireLeases), then
+// leases up to Count due records of the queues, oldest due first: jobs
+// published over HTTP to any of them, and the records of those whose policy
+// says redelivery.mode: pull. Each one's attempt is incremented.
+func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) {
+	if _, err := s.ExpireLeases(ctx, p.Now); err != nil {
+		s.log.Warn("expiring worker leases failed; fetching anyway", "err", err)
+	}
+	var pull []string
+	for _, q := range p.Queues {
+		if t := s.cfg.Queues.Resolve(q, ""); t.Pulled() && t.State != policy.TopicPaused {
+			pull = append(pull, q)
+		}
+	}
+	var queues []string
+	for _, q := range p.Queues {
+		if s.cfg.Queues.Resolve(q, "").State != policy.TopicPaused {
+			queues = append(queues, q)
+		}
+	}
+	got, err := s.store.FetchJobs(ctx, &store.FetchParams{Queues: queues, PullQueues: pull, Worker: p.Worker,
+		Limit: p.Count, Now: p.Now, Lease: p.Lease})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Job, 0, len(got))
+	for _, f := range got {
+		j, err := s.Job(ctx, f.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since: nothing to work on
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *j)
+	}
+	return out, nil
+}
+
+// AckJob completes a job a worker holds, with its result (nil: none):
+// ErrNotFound, or ErrNotLeased when no worker holds it.
+func (s *Service) AckJob(ctx context.Context, id string, result json.RawMessage, now time.Time) (*Job, error) {
+	if err := s.store.AckJob(ctx, id, result, now); err != nil {
+		return nil, err
+	}
+	return s.Job(ctx, id)
+}
+
+// NackParams is a worker's report that its attempt of a job failed.
+type NackParams struct {
+	ID string
+	// Code is the error's code (its type, such as "Auth.TokenExpired").
+	Code    string
+	Message string
+	// Retryable false gives up at once, per the policy's on_exhaustion.
+	Retryable *bool
+	// Details is a JSON object or empty; a string details.error_class is
+	// matched against non_retryable_errors too.
+	Details json.RawMessage
+	Now     time.Time
+}
+
+// NackResult is what the retry policy made of a nack.
+type NackResult struct {
+	Job *Job
+	// Delay is how long until a retryable job is due again (0 when discarded).
+	Delay  time.Duration
+	Reason policy.Reason
+}
+
+// NackJob records a worker's failed attempt on the job and lets its retry
+// policy decide (OJS retry spec §6, §7): retryable false, or a code or
+// details.error_class that matches non_retryable_errors, gives up at once;
+// otherwise max_attempts and the backoff decide. ErrNotFound, ErrNotLeased.
+func (s *Service) NackJob(ctx context.Context, p *NackParams) (*NackResult, error) {
+	res := &NackResult{}
+	entry := dlq.ErrorEntry{Type: p.Code, Message: p.Message, Code: dlq.CodeRetry, Details: p.Details}
+	class := errorClass(p.Details)
+	r, err := s.store.FailJob(ctx, p.ID, nil, func(r *dlq.Record, _ store.Lease) (*store.JobFailure, error) {
+		t := s.Policy(r)
+		var d policy.Decision
+		switch {
+		case p.Retryable != nil && !*p.Retryable:
+			entry.Code = dlq.CodeFail
+			d = policy.Decision{State: dlq.StateDiscarded, Exhaustion: t.Retry.OnExhaustion, Reason: policy.ReasonNonRetryable}
+		case class != "" && t.Retry.NonRetryable(class):
+			d = policy.Decision{State: dlq.StateDiscarded, Exhaustion: t.Retry.OnExhaustion, Reason: policy.ReasonNonRetryable}
+		default:
+			d = t.Decide(r.Attempt, p.Code, dlq.CodeRetry, firstFailure(r, p.Now), p.Now, rand.Float64())
+		}
+		res.Delay, res.Reason = d.Delay, d.Reason
+		return s.failure(r, entry, d, p.Now), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.publishFailure(ctx, r)
+	l, err := s.store.JobLease(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	res.Job = &Job{Record: r, Lease: l}
+	return res, nil
+}
+
+// errorClass is details.error_class when it is a string.
+func errorClass(details json.RawMessage) string {
+	var d struct {
+		ErrorClass any `json:"error_class"`
+	}
+	if json.Unmarshal(details, &d) != nil {
+		return ""
+	}
+	s, _ := d.ErrorClass.(string)
+	return s
+}
+
+// firstFailure is when the record first failed, for max_age: its first
+// error's time, or (a job published over HTTP that never failed) now.
+func firstFailure(r *dlq.Record, now time.Time) time.Time {
+	if len(r.Errors) > 0 && !r.Errors[0].OccurredAt.IsZero() {
+		return r.Errors[0].OccurredAt
+	}
+	if r.Format == dlq.FormatOJS {
+		return now
+	}
+	return r.CreatedAt
+}
+
+// failure is the store's change for failed attempt entry of r, decided d.
+func (s *Service) failure(r *dlq.Record, entry dlq.ErrorEntry, d policy.Decision, now time.Time) *store.JobFailure {
+	entry.Attempt, entry.OccurredAt = r.Attempt, now
+	errs := append(append([]dlq.ErrorEntry{}, r.Errors...), entry)
+	if n := len(errs) - dlq.MaxErrorHistory; n > 0 {
+		errs = errs[n:]
+	}
+	f := &store.JobFailure{State: d.State, Exhaustion: d.Exhaustion, Errors: errs, Now: now,
+		Fingerprint: fingerprint.Of(entry.Type, entry.Message, entry.Backtrace)}
+	if d.State == dlq.StateRetryable {
+		due := now.Add(d.Delay)
+		f.DueAt = &due
+	}
+	return f
+}
+
+// publishFailure emits dead_letter.added for a record a failed attempt
+// discarded as a dead letter.
+func (s *Service) publishFailure(ctx context.Context, r *dlq.Record) {
+	if r.State == dlq.StateDiscarded && r.Exhaustion == dlq.ExhaustionDeadLetter {
+		s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
+			RecordKeyData: events.KeyOf(r.Key), Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
+	}
+}
+
+// leaseSweep is the most expired leases one ExpireLeases call fails.
+const leaseSweep = 100
+
+// ExpireLeases fails the jobs whose lease passed before now: the worker
+// neither acked nor nacked in time, and the attempt counts as failed (OJS
+// retry spec §9.2: error type redrive.lease_expired, always retryable while
+// attempts are left). It returns how many it failed.
+func (s *Service) ExpireLeases(ctx context.Context, now time.Time) (int, error) {
+	ids, err := s.store.ExpiredLeases(ctx, now, leaseSweep)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := s.store.FailJob(ctx, id, &now, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
+			t := s.Policy(r)
+			d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
+			msg := fmt.Sprintf("worker %s neither acked nor nacked attempt %d before its lease expired at %s",
+				l.Worker, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
+			return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now), nil
+		})
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotLeased) {
+			continue // acked, nacked or deleted meanwhile
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+		s.publishFailure(ctx, r)
+		s.log.Info("worker lease expired; the attempt counts as failed", "id", r.ID, "queue", r.Queue,
+			"attempt", r.Attempt, "state", r.State)
+	}
+	return n, nil
+}
