@@ -85,6 +85,11 @@ type Redelivery struct {
 	// partition count the partitioner picks the same partition anyway, and a
 	// target topic may have fewer partitions.
 	KeepPartition bool
+	// Target is who gets a redelivery to the record's source topic: the
+	// group that failed it (TargetGroup, the default) or the whole topic.
+	// A redelivery to another topic (TargetTopic, an operator's
+	// override.queue) always goes to the whole topic.
+	Target Target
 }
 
 // ReplayRule is an effective automatic replay rule (OJS dead-letter spec §7).
@@ -126,6 +131,7 @@ func DefaultTopic() Topic {
 		State:         TopicActive,
 		Completion:    CompletionRedelivered,
 		AckTimeout:    DefaultAckTimeout,
+		Redelivery:    Redelivery{Target: TargetGroup},
 	}
 }
 
@@ -261,6 +267,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			if r.KeepPartition != nil {
 				t.Redelivery.KeepPartition = *r.KeepPartition
 			}
+			if r.Target != nil {
+				t.Redelivery.Target = *r.Target
+			}
 		}
 		if s.State != nil {
 			t.State = *s.State
@@ -394,8 +403,8 @@ func specOfRule(r ReplayRule) ReplayRuleSpec {
 func (t Topic) Spec() *TopicSpec {
 	maxAge, dlAge, disc, comp := Duration(t.MaxAge), Duration(t.DeadLetter.Retention.MaxAge),
 		Duration(t.Retention.Discarded), Duration(t.Retention.Completed)
-	count, rate, target, keep := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
-		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition
+	count, rate, target, keep, to := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
+		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition, t.Redelivery.Target
 	pp, st, completion, ackTimeout := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout)
 	rules := make([]ReplayRuleSpec, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
@@ -407,7 +416,7 @@ func (t Topic) Spec() *TopicSpec {
 		DeadLetter:    &DeadLetterSpec{Retention: &DeadLetterRetentionSpec{MaxAge: &dlAge, MaxCount: &count}},
 		Retention:     &RetentionSpec{Discarded: &disc, Completed: &comp},
 		PruningPolicy: &pp,
-		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep},
+		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep, Target: &to},
 		State:         &st,
 		Completion:    &completion,
 		AckTimeout:    &ackTimeout,
@@ -435,6 +444,7 @@ type topicJSON struct {
 		RateLimit     float64 `json:"rate_limit"`
 		TargetTopic   string  `json:"target_topic"`
 		KeepPartition bool    `json:"keep_partition"`
+		Target        Target  `json:"target"`
 	} `json:"redelivery"`
 	State       TopicState       `json:"state"`
 	Completion  Completion       `json:"completion"`
@@ -467,6 +477,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.Redelivery.RateLimit = t.Redelivery.RateLimit
 	j.Redelivery.TargetTopic = t.Redelivery.TargetTopic
 	j.Redelivery.KeepPartition = t.Redelivery.KeepPartition
+	j.Redelivery.Target = t.Redelivery.Target
 	j.State = t.State
 	j.Completion = t.Completion
 	j.AckTimeout = Duration(t.AckTimeout)
