@@ -59,7 +59,7 @@ var badFiles = map[string][]string{
 	"pruning":                       {`_default.pruning_policy: must be one of delete, archive, got "shred"`},
 	"state":                         {`topics.orders.state: must be one of active, paused, draining, got "stopped"`},
 	"dl_count":                      {"_default.dead_letter.retention.max_count: must be >= 0 (0: no limit on the count; max_age still applies), got -1"},
-	"redelivery_target": {`topics.orders.redelivery.target: must be one of group, topic, got "groups" (line 3)`},
+	"redelivery_target":             {`topics.orders.redelivery.target: must be one of group, topic, got "groups" (line 3)`},
 	"completion": {`topics.payments.completion: must be one of redelivered, ack, got "acked" (line 2)`,
 		"topics.payments.ack_timeout: must be greater than zero, got PT0S (line 2)",
 		`topics.orders.ack_timeout: invalid ISO 8601 duration "10m": must start with "P"`,
