@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -302,12 +303,13 @@ func dlqRetryCmd(cf *clientFlags) *cobra.Command {
 	f := newDLQFilter(filter.Bulk)
 	var all, yes, wait bool
 	var rateLimit float64
-	var target, value, valueFile, valueEncoding, meta, retry string
+	var target, deliverTo, value, valueFile, valueEncoding, meta, retry string
 	var headers []string
 	cmd := &cobra.Command{
 		Use:   "retry [ID]",
 		Short: "Retry one record (with optional edits), or every record matching a filter with --all",
-		Long: `retry ID redelivers one record at once, optionally to another topic (--target),
+		Long: `retry ID redelivers one record at once, optionally to another topic (--target) or
+to every consumer group rather than the one that failed it (--deliver-to topic),
 with an edited value (--new-value or --new-value-file), extra headers, merged meta or a
 retry policy. The original value stays recorded next to the edit.
 
@@ -324,11 +326,18 @@ follow its progress.`,
 				if err != nil {
 					return err
 				}
-				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry")
+				var extra map[string]any
+				if deliverTo != "" {
+					extra = map[string]any{"target": deliverTo}
+				}
+				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry", extra)
 			}
 			override := map[string]any{}
 			if target != "" {
 				override["queue"] = target
+			}
+			if deliverTo != "" {
+				override["target"] = deliverTo
 			}
 			editValue := cmd.Flags().Changed("new-value")
 			if valueFile != "" {
@@ -383,6 +392,7 @@ follow its progress.`,
 	fl.BoolVar(&wait, "wait", false, "with --all --yes: follow the task with a progress bar")
 	fl.Float64Var(&rateLimit, "rate-limit", 0, "with --all: records per second (0: unlimited)")
 	fl.StringVar(&target, "target", "", "redeliver to this topic instead")
+	fl.StringVar(&deliverTo, "deliver-to", "", "who the redelivery is for: group (only the consumer group that failed it) or topic (every group); default: the policy's redelivery.target")
 	fl.StringVar(&value, "new-value", "", "redeliver this value instead (the original stays recorded)")
 	fl.StringVar(&valueFile, "new-value-file", "", "redeliver this file's content as the value")
 	fl.StringVar(&valueEncoding, "new-value-encoding", "", "encoding of the edited value: utf8 or base64")
@@ -414,7 +424,7 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 			if err != nil {
 				return err
 			}
-			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete")
+			return bulk(cmd, c, http.MethodDelete, "/ojs/v1/dead-letter", body, yes, wait, rateLimit, "delete", nil)
 		}),
 	}
 	f.register(cmd.Flags())
@@ -425,11 +435,13 @@ deleted; add --yes to start a background task and --wait to follow it.`,
 }
 
 // bulk runs a bulk operation: a dry run, or a task (followed with --wait).
-func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessage, yes, wait bool, rate float64, verb string) error {
+func bulk(cmd *cobra.Command, c *apiClient, method, path string, f json.RawMessage, yes, wait bool, rate float64, verb string,
+	extra map[string]any) error {
 	body := map[string]any{"filter": f, "confirm": yes}
 	if rate > 0 {
 		body["rate_limit"] = rate
 	}
+	maps.Copy(body, extra)
 	var ans struct {
 		DryRun      bool     `json:"dry_run"`
 		WouldAffect int64    `json:"would_affect"`

@@ -32,6 +32,9 @@ type taskJSON struct {
 	Links           map[string]string `json:"links"`
 	// Patch is a retry's JSON Patch; null for none.
 	Patch json.RawMessage `json:"patch"`
+	// Target is a retry's redelivery target (group or topic); null keeps
+	// each record's policy.
+	Target *string `json:"target"`
 	// Skipped are the records a patched retry left as they were.
 	Skipped skippedJSON `json:"skipped"`
 }
@@ -56,6 +59,9 @@ func toTaskJSON(t *records.Task) taskJSON {
 		out.Errors[i] = taskErrorJSON{At: jsonTime(e.At), Message: e.Message}
 	}
 	out.Patch = t.Patch
+	if t.Target != "" {
+		out.Target = &t.Target
+	}
 	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
 	if out.Skipped.Records == nil {
 		out.Skipped.Records = []records.SkippedRecord{}

@@ -25,6 +25,9 @@ type BulkParams struct {
 	// Patch, for a retry, is a JSON Patch applied to each record's payload
 	// (patch.go): the dry run evaluates it, the task carries it.
 	Patch *Patch
+	// Target, for a retry, replaces each record's redelivery target:
+	// "group" or "topic" ("": each record's policy).
+	Target string
 }
 
 // BulkResult is what a bulk operation would do, and the task doing it.
@@ -66,6 +69,9 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	if p.Patch != nil && p.Kind != TaskRetry {
 		return nil, fmt.Errorf("bulk: a patch is for a retry only")
 	}
+	if p.Target != "" && p.Kind != TaskRetry {
+		return nil, fmt.Errorf("bulk: a target is for a retry only")
+	}
 	if !p.Confirm {
 		if p.Patch != nil {
 			if res.Patch, err = s.dryRunPatch(ctx, &p.Filter, p.Patch); err != nil {
@@ -83,7 +89,7 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 		batch = 500
 	}
 	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
-		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch}); err != nil {
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Target: p.Target}); err != nil {
 		return nil, err
 	}
 	s.cfg.KickTasks()

@@ -49,8 +49,11 @@ type Task struct {
 	// Patch is the JSON Patch a retry applies to each record's payload
 	// (nil: none); SkippedRecords the first MaxSkippedRecords records it
 	// skipped (Skipped counts them all).
-	Patch           json.RawMessage
-	SkippedRecords  []SkippedRecord
+	Patch          json.RawMessage
+	SkippedRecords []SkippedRecord
+	// Target, for a retry, replaces each record's redelivery.target
+	// ("group" or "topic"); empty keeps each record's policy.
+	Target          string
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -90,6 +93,9 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 		MaxID: r.MaxID, CancelRequested: r.CancelRequested, CreatedBy: r.CreatedBy, LeaseOwner: r.LeaseOwner,
 		LeaseToken: r.LeaseToken, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
 		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch}
+	if r.RedeliveryTarget != nil {
+		t.Target = *r.RedeliveryTarget
+	}
 	if err := json.Unmarshal(r.Errors, &t.Errors); err != nil {
 		return nil, fmt.Errorf("decode task errors: %w", err)
 	}
@@ -122,6 +128,9 @@ type CreateTaskParams struct {
 	CreatedBy string
 	// Patch is a retry's JSON Patch (nil: none).
 	Patch json.RawMessage
+	// Target is a retry's redelivery target ("group", "topic"; "": each
+	// record's policy).
+	Target string
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -131,8 +140,13 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 	if err != nil {
 		return nil, err
 	}
+	var target *string
+	if p.Target != "" {
+		target = &p.Target
+	}
 	t, err := oneTask(s.q.TaskCreate(ctx, s.pool, dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
-		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch}))
+		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch,
+		RedeliveryTarget: target}))
 	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
 	}

@@ -43,7 +43,7 @@ type Config struct {
 	Wake func()
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
-	OnBatch func(kind store.TaskKind, rows []store.BatchRow)
+	OnBatch func(t *store.Task, rows []store.BatchRow)
 	// RetryScope is what records adds to every retry of many records
 	// (records.Service.RetryScope: records of Redrive's own topics and
 	// Kafka's internal ones, which have no topic to go back to, are left
@@ -91,7 +91,7 @@ func (c Config) withDefaults() Config {
 		c.Wake = func() {}
 	}
 	if c.OnBatch == nil {
-		c.OnBatch = func(store.TaskKind, []store.BatchRow) {}
+		c.OnBatch = func(*store.Task, []store.BatchRow) {}
 	}
 	return c
 }
@@ -194,14 +194,18 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		if t.CursorID != nil {
 			cursor = *t.CursorID
 		}
-		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
+		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch, Target: t.Target}
 		nt, res, err := r.store.TaskBatch(ctx, t, r.cfg.Lease, func(tx *store.Tx) (store.BatchResult, error) {
 			switch {
 			case t.Kind == store.TaskPurge:
 				return r.store.PurgeBatch(ctx, tx, p)
 			case patched:
 				return r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
-					return r.cfg.PatchRecord(ctx, t.Patch, rec)
+					rd, skip, err := r.cfg.PatchRecord(ctx, t.Patch, rec)
+					if rd != nil && t.Target != "" {
+						rd.Target = t.Target
+					}
+					return rd, skip, err
 				})
 			}
 			return r.store.RetryBatch(ctx, tx, p)
@@ -252,7 +256,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			if t.Kind == store.TaskRetry {
 				r.cfg.Wake()
 			}
-			r.cfg.OnBatch(t.Kind, res.Rows)
+			r.cfg.OnBatch(t, res.Rows)
 			// Pay for the batch done: the next waits until the rate allows
 			// it, and the last (empty) one waits for nothing.
 			if lim != nil {

@@ -16,6 +16,7 @@ package tracing
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kotel"
@@ -81,6 +82,16 @@ func (t *Tracer) Start(ctx context.Context, parent trace.SpanContext, name strin
 		return ctx, nil
 	}
 	return t.t.Start(trace.ContextWithRemoteSpanContext(ctx, parent), name,
+		trace.WithSpanKind(kind), trace.WithLinks(trace.Link{SpanContext: parent}), trace.WithAttributes(attrs...))
+}
+
+// StartAt is Start of a span that began at start.
+func (t *Tracer) StartAt(ctx context.Context, parent trace.SpanContext, start time.Time, name string, kind trace.SpanKind,
+	attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if t == nil || !parent.IsValid() {
+		return ctx, nil
+	}
+	return t.t.Start(trace.ContextWithRemoteSpanContext(ctx, parent), name, trace.WithTimestamp(start),
 		trace.WithSpanKind(kind), trace.WithLinks(trace.Link{SpanContext: parent}), trace.WithAttributes(attrs...))
 }
 

@@ -2,9 +2,10 @@
 
 -- name: TaskCreate :one
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch)
+    max_id, created_at, updated_at, patch, redelivery_target)
 VALUES (@id, @kind, 'pending', @filter, @rate_limit, @batch_size, @total, @created_by,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb)
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb,
+    sqlc.narg(redelivery_target)::text)
 RETURNING *;
 
 -- name: TaskGet :one

@@ -158,27 +158,28 @@ type RedriveSchema struct {
 }
 
 type RedriveTask struct {
-	ID              string
-	Kind            string
-	State           string
-	Filter          json.RawMessage
-	RateLimit       float64
-	BatchSize       int32
-	Total           int64
-	Processed       int64
-	Skipped         int64
-	Errors          json.RawMessage
-	CursorID        *string
-	MaxID           *string
-	CancelRequested bool
-	CreatedBy       string
-	LeaseOwner      *string
-	LeaseToken      *string
-	LeaseUntil      *time.Time
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	UpdatedAt       time.Time
-	FinishedAt      *time.Time
-	Patch           json.RawMessage
-	SkippedRecords  json.RawMessage
+	ID               string
+	Kind             string
+	State            string
+	Filter           json.RawMessage
+	RateLimit        float64
+	BatchSize        int32
+	Total            int64
+	Processed        int64
+	Skipped          int64
+	Errors           json.RawMessage
+	CursorID         *string
+	MaxID            *string
+	CancelRequested  bool
+	CreatedBy        string
+	LeaseOwner       *string
+	LeaseToken       *string
+	LeaseUntil       *time.Time
+	CreatedAt        time.Time
+	StartedAt        *time.Time
+	UpdatedAt        time.Time
+	FinishedAt       *time.Time
+	Patch            json.RawMessage
+	SkippedRecords   json.RawMessage
+	RedeliveryTarget *string
 }

@@ -41,7 +41,7 @@ UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce
     skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target
 `
 
 type TaskAdvanceParams struct {
@@ -89,6 +89,7 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
@@ -98,7 +99,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -128,6 +129,7 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
@@ -148,7 +150,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -178,6 +180,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
@@ -185,21 +188,23 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 const taskCreate = `-- name: TaskCreate :one
 
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch)
+    max_id, created_at, updated_at, patch, redelivery_target)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
+    $9::text)
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target
 `
 
 type TaskCreateParams struct {
-	ID        string
-	Kind      string
-	Filter    json.RawMessage
-	RateLimit float64
-	BatchSize int32
-	Total     int64
-	CreatedBy string
-	Patch     json.RawMessage
+	ID               string
+	Kind             string
+	Filter           json.RawMessage
+	RateLimit        float64
+	BatchSize        int32
+	Total            int64
+	CreatedBy        string
+	Patch            json.RawMessage
+	RedeliveryTarget *string
 }
 
 // Bulk tasks (task.go). Each statement returns the whole task row.
@@ -213,6 +218,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		arg.Total,
 		arg.CreatedBy,
 		arg.Patch,
+		arg.RedeliveryTarget,
 	)
 	var i RedriveTask
 	err := row.Scan(
@@ -239,6 +245,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
@@ -247,7 +254,7 @@ const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
     lease_until = NULL, lease_owner = NULL, lease_token = NULL
 WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target
 `
 
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
@@ -277,12 +284,13 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -312,12 +320,13 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.FinishedAt,
 		&i.Patch,
 		&i.SkippedRecords,
+		&i.RedeliveryTarget,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -353,6 +362,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.RedeliveryTarget,
 		); err != nil {
 			return nil, err
 		}
@@ -365,7 +375,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -401,6 +411,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.RedeliveryTarget,
 		); err != nil {
 			return nil, err
 		}
@@ -413,7 +424,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -449,6 +460,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.RedeliveryTarget,
 		); err != nil {
 			return nil, err
 		}
@@ -461,7 +473,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -497,6 +509,7 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.FinishedAt,
 			&i.Patch,
 			&i.SkippedRecords,
+			&i.RedeliveryTarget,
 		); err != nil {
 			return nil, err
 		}
