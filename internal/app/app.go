@@ -258,7 +258,7 @@ func (a *App) init(ctx context.Context) error {
 	// The console's files are public (its API calls carry the key); the
 	// rest is the API.
 	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled}))
+	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled, TraceURL: cfg.TraceURL}))
 	mux.Handle("/", api)
 	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
