@@ -171,7 +171,7 @@ function recordFacts(r, exact) {
 // when the server has a REDRIVE_TRACE_URL ({trace_id} replaced).
 function traceFact(r) {
   if (!r.trace_id) return el("span", { id: "record-trace", class: "muted" }, "none (the record carries no traceparent)");
-  const tmpl = document.documentElement.dataset.traceUrl || "";
+  const tmpl = document.documentElement.dataset.traceTemplate || "";
   if (!tmpl) return el("code", { id: "record-trace" }, r.trace_id);
   const href = tmpl.split("{trace_id}").join(encodeURIComponent(r.trace_id));
   return el("a", { id: "record-trace", href, target: "_blank", rel: "noopener noreferrer" }, el("code", {}, r.trace_id));
