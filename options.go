@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultDLQTopic is the DLQ topic Redrive reads by default.
@@ -28,6 +30,8 @@ type cfg struct {
 	now        func() time.Time
 	ack        bool
 	flood      *FloodGuardConfig
+	registerer prometheus.Registerer
+	tracer     trace.TracerProvider
 }
 
 // DLQTopic sets the topic failed records are produced to, overriding the
@@ -72,3 +76,18 @@ func RecordType(fn func(*kgo.Record) string) Opt {
 // completion: ack), and the handler's success is never turned into a
 // failure. Off by default.
 func AckCompletions() Opt { return opt(func(c *cfg) { c.ack = true }) }
+
+// Registerer registers the DeadLetterer's metrics with reg:
+// redrive_client_redeliveries_skipped_total, the redeliveries Wrap skipped
+// because they were for another consumer group (see Wrap), labelled with the
+// DLQ topic and the consumer group. Without it nothing is registered.
+func Registerer(reg prometheus.Registerer) Opt {
+	return opt(func(c *cfg) { c.registerer = reg })
+}
+
+// TracerProvider sets the OpenTelemetry tracer provider of the dead-letter
+// publish span (see Publish). The default is the global provider
+// (otel.GetTracerProvider), a no-op until the application sets one.
+func TracerProvider(tp trace.TracerProvider) Opt {
+	return opt(func(c *cfg) { c.tracer = tp })
+}

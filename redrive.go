@@ -43,10 +43,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Handler processes one record. A nil error means the record is done.
@@ -55,10 +62,12 @@ type Handler func(ctx context.Context, r *kgo.Record) error
 // DeadLetterer sends the records a handler fails to the DLQ topic. It is safe
 // for concurrent use, e.g. by one goroutine per partition.
 type DeadLetterer struct {
-	cl    *kgo.Client
-	cfg   cfg
-	log   *slog.Logger
-	guard *floodGuard // nil without FloodGuard
+	cl     *kgo.Client
+	cfg    cfg
+	log    *slog.Logger
+	guard  *floodGuard        // nil without FloodGuard
+	skips  prometheus.Counter // nil without Registerer
+	tracer trace.Tracer
 }
 
 // New returns a DeadLetterer that produces failed records with client, which
@@ -95,7 +104,22 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &DeadLetterer{cl: client, cfg: c, log: log.With("component", "redrive")}
+	tp := c.tracer
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	d := &DeadLetterer{cl: client, cfg: c, log: log.With("component", "redrive"),
+		tracer: tp.Tracer(tracing.Name, trace.WithSchemaURL(semconv.SchemaURL))}
+	if c.registerer != nil {
+		d.skips = prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "redrive_client_redeliveries_skipped_total",
+			Help:        "Redeliveries the client library skipped because they were for another consumer group (redrive.target.group).",
+			ConstLabels: prometheus.Labels{"dlq_topic": c.dlqTopic, "group": c.group},
+		})
+		if err := c.registerer.Register(d.skips); err != nil {
+			return nil, fmt.Errorf("redrive: New: register metrics: %w", err)
+		}
+	}
 	if c.flood != nil {
 		g, err := newFloodGuard(*c.flood, d)
 		if err != nil {
@@ -115,6 +139,14 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 // handler returns a *PublishError when the record could not be dead-lettered:
 // the record is not done and its offset must not be committed.
 //
+// A record Redrive redelivered for one consumer group only (it carries
+// redrive.target.group, see docs/redelivery.md) is handed to h only in that
+// group: in any other group, and in a consumer without a group, the returned
+// handler skips it — it returns nil at once, so the caller commits past it —
+// counts it (redrive_client_redeliveries_skipped_total, see Registerer) and
+// logs it at Debug. The group is the Group option, else the client's
+// kgo.ConsumerGroup.
+//
 // With FloodGuard, the returned handler also returns a *FloodError
 // (errors.Is(err, ErrFlooded)) for a record the guard holds in Kafka: not
 // done either, but the caller should keep polling (see FloodGuard).
@@ -122,6 +154,9 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 // Wrap has the middleware shape func(Handler) Handler.
 func (d *DeadLetterer) Wrap(h Handler) Handler {
 	return func(ctx context.Context, r *kgo.Record) error {
+		if d.otherGroup(r) {
+			return nil
+		}
 		if d.guard != nil {
 			return d.guard.handle(ctx, d, h, r)
 		}
@@ -215,8 +250,17 @@ func (d *DeadLetterer) publish(ctx context.Context, r *kgo.Record, cause error, 
 	if flood != "" {
 		env.Headers = append(env.Headers, kgo.RecordHeader{Key: FloodHeader, Value: []byte(flood)})
 	}
+	ctx, span := d.startPublish(ctx, r, f)
+	// The DLQ record carries the publish span's context, once: Redrive's
+	// spans for the record are its children. A kotel hook on the client
+	// parents its own publish span to it (env.Context) and injects that.
+	tracing.Inject(env, span.SpanContext())
+	env.Context = ctx
 	out, err := d.cl.ProduceSync(ctx, env).First()
 	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.End()
 		d.log.Error("dead-letter publish failed; record not done",
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
 			"dlq_topic", d.cfg.dlqTopic, "error_type", f.typ, "err", err)
@@ -229,7 +273,75 @@ func (d *DeadLetterer) publish(ctx context.Context, r *kgo.Record, cause error, 
 		attrs = append(attrs, "flood", flood)
 	}
 	d.log.Warn("record dead-lettered", attrs...)
+	span.SetAttributes(semconv.MessagingDestinationPartitionID(strconv.Itoa(int(out.Partition))), semconv.MessagingKafkaOffset(int(out.Offset)))
+	span.End()
 	return nil
+}
+
+// startPublish starts the dead-letter publish span of r (messaging
+// semantic conventions: send to the DLQ topic, kind producer). It is linked
+// to r's trace context — its traceparent header, the creation context — and
+// to the consumer span a kotel hook put in r.Context; its parent is the
+// span of ctx (the handler's), else that consumer span, else the creation
+// context, so that it stays in the record's trace.
+func (d *DeadLetterer) startPublish(ctx context.Context, r *kgo.Record, f failure) (context.Context, trace.Span) {
+	creation := tracing.FromRecord(r)
+	var consumer trace.SpanContext
+	if r.Context != nil {
+		consumer = trace.SpanContextFromContext(r.Context)
+	}
+	var links []trace.Link
+	if creation.IsValid() {
+		links = append(links, trace.Link{SpanContext: creation})
+	}
+	if consumer.IsValid() && !consumer.Equal(creation) {
+		links = append(links, trace.Link{SpanContext: consumer})
+	}
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		switch {
+		case consumer.IsValid():
+			ctx = trace.ContextWithSpanContext(ctx, consumer)
+		case creation.IsValid():
+			ctx = trace.ContextWithRemoteSpanContext(ctx, creation)
+		}
+	}
+	attrs := append(tracing.Messaging("send", semconv.MessagingOperationTypeSend, d.cfg.dlqTopic),
+		attribute.String("redrive.source.topic", r.Topic),
+		attribute.Int("redrive.source.partition", int(r.Partition)),
+		attribute.Int64("redrive.source.offset", r.Offset),
+		tracing.AttrErrorType.String(f.typ),
+		attribute.String("redrive.error.code", string(f.code)))
+	if d.cfg.group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(d.cfg.group))
+	}
+	return d.tracer.Start(ctx, "send "+d.cfg.dlqTopic, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithLinks(links...), trace.WithAttributes(attrs...))
+}
+
+// otherGroup reports whether r is a redelivery for another consumer group
+// (redrive.target.group names a group that is not d's), counting and
+// logging it when it is.
+func (d *DeadLetterer) otherGroup(r *kgo.Record) bool {
+	var target []byte
+	found := false
+	for _, h := range r.Headers {
+		if h.Key == envelope.HeaderTargetGroup {
+			target, found = h.Value, true
+		}
+	}
+	if !found || string(target) == d.cfg.group {
+		return false
+	}
+	if d.skips != nil {
+		d.skips.Inc()
+	}
+	if d.log.Enabled(context.Background(), slog.LevelDebug) {
+		id, attempt := redeliveryOf(r)
+		d.log.Debug("redelivery for another consumer group skipped; its offset may be committed",
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
+			"target_group", string(target), "group", d.cfg.group, "redrive_id", id, "attempt", attempt)
+	}
+	return true
 }
 
 // Process runs h, wrapped (see Wrap), on the records of fetches in order and

@@ -106,7 +106,13 @@ func runDev(cmd *cobra.Command, _ []string) error {
 
 	// Topics appear on first use, as on a laptop broker: redelivering to a
 	// topic nobody created yet (the README's tour) just works.
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, ExtraKafkaOpts: []kgo.Opt{kgo.AllowAutoTopicCreation()}})
+	tp, stop, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log, ExtraKafkaOpts: []kgo.Opt{kgo.AllowAutoTopicCreation()},
+		TracerProvider: tp.Provider})
 	if err != nil {
 		return err
 	}

@@ -304,12 +304,13 @@ func dlqRetryCmd(cf *clientFlags) *cobra.Command {
 	var all, yes, wait bool
 	var rateLimit float64
 	var canary canaryFlags
-	var target, value, valueFile, valueEncoding, meta, retry string
+	var target, deliverTo, value, valueFile, valueEncoding, meta, retry string
 	var headers []string
 	cmd := &cobra.Command{
 		Use:   "retry [ID]",
 		Short: "Retry one record (with optional edits), or every record matching a filter with --all",
-		Long: `retry ID redelivers one record at once, optionally to another topic (--target),
+		Long: `retry ID redelivers one record at once, optionally to another topic (--target) or
+to every consumer group rather than the one that failed it (--deliver-to topic),
 with an edited value (--new-value or --new-value-file), extra headers, merged meta or a
 retry policy. The original value stays recorded next to the edit.
 
@@ -333,11 +334,20 @@ fails again the same way.`,
 				if err != nil {
 					return err
 				}
+				if deliverTo != "" {
+					if extra == nil {
+						extra = map[string]any{}
+					}
+					extra["target"] = deliverTo
+				}
 				return bulk(cmd, c, http.MethodPost, "/ojs/v1/dead-letter/retry", body, yes, wait, rateLimit, "retry", extra)
 			}
 			override := map[string]any{}
 			if target != "" {
 				override["queue"] = target
+			}
+			if deliverTo != "" {
+				override["target"] = deliverTo
 			}
 			editValue := cmd.Flags().Changed("new-value")
 			if valueFile != "" {
@@ -393,6 +403,7 @@ fails again the same way.`,
 	fl.Float64Var(&rateLimit, "rate-limit", 0, "with --all: records per second (0: unlimited)")
 	canary.register(fl)
 	fl.StringVar(&target, "target", "", "redeliver to this topic instead")
+	fl.StringVar(&deliverTo, "deliver-to", "", "who the redelivery is for: group (only the consumer group that failed it) or topic (every group); default: the policy's redelivery.target")
 	fl.StringVar(&value, "new-value", "", "redeliver this value instead (the original stays recorded)")
 	fl.StringVar(&valueFile, "new-value-file", "", "redeliver this file's content as the value")
 	fl.StringVar(&valueEncoding, "new-value-encoding", "", "encoding of the edited value: utf8 or base64")

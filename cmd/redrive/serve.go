@@ -18,7 +18,12 @@ func serveCmd() *cobra.Command {
 				return err
 			}
 			log := newLogger(cfg)
-			a, err := app.New(cmd.Context(), app.Options{Config: cfg, Logger: log})
+			tp, stop, err := startTracing(cmd.Context(), log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			a, err := app.New(cmd.Context(), app.Options{Config: cfg, Logger: log, TracerProvider: tp.Provider})
 			if err != nil {
 				return err
 			}

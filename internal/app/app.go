@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/clock"
@@ -40,6 +41,7 @@ import (
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Options configure an App beyond config.Config.
@@ -54,6 +56,10 @@ type Options struct {
 	// RequeueWait bounds how long the compatibility requeue routes wait for
 	// Kafka before answering 503. Default: 10s.
 	RequeueWait time.Duration
+	// TracerProvider receives the spans of ingest, redelivery, retries and
+	// bulk retries (docs/operations.md, Tracing). Default: nil, tracing off;
+	// serve builds it from the OTEL_* environment (otelenv.FromEnv).
+	TracerProvider trace.TracerProvider
 }
 
 // App is a running processor.
@@ -73,7 +79,8 @@ type App struct {
 	server   *http.Server
 	listener net.Listener
 	metrics  *metrics.Metrics
-	maint    *maint // events, pruner, replay rules, gauges
+	tracer   *tracing.Tracer // nil: tracing off
+	maint    *maint          // events, pruner, replay rules, gauges
 	// schemas and decoder decode Schema Registry payloads; nil when no
 	// registry is configured.
 	schemas *schema.Registry
@@ -99,7 +106,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, clock: clock.Or(opts.Clock), log: log, store: st, metrics: metrics.New()}
+	a := &App{opts: opts, clock: clock.Or(opts.Clock), log: log, store: st, metrics: metrics.New(),
+		tracer: tracing.New(opts.TracerProvider)}
 	if err := a.init(ctx); err != nil {
 		_ = a.services.Stop() // never started: each releases what it holds
 		st.Close()
@@ -153,6 +161,7 @@ func (a *App) init(ctx context.Context) error {
 		Clock:      a.clock,
 		Logger:     a.log,
 		Metrics:    a.metrics,
+		Tracer:     a.tracer,
 	}, st)
 	if err != nil {
 		return err
@@ -191,6 +200,7 @@ func (a *App) init(ctx context.Context) error {
 		Clock:         a.clock,
 		Logger:        a.log,
 		Metrics:       a.metrics,
+		Tracer:        a.tracer,
 	}, st)
 	if err != nil {
 		return err
@@ -200,14 +210,15 @@ func (a *App) init(ctx context.Context) error {
 		a.services.Add(a.decoder)
 	}
 	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
-		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log})
+		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log, Tracer: a.tracer})
 	if err != nil {
 		return err
 	}
 	retryScope := a.records.RetryScope()
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
-		OnBatch: func(kind store.TaskKind, rows []store.BatchRow) {
-			a.records.PublishBatch(context.Background(), kind, rows)
+		OnBatch: func(t *store.Task, rows []store.BatchRow) {
+			a.records.PublishBatch(context.Background(), t.Kind, rows)
+			a.records.TraceBatch(context.Background(), t, rows)
 		},
 		OnCanary: func(t *store.Task) { a.records.PublishCanary(context.Background(), t) },
 		Clock:    a.clock}, st)
@@ -249,7 +260,7 @@ func (a *App) init(ctx context.Context) error {
 	// The console's files are public (its API calls carry the key); the
 	// rest is the API.
 	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled}))
+	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled, TraceURL: cfg.TraceURL}))
 	mux.Handle("/", api)
 	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,

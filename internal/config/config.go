@@ -83,6 +83,10 @@ type Config struct {
 	// in policy files or through the API, then the first queues seen, up to
 	// this many; the rest are reported as queue="other". Default: 300.
 	MetricsMaxQueues int
+	// TraceURL is the URL of a trace in the operators' tracing UI, with
+	// {trace_id} where the id goes; the console links records' trace ids to
+	// it. Default: empty, unlinked.
+	TraceURL string
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -173,6 +177,7 @@ var Settings = []Setting{
 	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{"REDRIVE_LOG_LEVEL", "log-level", "info", "Log level: debug, info, warn, error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"REDRIVE_LOG_FORMAT", "log-format", "text", "Log format: text or json.", setEnum(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
+	{"REDRIVE_TRACE_URL", "trace-url", "", "URL of a trace in your tracing UI, {trace_id} standing for the trace id (e.g. https://jaeger.example/trace/{trace_id}): the console links a record's trace_id to it (empty: shown unlinked). Tracing itself is configured by the OTEL_* variables, see docs/operations.md.", setTraceURL},
 	{"REDRIVE_SHUTDOWN_GRACE", "shutdown-grace", "15s", "How long to wait for in-flight work at shutdown.", setDuration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 	{"REDRIVE_KAFKA_TLS", "kafka-tls", "false", "Connect to Kafka over TLS.", setBool(func(c *Config) *bool { return &c.Kafka.TLS })},
 	{"REDRIVE_KAFKA_TLS_CA_FILE", "kafka-tls-ca-file", "", "PEM CA bundle for Kafka TLS (default: system roots).", setString(func(c *Config) *string { return &c.Kafka.TLSCAFile })},
@@ -302,6 +307,22 @@ func (s SchemaRegistry) validate() []error {
 		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_URL: required when other REDRIVE_SCHEMA_REGISTRY_* settings are set"))
 	}
 	return errs
+}
+
+// setTraceURL takes an http(s) URL template with {trace_id} in it.
+func setTraceURL(c *Config, v string) error {
+	v = strings.TrimSpace(v)
+	if v != "" {
+		u, err := url.Parse(strings.ReplaceAll(v, "{trace_id}", "0"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("want an http or https URL, got %q", v)
+		}
+		if !strings.Contains(v, "{trace_id}") {
+			return fmt.Errorf("want {trace_id} where the trace id goes, got %q", v)
+		}
+	}
+	c.TraceURL = v
+	return nil
 }
 
 func setString(field func(*Config) *string) func(*Config, string) error {

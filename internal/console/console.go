@@ -27,6 +27,9 @@ type Config struct {
 	// AuthDisabled says the API takes no keys (redrive dev): the console
 	// shows the same warning as the log instead of asking for a key.
 	AuthDisabled bool
+	// TraceURL links a record's trace id: {trace_id} is replaced by it
+	// (REDRIVE_TRACE_URL). Empty: the id is shown unlinked.
+	TraceURL string
 }
 
 // csp allows the console's own files only, and no page to frame it
@@ -51,9 +54,10 @@ func Handler(cfg Config) http.Handler {
 		panic(err)
 	}
 	index, err := renderIndex(files, indexData{
-		Assets:  Prefix + "assets/" + version + "/",
-		Modules: modules,
-		Auth:    !cfg.AuthDisabled,
+		Assets:   Prefix + "assets/" + version + "/",
+		Modules:  modules,
+		Auth:     !cfg.AuthDisabled,
+		TraceURL: cfg.TraceURL,
 	})
 	if err != nil {
 		panic(err)
@@ -127,6 +131,8 @@ type indexData struct {
 	Assets  string   // the versioned assets URL, ending in /
 	Modules []string // every module, to preload
 	Auth    bool     // whether the API wants a key
+	// TraceURL is the trace link template (Config.TraceURL).
+	TraceURL string
 }
 
 func renderIndex(files fs.FS, data indexData) ([]byte, error) {

@@ -345,6 +345,10 @@ type ArchiveStatus struct {
 type Redelivery struct {
 	// Topic replaces the target topic; empty keeps the policy's.
 	Topic string
+	// Target replaces the policy's redelivery.target: "group" (only the
+	// consumer group that failed the record) or "topic" (every group);
+	// empty keeps the policy's.
+	Target string
 	// Headers are set on the redelivered record, replacing original headers
 	// with the same key.
 	Headers []Header

@@ -46,6 +46,10 @@ const (
 	HeaderID              = "redrive.id"
 	HeaderAttempt         = "redrive.attempt"
 	HeaderRedeliveredAt   = "redrive.redelivered_at"
+	// HeaderTargetGroup names the one consumer group a redelivery is for
+	// (docs/redelivery.md, Targeting): the client library hands the record
+	// to the handler in that group only and skips it in every other.
+	HeaderTargetGroup = "redrive.target.group"
 	// HeaderAck marks a completion acknowledgement (value AckCompleted) that
 	// the client library sends to the DLQ topic when a redelivered record succeeds.
 	HeaderAck = "redrive.ack"

@@ -25,7 +25,7 @@ func Redelivery(r *dlq.Record, topic string, partition int32, attempt int, at ti
 		}
 		override = rd.Headers
 	}
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+len(override)+3)
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+len(override)+4) // +1: a target group
 	for _, h := range r.Headers {
 		if !hasKey(override, h.Key) {
 			hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: h.Value})
@@ -41,6 +41,28 @@ func Redelivery(r *dlq.Record, topic string, partition int32, attempt int, at ti
 	)
 	rec := &kgo.Record{Topic: topic, Key: r.Key, Value: value, Headers: hs, Partition: partition}
 	return rec
+}
+
+// SetTargetGroup makes a redelivery for one consumer group only: it sets
+// HeaderTargetGroup (replacing any), which the client library reads.
+func SetTargetGroup(rec *kgo.Record, group string) {
+	for i := range rec.Headers {
+		if rec.Headers[i].Key == HeaderTargetGroup {
+			rec.Headers[i].Value = []byte(group)
+			return
+		}
+	}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: HeaderTargetGroup, Value: []byte(group)})
+}
+
+// TargetGroupOf is a record's HeaderTargetGroup, "" without one.
+func TargetGroupOf(rec *kgo.Record) string {
+	for _, h := range rec.Headers {
+		if h.Key == HeaderTargetGroup {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 func hasKey(hs []dlq.Header, key string) bool {

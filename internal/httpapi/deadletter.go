@@ -24,6 +24,9 @@ type retryBody struct {
 type overrideJSON struct {
 	// Queue is the target topic of the redelivery.
 	Queue *string `json:"queue"`
+	// Target is who the redelivery is for: "group" (the consumer group
+	// that failed the record) or "topic" (every group); absent: the policy's.
+	Target *string `json:"target"`
 	// Meta is merged into the record's meta.
 	Meta json.RawMessage `json:"meta"`
 	// Headers are set on the redelivered record, replacing original headers
@@ -202,6 +205,12 @@ func parseOverride(o *overrideJSON, p *records.RetryParams) error {
 		}
 		rd.Topic, touched = *o.Queue, true
 	}
+	if o.Target != nil {
+		if err := checkTarget(*o.Target, "override.target"); err != nil {
+			return err
+		}
+		rd.Target, touched = *o.Target, true
+	}
 	if len(o.Headers) > maxOverrideHeaders {
 		return invalidParam("override.headers", "at most 100 headers")
 	}
@@ -271,6 +280,14 @@ func parseOverride(o *overrideJSON, p *records.RetryParams) error {
 	return nil
 }
 
+// checkTarget refuses a redelivery target that is not group or topic.
+func checkTarget(v, field string) error {
+	if !policy.Target(v).Valid() {
+		return invalidParam(field, "must be group (only the consumer group that failed the record) or topic (every group on the topic), got "+jsonString(v))
+	}
+	return nil
+}
+
 // policyError maps a policy validation error to 422 with field errors.
 func policyError(err error, prefix string) error {
 	var fes policy.Errors
@@ -326,6 +343,9 @@ type bulkBody struct {
 	Patch json.RawMessage `json:"patch"`
 	// Canary (a retry only) redelivers a sample first and watches it.
 	Canary json.RawMessage `json:"canary"`
+	// Target (a retry only) is who each redelivery is for: group or topic;
+	// absent: each record's policy.
+	Target *string `json:"target"`
 }
 
 // maxRateLimit is the largest records/s a task accepts.
@@ -380,8 +400,18 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 			return err
 		}
 	}
+	target := ""
+	if b.Target != nil {
+		if kind != records.TaskRetry {
+			return invalidParam("target", "only a retry has a redelivery target")
+		}
+		if err := checkTarget(*b.Target, "target"); err != nil {
+			return err
+		}
+		target = *b.Target
+	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
-		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary})
+		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary, Target: target})
 	if err != nil {
 		return err
 	}

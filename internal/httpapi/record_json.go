@@ -7,6 +7,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // jsonTime is a timestamp shown as RFC 3339 in UTC with milliseconds.
@@ -131,8 +132,11 @@ type recordJSON struct {
 	ValueTruncated bool         `json:"value_truncated"`
 	Headers        []headerJSON `json:"headers"`
 	// HeadersTruncated says (in a list) that headers were left out or cut.
-	HeadersTruncated bool        `json:"headers_truncated,omitempty"`
-	Errors           []errorJSON `json:"errors"`
+	HeadersTruncated bool `json:"headers_truncated,omitempty"`
+	// TraceID is the OpenTelemetry trace of the record's life: the trace
+	// id of its traceparent header (32 hex digits); null without one.
+	TraceID *string     `json:"trace_id"`
+	Errors  []errorJSON `json:"errors"`
 	// ErrorsTruncated says (in a list) that errors were left out or cut: a
 	// list shows the latest error only.
 	ErrorsTruncated bool            `json:"errors_truncated,omitempty"`
@@ -203,7 +207,10 @@ type recordBody struct {
 
 // redeliveryJSON is a record's pending redelivery changes.
 type redeliveryJSON struct {
-	Queue         *string      `json:"queue"`
+	Queue *string `json:"queue"`
+	// Target is who the next redelivery is for (override.target): group or
+	// topic; null keeps the policy's redelivery.target.
+	Target        *string      `json:"target"`
 	Headers       []headerJSON `json:"headers"`
 	Value         *string      `json:"value"`
 	ValueEncoding *string      `json:"value_encoding"`
@@ -244,8 +251,14 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		RedeliveredAt: optTime(r.RedeliveredAt), ArchivedAt: optTime(r.ArchivedAt),
 		RedeliveryFailure: toFailureJSON(r.RedeliveryFailure), Archive: toArchiveJSON(r, archiving), Incident: r.Fingerprint,
 	}
+	if id := tracing.TraceID(r.Headers); id != "" {
+		out.TraceID = &id
+	}
 	if rd := r.Redelivery; rd != nil {
 		out.Redelivery = &redeliveryJSON{Headers: make([]headerJSON, len(rd.Headers))}
+		if rd.Target != "" {
+			out.Redelivery.Target = &rd.Target
+		}
 		if rd.Topic != "" {
 			out.Redelivery.Queue = &rd.Topic
 		}

@@ -32,6 +32,9 @@ type taskJSON struct {
 	Links           map[string]string `json:"links"`
 	// Patch is a retry's JSON Patch; null for none.
 	Patch json.RawMessage `json:"patch"`
+	// Target is a retry's redelivery target (group or topic); null keeps
+	// each record's policy.
+	Target *string `json:"target"`
 	// Skipped are the records a patched retry left as they were.
 	Skipped skippedJSON `json:"skipped"`
 	// Canary is a retry's canary and where it stands; null for none.
@@ -110,6 +113,9 @@ func toTaskJSON(t *records.Task) taskJSON {
 		out.Errors[i] = taskErrorJSON{At: jsonTime(e.At), Message: e.Message}
 	}
 	out.Patch = t.Patch
+	if t.Target != "" {
+		out.Target = &t.Target
+	}
 	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
 	out.Canary = toCanaryJSON(t)
 	if out.Skipped.Records == nil {

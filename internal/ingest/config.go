@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/schema"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Config configures an Ingester. Zero fields take the defaults noted.
@@ -73,6 +74,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics receives ingest metrics. Default: a private, unexported set.
 	Metrics *metrics.Metrics
+	// Tracer records a span for each DLQ record that carries a trace
+	// context, from its poll to its commit. Default: nil, tracing off.
+	Tracer *tracing.Tracer
 }
 
 // DefaultTopic is the DLQ topic consumed when none is configured.

@@ -16,17 +16,21 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // ErrPaused is reported by Ready while ingest waits for Postgres.
@@ -219,6 +223,7 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 		in.cfg.Logger.Warn("record queue activity", "component", "ingest", "err", err)
 	}
 	in.report(j.recs, j.b, res)
+	in.trace(ctx, j)
 	if res.due && in.cfg.Wake != nil {
 		in.cfg.Wake()
 	}
@@ -405,3 +410,35 @@ func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
 }
 
 func randFloat() float64 { return rand.Float64() }
+
+// trace records, once a batch is committed, a span for each of its DLQ
+// records that carries a trace context (process <dlq topic>, kind consumer,
+// from the poll to the commit): a child of that context and linked to it,
+// naming the record it was stored as or joined.
+func (in *Ingester) trace(ctx context.Context, j *job) {
+	if !in.cfg.Tracer.On() {
+		return
+	}
+	ids := make(map[dlq.Coord]string, len(j.b.fresh)+len(j.b.repeats))
+	for i := range j.b.fresh {
+		ids[j.b.fresh[i].DLQ] = j.b.fresh[i].ID
+	}
+	for i := range j.b.repeats {
+		ids[j.b.repeats[i].DLQ] = j.b.repeats[i].RecordID
+	}
+	for _, r := range j.recs {
+		parent := tracing.FromRecord(r)
+		if !parent.IsValid() {
+			continue
+		}
+		attrs := append(tracing.Messaging("process", semconv.MessagingOperationTypeProcess, r.Topic),
+			semconv.MessagingConsumerGroupName(in.cfg.Group),
+			semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
+			semconv.MessagingKafkaOffset(int(r.Offset)))
+		if id := ids[dlq.Coord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}]; id != "" {
+			attrs = append(attrs, tracing.AttrRecordID.String(id))
+		}
+		_, span := in.cfg.Tracer.StartAt(ctx, parent, j.polled, "process "+r.Topic, trace.SpanKindConsumer, attrs...)
+		tracing.End(span, nil)
+	}
+}

@@ -87,8 +87,8 @@ func explain(t Topic, w io.Writer) error {
 	if t.Redelivery.RateLimit > 0 {
 		rate = strconv.FormatFloat(t.Redelivery.RateLimit, 'f', -1, 64) + " records/s"
 	}
-	row("redelivery", fmt.Sprintf("rate_limit %s, target_topic %s, keep_partition %t, mode %s",
-		rate, orNone(t.Redelivery.TargetTopic, "(source topic)"), t.Redelivery.KeepPartition, t.Redelivery.Mode))
+	row("redelivery", fmt.Sprintf("rate_limit %s, target_topic %s, keep_partition %t, mode %s, target %s",
+		rate, orNone(t.Redelivery.TargetTopic, "(source topic)"), t.Redelivery.KeepPartition, t.Redelivery.Mode, t.Redelivery.Target))
 	if t.AwaitsAck() {
 		row("completion", fmt.Sprintf("ack (a redelivered record waits for the consumer's acknowledgement; unacknowledged after ack_timeout %s)",
 			FormatDuration(t.AckTimeout)))

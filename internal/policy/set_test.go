@@ -59,6 +59,7 @@ var badFiles = map[string][]string{
 	"pruning":                       {`_default.pruning_policy: must be one of delete, archive, got "shred"`},
 	"state":                         {`topics.orders.state: must be one of active, paused, draining, got "stopped"`},
 	"dl_count":                      {"_default.dead_letter.retention.max_count: must be >= 0 (0: no limit on the count; max_age still applies), got -1"},
+	"redelivery_target":             {`topics.orders.redelivery.target: must be one of group, topic, got "groups" (line 3)`},
 	"completion": {`topics.payments.completion: must be one of redelivered, ack, got "acked" (line 2)`,
 		"topics.payments.ack_timeout: must be greater than zero, got PT0S (line 2)",
 		`topics.orders.ack_timeout: invalid ISO 8601 duration "10m": must start with "P"`,
@@ -275,7 +276,7 @@ func TestSystemDefaults(t *testing.T) {
 	d := DefaultTopic()
 	if !reflect.DeepEqual(d.Retry, Default()) || d.DeadLetter.Retention != (DeadLetterRetention{180 * day, 10000}) ||
 		d.Retention != (Retention{30 * day, 7 * day}) || d.PruningPolicy != PruneDelete || d.State != TopicActive ||
-		d.MaxAge != 0 || d.Redelivery != (Redelivery{Mode: ModeKafka}) || len(d.ReplayRules) != 0 {
+		d.MaxAge != 0 || d.Redelivery != (Redelivery{Mode: ModeKafka, Target: TargetGroup}) || len(d.ReplayRules) != 0 {
 		t.Errorf("DefaultTopic() = %+v", d)
 	}
 }
@@ -492,7 +493,7 @@ func TestTopicApplyAndJSON(t *testing.T) {
 	for _, want := range []string{`"retry":{"max_attempts":10,"initial_interval":"PT10S","backoff_coefficient":1.5,"max_interval":"PT20M"`,
 		`"max_age":"P2D"`, `"dead_letter":{"retention":{"max_age":"P30D","max_count":100}}`,
 		`"retention":{"discarded":"P2D","completed":"PT12H"}`, `"pruning_policy":"archive"`,
-		`"redelivery":{"rate_limit":1,"target_topic":"refunds","keep_partition":false,"mode":"pull"}`, `"state":"draining"`,
+		`"redelivery":{"rate_limit":1,"target_topic":"refunds","keep_partition":false,"mode":"pull","target":"topic"}`, `"state":"draining"`,
 		`{"name":"default-rule","filter":{"error_type":"x"},"delay":"PT1M","max_replays":1,"enabled":true,"rate_limit":1,"window":{"start":"00:00","end":"06:00"}}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON %s\nmissing %s", b, want)

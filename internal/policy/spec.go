@@ -110,6 +110,9 @@ type RedeliverySpec struct {
 	KeepPartition *bool    `json:"keep_partition,omitempty"`
 	// Mode is how due records are delivered: kafka or pull (mode.go).
 	Mode *Mode `json:"mode,omitempty"`
+	// Target is who gets a redelivery to the source topic: the consumer
+	// group that failed the record, or every group on the topic.
+	Target *Target `json:"target,omitempty"`
 }
 
 // ReplayRuleSpec is a partial replay rule (OJS dead-letter spec §7). Rules merge
@@ -206,6 +209,25 @@ const (
 // Valid reports whether c is a known completion.
 func (c Completion) Valid() bool { return c == CompletionRedelivered || c == CompletionAck }
 
+// Target is who a redelivery to the source topic is for (docs/redelivery.md,
+// Targeting).
+type Target string
+
+const (
+	// TargetGroup: only the consumer group that failed the record (its
+	// source.group) handles the redelivery; the record carries
+	// redrive.target.group and the client library skips it in every other
+	// group. A failure that names no group goes to the whole topic. The
+	// default.
+	TargetGroup Target = "group"
+	// TargetTopic: every consumer group on the topic gets the redelivery,
+	// as any record produced to it.
+	TargetTopic Target = "topic"
+)
+
+// Valid reports whether t is a known target.
+func (t Target) Valid() bool { return t == TargetGroup || t == TargetTopic }
+
 // enumValues lists the allowed values of the string enums that spec fields use,
 // so the decoder can say "must be one of ...".
 func enumValues(t reflect.Type) ([]string, bool) {
@@ -222,6 +244,8 @@ func enumValues(t reflect.Type) ([]string, bool) {
 		return []string{string(CompletionRedelivered), string(CompletionAck)}, true
 	case reflect.TypeFor[Mode]():
 		return []string{string(ModeKafka), string(ModePull)}, true
+	case reflect.TypeFor[Target]():
+		return []string{string(TargetGroup), string(TargetTopic)}, true
 	}
 	return nil, false
 }

@@ -88,6 +88,11 @@ type Redelivery struct {
 	// Mode is how due records are delivered: produced by the scheduler
 	// (ModeKafka, the default) or fetched by workers over HTTP (ModePull).
 	Mode Mode
+	// Target is who gets a redelivery to the record's source topic: the
+	// group that failed it (TargetGroup, the default) or the whole topic.
+	// A redelivery to another topic (TargetTopic, an operator's
+	// override.queue) always goes to the whole topic.
+	Target Target
 }
 
 // ReplayRule is an effective automatic replay rule (OJS dead-letter spec §7).
@@ -129,7 +134,7 @@ func DefaultTopic() Topic {
 		State:         TopicActive,
 		Completion:    CompletionRedelivered,
 		AckTimeout:    DefaultAckTimeout,
-		Redelivery:    Redelivery{Mode: ModeKafka},
+		Redelivery:    Redelivery{Mode: ModeKafka, Target: TargetGroup},
 	}
 }
 
@@ -268,6 +273,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			if r.Mode != nil {
 				t.Redelivery.Mode = *r.Mode
 			}
+			if r.Target != nil {
+				t.Redelivery.Target = *r.Target
+			}
 		}
 		if s.State != nil {
 			t.State = *s.State
@@ -401,8 +409,8 @@ func specOfRule(r ReplayRule) ReplayRuleSpec {
 func (t Topic) Spec() *TopicSpec {
 	maxAge, dlAge, disc, comp := Duration(t.MaxAge), Duration(t.DeadLetter.Retention.MaxAge),
 		Duration(t.Retention.Discarded), Duration(t.Retention.Completed)
-	count, rate, target, keep := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
-		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition
+	count, rate, target, keep, to := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
+		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition, t.Redelivery.Target
 	pp, st, completion, ackTimeout, mode := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout), t.Redelivery.Mode
 	rules := make([]ReplayRuleSpec, len(t.ReplayRules))
 	for i, r := range t.ReplayRules {
@@ -414,7 +422,7 @@ func (t Topic) Spec() *TopicSpec {
 		DeadLetter:    &DeadLetterSpec{Retention: &DeadLetterRetentionSpec{MaxAge: &dlAge, MaxCount: &count}},
 		Retention:     &RetentionSpec{Discarded: &disc, Completed: &comp},
 		PruningPolicy: &pp,
-		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep, Mode: &mode},
+		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep, Mode: &mode, Target: &to},
 		State:         &st,
 		Completion:    &completion,
 		AckTimeout:    &ackTimeout,
@@ -443,6 +451,7 @@ type topicJSON struct {
 		TargetTopic   string  `json:"target_topic"`
 		KeepPartition bool    `json:"keep_partition"`
 		Mode          Mode    `json:"mode"`
+		Target        Target  `json:"target"`
 	} `json:"redelivery"`
 	State       TopicState       `json:"state"`
 	Completion  Completion       `json:"completion"`
@@ -476,6 +485,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.Redelivery.TargetTopic = t.Redelivery.TargetTopic
 	j.Redelivery.KeepPartition = t.Redelivery.KeepPartition
 	j.Redelivery.Mode = t.Redelivery.Mode
+	j.Redelivery.Target = t.Redelivery.Target
 	j.State = t.State
 	j.Completion = t.Completion
 	j.AckTimeout = Duration(t.AckTimeout)

@@ -181,6 +181,9 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 		if r.RateLimit != nil && !(*r.RateLimit == 0 || *r.RateLimit >= MinRateLimit) || r.RateLimit != nil && math.IsInf(*r.RateLimit, 0) {
 			l.addf(child(rp, "rate_limit"), "must be 0 (unlimited) or at least %v records per second, got %v", MinRateLimit, *r.RateLimit)
 		}
+		if r.Target != nil && !r.Target.Valid() {
+			l.addf(child(rp, "target"), "must be one of group, topic, got %q", *r.Target)
+		}
 		if r.TargetTopic != nil && *r.TargetTopic != "" {
 			// Kafka's internal topics are never a redelivery's target; the
 			// API also refuses Redrive's own (dlq.ReservedTopics).

@@ -28,6 +28,9 @@ type BulkParams struct {
 	// Canary, for a retry, redelivers a sample first and watches it before
 	// the rest (canary.go); nil: none.
 	Canary *Canary
+	// Target, for a retry, replaces each record's redelivery target:
+	// "group" or "topic" ("": each record's policy).
+	Target string
 }
 
 // BulkResult is what a bulk operation would do, and the task doing it.
@@ -71,6 +74,9 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	if p.Patch != nil && p.Kind != TaskRetry {
 		return nil, fmt.Errorf("bulk: a patch is for a retry only")
 	}
+	if p.Target != "" && p.Kind != TaskRetry {
+		return nil, fmt.Errorf("bulk: a target is for a retry only")
+	}
 	if p.Canary != nil {
 		if p.Kind != TaskRetry {
 			return nil, fmt.Errorf("bulk: a canary is for a retry only")
@@ -95,7 +101,7 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 		batch = 500
 	}
 	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
-		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Canary: res.Canary}); err != nil {
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Canary: res.Canary, Target: p.Target}); err != nil {
 		return nil, err
 	}
 	s.cfg.KickTasks()

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/schema"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Config configures a Service. Zero fields take the defaults noted.
@@ -52,6 +53,9 @@ type Config struct {
 	// edited, JSON records' can.
 	Schemas *schema.Registry
 	Logger  *slog.Logger
+	// Tracer starts the spans of an operator's retry and of a bulk retry's
+	// records, for records that carry a trace context. Nil: tracing off.
+	Tracer *tracing.Tracer
 }
 
 func (c Config) withDefaults() Config {

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // RetryParams is a manual retry of one record, with an operator's optional
@@ -54,6 +59,30 @@ func (s *Service) Retry(ctx context.Context, p *RetryParams) (*dlq.Record, error
 	if err != nil {
 		return nil, err
 	}
+	_, span := s.cfg.Tracer.Start(ctx, tracing.FromHeaders(cur.Headers), "retry "+cur.Queue, trace.SpanKindInternal,
+		retryAttrs(cur, p)...)
+	r, err := s.retry(ctx, cur, p, target)
+	tracing.End(span, err)
+	return r, err
+}
+
+// retryAttrs are the attributes of an operator's retry span.
+func retryAttrs(cur *dlq.Record, p *RetryParams) []attribute.KeyValue {
+	edited := p.Payload != nil || p.Redelivery != nil && p.Redelivery.ValueSet
+	attrs := []attribute.KeyValue{tracing.AttrRecordID.String(cur.ID), tracing.AttrEdited.Bool(edited)}
+	if rd := p.Redelivery; rd != nil {
+		if rd.Topic != "" {
+			attrs = append(attrs, semconv.MessagingDestinationName(rd.Topic))
+		}
+		if rd.Target != "" {
+			attrs = append(attrs, attribute.String("redrive.retry.target", rd.Target))
+		}
+	}
+	return attrs
+}
+
+// retry is Retry of the record as read (cur).
+func (s *Service) retry(ctx context.Context, cur *dlq.Record, p *RetryParams, target string) (*dlq.Record, error) {
 	sp := &store.RetryParams{ID: p.ID, Redelivery: p.Redelivery, Meta: p.Meta}
 	if p.Payload != nil {
 		enc, err := s.EncodePayload(ctx, cur, p.Payload)
@@ -62,7 +91,7 @@ func (s *Service) Retry(ctx context.Context, p *RetryParams) (*dlq.Record, error
 		}
 		rd := enc.Redelivery(nil)
 		if p.Redelivery != nil {
-			rd.Topic, rd.Headers = p.Redelivery.Topic, p.Redelivery.Headers
+			rd.Topic, rd.Headers, rd.Target = p.Redelivery.Topic, p.Redelivery.Headers, p.Redelivery.Target
 		}
 		sp.Redelivery = rd
 	}
@@ -146,6 +175,34 @@ func BatchEvents(kind TaskKind, rows []BatchRow) []events.Event {
 		out[i] = events.Record(t, events.RecordData{ID: r.ID, Queue: r.Queue, RecordKeyData: events.RecordKey(r.KeyPrefix, r.KeySize), Type: r.Type})
 	}
 	return out
+}
+
+// TraceBatch records, for each record a committed batch of bulk retry task
+// t retried that carries a trace context, a span in the record's trace
+// (retry <queue>, with the task's id). It reads the batch's headers only
+// when tracing is on; a purge has no records left to trace.
+func (s *Service) TraceBatch(ctx context.Context, t *store.Task, rows []store.BatchRow) {
+	if !s.cfg.Tracer.On() || t.Kind != TaskRetry || len(rows) == 0 {
+		return
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	headers, err := s.store.RecordHeaders(ctx, ids)
+	if err != nil {
+		s.log.Warn("bulk retry spans not recorded", "task", t.ID, "err", err)
+		return
+	}
+	for _, r := range rows {
+		attrs := []attribute.KeyValue{tracing.AttrRecordID.String(r.ID), tracing.AttrTaskID.String(t.ID),
+			tracing.AttrEdited.Bool(len(t.Patch) > 0)}
+		if t.Target != "" {
+			attrs = append(attrs, attribute.String("redrive.retry.target", t.Target))
+		}
+		_, span := s.cfg.Tracer.Start(ctx, tracing.FromHeaders(headers[r.ID]), "retry "+r.Queue, trace.SpanKindInternal, attrs...)
+		tracing.End(span, nil)
+	}
 }
 
 // PublishBatch emits the lifecycle events of a committed batch of a bulk

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Config configures a Scheduler. Zero fields take the defaults noted.
@@ -68,6 +69,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics receives the redelivery metrics. Default: a private set.
 	Metrics *metrics.Metrics
+	// Tracer starts a span for each redelivery of a record that carries a
+	// trace context. Default: nil, tracing off.
+	Tracer *tracing.Tracer
 }
 
 // ArchiveSuffix is appended to a DLQ topic to name its default archive topic.

@@ -20,11 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
@@ -33,6 +36,7 @@ import (
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/tracing"
 )
 
 // Scheduler redelivers due records. It is a service.Service: Start runs its
@@ -430,6 +434,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			queue, topic, r.ID, 1, &f)
 		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
 	}
+	groups, groupsErr := s.targetGroups(ctx, t, c)
 	for i := range c.Records {
 		r := &c.Records[i]
 		topic := target(r, t)
@@ -441,9 +446,20 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			refuse(i, topic, problem)
 			continue
 		}
-		out = append(out, envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now))
+		if groupsErr != nil {
+			// Who the record is for is unknown: it waits rather than
+			// going to every group.
+			fail(i, groupsErr)
+			continue
+		}
+		rec := envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now)
+		if g := groups[r.ID]; g != "" && wantsGroup(r, t) {
+			envelope.SetTargetGroup(rec, g)
+		}
+		out = append(out, rec)
 		sent = append(sent, i)
 	}
+	spans := s.startSpans(ctx, c, out, sent)
 	res := produceAll(ctx, s.client, s.resets, out)
 	if s.afterProduce != nil {
 		s.afterProduce()
@@ -453,6 +469,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			fail(sent[j], err)
 		}
 	}
+	endSpans(spans, out, res.errs)
 	s.settle(ctx, queue, c, failed, now)
 
 	m := s.cfg.Metrics.Redelivery
@@ -480,6 +497,74 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// targetGroups returns the consumer group each claimed record that is
+// redelivered to its group alone (wantsGroup) is for, by record id; a record
+// whose failure names no group is absent (it goes to the whole topic).
+func (s *Scheduler) targetGroups(ctx context.Context, t policy.Topic, c *store.Claim) (map[string]string, error) {
+	var ids []string
+	for i := range c.Records {
+		if r := &c.Records[i]; wantsGroup(r, t) {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.store.SourceGroups(ctx, ids)
+}
+
+// wantsGroup reports whether a record goes to the consumer group that
+// failed it alone: its target (the operator's override, else the policy's
+// redelivery.target) is group, and it goes back to its source topic — a
+// group that failed it on one topic may not even read another.
+func wantsGroup(r *dlq.Record, t policy.Topic) bool {
+	mode := t.Redelivery.Target
+	if r.Redelivery != nil && r.Redelivery.Target != "" {
+		mode = policy.Target(r.Redelivery.Target)
+	}
+	return mode == policy.TargetGroup && r.Source.Topic != "" && target(r, t) == r.Source.Topic
+}
+
+// startSpans starts the span of each record about to be produced whose
+// stored headers carry a trace context (send <topic>, kind producer, a
+// child of that context and linked to it) and sets the record's
+// traceparent to it; nil when tracing is off.
+func (s *Scheduler) startSpans(ctx context.Context, c *store.Claim, out []*kgo.Record, sent []int) []trace.Span {
+	if !s.cfg.Tracer.On() {
+		return nil
+	}
+	spans := make([]trace.Span, len(out))
+	for j, rec := range out {
+		r := &c.Records[sent[j]]
+		attrs := append(tracing.Messaging("send", semconv.MessagingOperationTypeSend, rec.Topic),
+			tracing.AttrRecordID.String(r.ID), tracing.AttrAttempt.Int(r.Attempt))
+		if g := envelope.TargetGroupOf(rec); g != "" {
+			attrs = append(attrs, tracing.AttrTargetGroup.String(g))
+		}
+		_, span := s.cfg.Tracer.Start(ctx, tracing.FromHeaders(r.Headers), "send "+rec.Topic, trace.SpanKindProducer, attrs...)
+		if span != nil {
+			tracing.Inject(rec, span.SpanContext())
+			spans[j] = span
+		}
+	}
+	return spans
+}
+
+// endSpans ends the spans of produced records with where each went, or why
+// it failed.
+func endSpans(spans []trace.Span, out []*kgo.Record, errs []error) {
+	for j, span := range spans {
+		if span == nil {
+			continue
+		}
+		if errs[j] == nil {
+			span.SetAttributes(semconv.MessagingDestinationPartitionID(strconv.Itoa(int(out[j].Partition))),
+				semconv.MessagingKafkaOffset(int(out[j].Offset)))
+		}
+		tracing.End(span, errs[j])
+	}
 }
 
 // target is the topic a record is redelivered to: the operator's override,

@@ -330,6 +330,7 @@ func archiveStateOf(s dlq.State) *string {
 // storedRedelivery is dlq.Redelivery as kept in the redelivery column.
 type storedRedelivery struct {
 	Topic         string         `json:"topic,omitempty"`
+	Target        string         `json:"target,omitempty"`
 	Headers       []storedHeader `json:"headers,omitempty"`
 	Value         *string        `json:"value,omitempty"`
 	ValueEncoding string         `json:"value_encoding,omitempty"`
@@ -343,7 +344,7 @@ func encodeRedelivery(r *dlq.Redelivery) ([]byte, error) {
 	if r == nil {
 		return nil, nil
 	}
-	out := storedRedelivery{Topic: r.Topic}
+	out := storedRedelivery{Topic: r.Topic, Target: r.Target}
 	for _, h := range r.Headers {
 		v, enc := EncodeBytes(h.Value)
 		out.Headers = append(out.Headers, storedHeader{Key: clean(h.Key), Value: v, Encoding: enc})
@@ -368,7 +369,7 @@ func decodeRedelivery(b []byte) (*dlq.Redelivery, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("decode redelivery: %w", err)
 	}
-	out := &dlq.Redelivery{Topic: in.Topic}
+	out := &dlq.Redelivery{Topic: in.Topic, Target: in.Target}
 	for _, h := range in.Headers {
 		v, err := DecodeBytes(h.Value, h.Encoding)
 		if err != nil {

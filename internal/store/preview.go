@@ -124,7 +124,7 @@ var previewExpr = map[string]string{
 	"key_payload": previewBounds("(CASE WHEN octet_length(key_payload::text) <= :key_bytes THEN key_payload END)::jsonb"),
 	"retry":       previewBounds("CASE WHEN octet_length(retry::text) <= :json_bytes THEN retry ELSE '{}'::jsonb END"),
 	"meta":        previewBounds("CASE WHEN octet_length(meta::text) <= :json_bytes THEN meta ELSE '{}'::jsonb END"),
-	"redelivery":  previewBounds("CASE WHEN redelivery IS NULL OR octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic') END"),
+	"redelivery":  previewBounds("CASE WHEN redelivery IS NULL OR octet_length(redelivery::text) <= :redelivery_bytes THEN redelivery ELSE jsonb_build_object('topic', redelivery->'topic', 'target', redelivery->'target') END"),
 }
 
 // previewExtra are the columns a preview reads after readColumns: sizes,

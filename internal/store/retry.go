@@ -158,6 +158,9 @@ type BatchParams struct {
 	// At is the time of a retry (its records are due then); zero:
 	// Postgres's now().
 	At time.Time
+	// Target, for a retry, sets each record's redelivery target ("group",
+	// "topic"; "": left as it is), keeping the rest of its pending changes.
+	Target string
 }
 
 // availableAt is p.At as the @available_at of makeAvailable.
@@ -190,7 +193,12 @@ type BatchResult struct {
 func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
 	sc := retryScope(p.Scope)
 	args := pgx.NamedArgs{"available_at": p.availableAt()}
-	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+makeAvailable+" WHERE id IN (", ") RETURNING "+batchRowColumns)
+	set := makeAvailable
+	if p.Target != "" {
+		args["target"] = p.Target
+		set += ", redelivery = coalesce(redelivery, '{}'::jsonb) || jsonb_build_object('target', @target::text)"
+	}
+	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+set+" WHERE id IN (", ") RETURNING "+batchRowColumns)
 }
 
 // PatchFunc decides a patched retry of one record: its redelivery edit,

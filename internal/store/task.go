@@ -57,6 +57,9 @@ type Task struct {
 	// Canary is a retry's canary (nil: none), CanaryState where it stands.
 	Canary          *CanarySpec
 	CanaryState     CanaryState
+	// Target, for a retry, replaces each record's redelivery.target
+	// ("group" or "topic"); empty keeps each record's policy.
+	Target          string
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -96,6 +99,9 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 		MaxID: r.MaxID, CancelRequested: r.CancelRequested, CreatedBy: r.CreatedBy, LeaseOwner: r.LeaseOwner,
 		LeaseToken: r.LeaseToken, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
 		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch}
+	if r.RedeliveryTarget != nil {
+		t.Target = *r.RedeliveryTarget
+	}
 	if err := json.Unmarshal(r.Errors, &t.Errors); err != nil {
 		return nil, fmt.Errorf("decode task errors: %w", err)
 	}
@@ -138,6 +144,9 @@ type CreateTaskParams struct {
 	// one transaction, or the task is not created (ErrConflict: the
 	// request was withdrawn or replaced meanwhile).
 	Quiet *QuietRequest
+	// Target is a retry's redelivery target ("group", "topic"; "": each
+	// record's policy).
+	Target string
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -153,8 +162,13 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 			return nil, fmt.Errorf("create task: encode canary: %w", err)
 		}
 	}
+	var target *string
+	if p.Target != "" {
+		target = &p.Target
+	}
 	params := dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
-		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch, Canary: canary}
+		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch, Canary: canary,
+		RedeliveryTarget: target}
 	if p.Quiet == nil {
 		t, err := oneTask(s.q.TaskCreate(ctx, s.pool, params))
 		if err != nil {

@@ -43,7 +43,7 @@ type Config struct {
 	Wake func()
 	// OnBatch is called after each committed batch with the records it
 	// retried or deleted (to publish events). Optional.
-	OnBatch func(kind store.TaskKind, rows []store.BatchRow)
+	OnBatch func(t *store.Task, rows []store.BatchRow)
 	// OnCanary is called after a canary's phase changed: it watches its
 	// sample, passed or aborted (to publish events). Optional.
 	OnCanary func(t *store.Task)
@@ -94,7 +94,7 @@ func (c Config) withDefaults() Config {
 		c.Wake = func() {}
 	}
 	if c.OnBatch == nil {
-		c.OnBatch = func(store.TaskKind, []store.BatchRow) {}
+		c.OnBatch = func(*store.Task, []store.BatchRow) {}
 	}
 	if c.OnCanary == nil {
 		c.OnCanary = func(*store.Task) {}
@@ -228,7 +228,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		if t.CursorID != nil {
 			cursor = *t.CursorID
 		}
-		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch}
+		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch, Target: t.Target}
 		if canary {
 			// Due on the runner's clock, which the watch is timed on.
 			p.At = r.cfg.Clock.Now()
@@ -244,7 +244,11 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				return r.store.PurgeBatch(ctx, tx, p)
 			case patched:
 				res, err = r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
-					return r.cfg.PatchRecord(ctx, t.Patch, rec)
+					rd, skip, err := r.cfg.PatchRecord(ctx, t.Patch, rec)
+					if rd != nil && t.Target != "" {
+						rd.Target = t.Target
+					}
+					return rd, skip, err
 				})
 			default:
 				res, err = r.store.RetryBatch(ctx, tx, p)
@@ -304,7 +308,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			if t.Kind == store.TaskRetry {
 				r.cfg.Wake()
 			}
-			r.cfg.OnBatch(t.Kind, res.Rows)
+			r.cfg.OnBatch(t, res.Rows)
 			// Pay for the batch done: the next waits until the rate allows
 			// it, and the last (empty) one waits for nothing.
 			if lim != nil {

@@ -66,7 +66,7 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	}
 	var batches atomic.Int64
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Owner: "alive",
-		OnBatch: func(store.TaskKind, []store.BatchRow) { batches.Add(1) }}, st)
+		OnBatch: func(*store.Task, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestAPostgresOutagePausesATask(t *testing.T) {
 	var batches atomic.Int64
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, MaxBatchErrors: 2, Lease: time.Hour, Clock: clk,
-		OnBatch: func(store.TaskKind, []store.BatchRow) { batches.Add(1) }}, st)
+		OnBatch: func(*store.Task, []store.BatchRow) { batches.Add(1) }}, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,6 +197,7 @@ type RedriveTask struct {
 	FinishedAt       *time.Time
 	Patch            json.RawMessage
 	SkippedRecords   json.RawMessage
+	RedeliveryTarget *string
 	Canary           json.RawMessage
 	CanaryPhase      *string
 	CanarySampled    int64

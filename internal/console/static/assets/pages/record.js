@@ -161,9 +161,20 @@ function recordFacts(r, exact) {
     ["Source", `${r.source.topic}${r.source.partition != null ? ` [${r.source.partition}] @ ${offset}` : ""}${r.source.group ? `, group ${r.source.group}` : ""}`, true],
     ["Redelivery", redeliveryText(r), true],
     ["Archive", archiveText(r), true],
+    ["Trace", traceFact(r), true],
     ["Id", el("code", {}, r.id), true],
   ];
   return el("dl", { class: "facts", id: "record-facts" }, facts.map(([k, v, wide]) => [el("dt", {}, k), el("dd", { class: wide ? "wide" : null }, v)]));
+}
+
+// traceFact is the record's trace id, linked to the operator's tracing UI
+// when the server has a REDRIVE_TRACE_URL ({trace_id} replaced).
+function traceFact(r) {
+  if (!r.trace_id) return el("span", { id: "record-trace", class: "muted" }, "none (the record carries no traceparent)");
+  const tmpl = document.documentElement.dataset.traceTemplate || "";
+  if (!tmpl) return el("code", { id: "record-trace" }, r.trace_id);
+  const href = tmpl.split("{trace_id}").join(encodeURIComponent(r.trace_id));
+  return el("a", { id: "record-trace", href, target: "_blank", rel: "noopener noreferrer" }, el("code", {}, r.trace_id));
 }
 
 // errorEntry is one failed attempt: its type, code, time and message, with
