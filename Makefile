@@ -60,7 +60,9 @@ lint: check-generate ## Run golangci-lint (falls back to go vet + staticcheck wh
 
 .PHONY: bench
 bench: ## Measure ingest (JSON and Avro), redelivery, API, pruning, abuse and console page loads (raw baselines in the same run)
-	$(GO) run ./cmd/redrive bench --records $(BENCH_N)
+	@# River, the peer, is its own module (internal/bench/riverpeer): a bench-only dependency.
+	$(GO) build -C internal/bench/riverpeer -o $(CURDIR)/bin/riverpeer .
+	$(GO) run ./cmd/redrive bench --records $(BENCH_N) --river-peer $(CURDIR)/bin/riverpeer
 	@# What hostile records and clients cost serve (docs/operations.md).
 	$(GO) run ./cmd/redrive bench --suite abuse --rounds 1
 	@# The console's pages in headless Chromium over the api suite's 1M records.

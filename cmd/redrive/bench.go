@@ -112,6 +112,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Records, "records", 200_000, "DLQ records to ingest")
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
+	cmd.Flags().StringVar(&cfg.RiverPeer, "river-peer", "", "riverpeer binary the redelivery suite runs as its peer (make bench builds internal/bench/riverpeer); empty: River is not measured")
 	cmd.Flags().IntVar(&cfg.MemoryRecords, "memory-records", 1_000_000, "records the memory suite ingests and bulk-retries")
 	cmd.Flags().IntVar(&cfg.Abuse.Streams, "abuse-streams", 20_000, "idle event streams the abuse suite opens at once")
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTypes, "abuse-types", 50_000, "records of distinct types the abuse suite stores")

@@ -25,6 +25,10 @@ type Config struct {
 	// MemoryRecords is how many records the memory suite ingests and
 	// retries. Default: 1,000,000.
 	MemoryRecords int
+	// RiverPeer is the riverpeer command (internal/bench/riverpeer, its own
+	// module so that River stays a bench-only dependency) the redelivery
+	// suite runs as its peer. Default: none, and River is not measured.
+	RiverPeer string
 	// Abuse sizes the abuse suite's attacks.
 	Abuse AbuseConfig
 	// Out receives the report. Default: os.Stdout.

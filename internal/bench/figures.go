@@ -34,6 +34,10 @@ func (r *RedeliverResult) Figures() []Figure {
 		}
 		out = append(out, f)
 	}
+	if r.River > 0 {
+		out = append(out, Figure{Name: fmt.Sprintf("redelivery, %d worker(s) / River burn-down", defaultWorkers),
+			Value: rate(r.Records, r.Runs[defaultWorkers-1].Scheduler) / rate(r.Records, r.River), Target: RiverTarget})
+	}
 	return out
 }
 
@@ -46,6 +50,9 @@ func (r *PruneResult) Figures() []Figure {
 const (
 	IngestTarget    = 0.80
 	RedeliverTarget = 0.70
+	// RiverTarget is Redrive's redelivery rate with its default settings
+	// over River's burn-down, configured as River benchmarks itself.
+	RiverTarget = 2.0
 )
 
 // Summarize prints, for each figure measured in rounds, its median and range

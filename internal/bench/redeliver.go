@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +31,9 @@ type RedeliverRun struct {
 type RedeliverResult struct {
 	Records int
 	Runs    []RedeliverRun
+	// River is River's burn-down of as many no-op jobs on the same server,
+	// configured as River's own benchmark runs it; 0 when not measured.
+	River time.Duration
 }
 
 // Redeliver measures the scheduler's throughput (due records claimed, produced
@@ -55,7 +60,7 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 	}
 	defer cluster.Close()
 
-	n := cfg.Records / 4 // each run updates every record; keep the whole suite short
+	n := cfg.Records / 2 // each run updates every record; keep the whole suite short
 	res := &RedeliverResult{Records: n}
 	fmt.Fprintf(cfg.Out, "redelivery: %d due records, %d-byte values, batches of 500\n", n, cfg.ValueSize)
 	if err := loadDue(ctx, pool, n, cfg.ValueSize); err != nil {
@@ -84,7 +89,51 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 		fmt.Fprintf(cfg.Out, "  %d worker(s): scheduler %8.0f records/s, raw claim+update %8.0f records/s, ratio %.2f %s\n",
 			workers, sched, raw, sched/raw, target)
 	}
+	if cfg.RiverPeer == "" {
+		fmt.Fprintln(cfg.Out, "  River: not measured (no --river-peer; make bench builds and passes it)")
+		return res, nil
+	}
+	quiesce(ctx, pool)
+	if res.River, err = timeRiver(ctx, pool, cfg.RiverPeer, n); err != nil {
+		return nil, err
+	}
+	river := rate(n, res.River)
+	fmt.Fprintf(cfg.Out, "  River %s, %d workers, 2 ms fetch cooldown: %8.0f jobs/s; Redrive (defaults: %d workers) / River %.2f (target >= %.2f)\n",
+		riverVersion, riverWorkers, river, defaultWorkers, rate(n, res.Runs[defaultWorkers-1].Scheduler)/river, RiverTarget)
 	return res, nil
+}
+
+// River's benchmark configuration, which riverpeer runs.
+const (
+	riverVersion = "v0.51.1" // pinned in internal/bench/riverpeer/go.mod
+	riverWorkers = 2000
+	// defaultWorkers is the scheduler's default Workers (redeliver.Config),
+	// the run compared with River.
+	defaultWorkers = 2
+)
+
+// timeRiver runs River's burn-down of n jobs in a database of its own on
+// the same server and returns how long it took, as riverpeer measured it
+// (jobs inserted first, the clock running from the client's start until the
+// last job completed).
+func timeRiver(ctx context.Context, pool *rawbench.DB, peer string, n int) (time.Duration, error) {
+	dsn, drop, err := pool.Sibling(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	cmd := exec.CommandContext(ctx, peer, "--database-url", dsn, "--jobs", strconv.Itoa(n), "--workers", strconv.Itoa(riverWorkers))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("run river peer %s: %w", peer, err)
+	}
+	var jobs int
+	var seconds, perSecond float64
+	if _, err := fmt.Sscanf(string(out), "river %d jobs in %f s: %f jobs/s", &jobs, &seconds, &perSecond); err != nil || jobs != n {
+		return 0, fmt.Errorf("river peer: unexpected output %q", out)
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
 }
 
 // loadDue stores n retryable records that are due now.

@@ -235,7 +235,8 @@ type Record struct {
 	// acknowledgement came by AckDueAt. It stays available, and may be retried.
 	UnacknowledgedAt *time.Time
 	// InFlight says a scheduler has claimed the record and is producing it
-	// right now (its claim is not settled yet). Set by single-record reads only.
+	// right now (its claim is not settled yet); it is then shown as it was
+	// before the claim (state, attempt, redelivered_at, no completion).
 	InFlight bool
 	// RedeliveredAt is when the record was last produced to its topic.
 	RedeliveredAt *time.Time

@@ -47,8 +47,9 @@ func TestRetryTakesEveryRecordNeitherInFlightNorCompleted(t *testing.T) {
 		UnacknowledgedAt *string `json:"unacknowledged_at"`
 	}
 	wantStatus(t, b.get(t, "/ojs/v1/dead-letter/"+flying, &one), http.StatusOK)
-	if one.InFlight == nil || !*one.InFlight || one.State != "available" {
-		t.Errorf("record in flight: %s, in_flight %v", one.State, one.InFlight)
+	// Shown as it was before its claim (retryable) until the produce lands.
+	if one.InFlight == nil || !*one.InFlight || one.State != "retryable" || one.AckDueAt != nil {
+		t.Errorf("record in flight: %s, in_flight %v, ack_due_at %v; want retryable, true, null", one.State, one.InFlight, one.AckDueAt)
 	}
 	wantStatus(t, b.get(t, "/ojs/v1/dead-letter/"+unacked, &one), http.StatusOK)
 	if one.InFlight == nil || *one.InFlight || one.UnacknowledgedAt == nil || one.AckDueAt == nil {

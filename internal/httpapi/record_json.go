@@ -159,9 +159,11 @@ type recordJSON struct {
 	// UnacknowledgedAt is when the record was marked unacknowledged: no
 	// acknowledgement came by ack_due_at.
 	UnacknowledgedAt *jsonTime `json:"unacknowledged_at"`
-	// InFlight says a scheduler is producing the record right now (GET of
-	// one record, and the retry's answer, only): it cannot be retried until
-	// the produce is settled.
+	// InFlight says a scheduler is producing the record right now: it cannot
+	// be retried until the produce is settled, and it is shown as it was
+	// before (state, attempt, redelivered_at, its last redelivery failure).
+	// GET of one record and the retry's answer always say; listings say it
+	// only of records in flight.
 	InFlight      *bool     `json:"in_flight,omitempty"`
 	UpdatedAt     jsonTime  `json:"updated_at"`
 	RedeliveredAt *jsonTime `json:"redelivered_at"`
@@ -234,6 +236,14 @@ func encodeBytes(b []byte) (*string, *string) {
 
 // toRecordJSON shows a record; archiving says whether archive copies are
 // made (REDRIVE_ARCHIVE_TOPIC is not off).
+// inFlightOf is a listed record's in_flight: said only when true.
+func inFlightOf(r *dlq.Record) *bool {
+	if !r.InFlight {
+		return nil
+	}
+	return &r.InFlight
+}
+
 func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 	out := recordJSON{
 		ID: r.ID, Queue: r.Queue, Type: r.Type, State: r.State, Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
@@ -245,6 +255,7 @@ func toRecordJSON(r *dlq.Record, archiving bool) recordJSON {
 		Headers: make([]headerJSON, len(r.Headers)),
 		Errors:  make([]errorJSON, len(r.Errors)),
 		Retry:   r.Retry, Meta: r.Meta,
+		InFlight:  inFlightOf(r),
 		CreatedAt: jsonTime(r.CreatedAt), UpdatedAt: jsonTime(r.UpdatedAt),
 		EnqueuedAt: optTime(r.EnqueuedAt), NextRetryAt: optTime(r.NextRetryAt),
 		DiscardedAt: optTime(r.DiscardedAt), CompletedAt: optTime(r.CompletedAt),

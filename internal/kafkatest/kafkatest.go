@@ -157,3 +157,19 @@ func Held(t testing.TB, brokers []string, topic string) map[int32]map[int64]stri
 	}
 	return out
 }
+
+// CreateTopics creates topics (one partition each) on a running cluster, as
+// an operator would after Redrive found them missing.
+func CreateTopics(t testing.TB, brokers []string, topics ...string) {
+	t.Helper()
+	adm := kadm.NewClient(Client(t, brokers))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopics(ctx, 1, -1, nil, topics...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("kafkatest: create topics %v: %v", topics, err)
+	}
+}

@@ -58,16 +58,16 @@ func TestCrashBetweenProduceAndSettleRedeliversAgain(t *testing.T) {
 	if header(first[0], "redrive.id") != rec.ID {
 		t.Fatalf("the child produced %q before dying, want %s", header(first[0], "redrive.id"), rec.ID)
 	}
-	// The claim was committed before the produce: the record is completed by
-	// its redelivery (completion: redelivered), attempt 2, in flight while
-	// its lease runs on.
+	// The claim was committed before the produce: the record is in flight
+	// while its lease runs on, shown as it was (retryable, attempt 1, never
+	// redelivered): nobody knows yet whether the produce landed.
 	got, err := b.store.Get(context.Background(), rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != dlq.StateCompleted || got.Attempt != 2 || got.NextRetryAt != nil || !got.InFlight {
-		t.Fatalf("after the crash the record is %s attempt %d next %v in flight %t; want completed, attempt 2, claimed",
-			got.State, got.Attempt, got.NextRetryAt, got.InFlight)
+	if got.State != dlq.StateRetryable || got.Attempt != 1 || got.RedeliveredAt != nil || !got.InFlight {
+		t.Fatalf("after the crash the record is %s attempt %d redelivered %v in flight %t; want retryable, attempt 1, never, in flight",
+			got.State, got.Attempt, got.RedeliveredAt, got.InFlight)
 	}
 	survivor := b.scheduler(t, nil)
 	if n, err := survivor.RunOnce(context.Background()); err != nil || n != 0 {

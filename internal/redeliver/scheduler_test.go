@@ -293,3 +293,88 @@ func TestFailedProduceKeepsTheRecordDueOnItsOwnBackoff(t *testing.T) {
 		t.Fatalf("%d claims left open", n.RowsAffected())
 	}
 }
+
+// TestAnInFlightRedeliveryIsShownAsItWasUntilItsProduceSucceeds: while a
+// produce is pending, a reader sees the record in flight with its state,
+// attempt and redelivered_at from before the claim, and its last
+// redelivery failure; only a produce that succeeds completes it and clears
+// the failure.
+func TestAnInFlightRedeliveryIsShownAsItWasUntilItsProduceSucceeds(t *testing.T) {
+	b := setup(t) // no "orders" topic and no auto-create: the produce waits, then fails
+	rec := b.due(t, "orders", 1)[0]
+	s := b.scheduler(t, nil, func(c *redeliver.Config) {
+		c.FailureBackoff = redeliver.Backoff{Min: time.Minute, Max: time.Minute}
+		c.ProduceTimeout, c.Lease = 1500*time.Millisecond, time.Minute
+	})
+	ctx := context.Background()
+	get := func() *dlq.Record {
+		t.Helper()
+		r, err := b.store.Get(ctx, rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	listed := func() *dlq.Record {
+		t.Helper()
+		page, err := b.store.List(ctx, &store.ListParams{Filter: filter.Filter{Queue: "orders"}, Limit: 10})
+		if err != nil || len(page.Records) != 1 {
+			t.Fatalf("list: %v, %d records", err, len(page.Records))
+		}
+		return &page.Records[0]
+	}
+	// runWatching runs one pass and checks the record, read and listed,
+	// while its produce is pending.
+	runWatching := func(wantFailures int) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { _, err := s.RunOnce(ctx); done <- err }()
+		seen := 0
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if seen == 0 {
+					t.Fatal("the record was never seen in flight while its produce was pending")
+				}
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for _, r := range []*dlq.Record{get(), listed()} {
+				if !r.InFlight {
+					continue
+				}
+				seen++
+				failures := 0
+				if r.RedeliveryFailure != nil {
+					failures = r.RedeliveryFailure.Failures
+				}
+				if r.State != dlq.StateRetryable || r.Attempt != 1 || r.RedeliveredAt != nil || r.CompletedAt != nil || failures != wantFailures {
+					t.Fatalf("in flight: state %s attempt %d redelivered_at %v completed_at %v failures %d; want retryable, 1, none, none, %d",
+						r.State, r.Attempt, r.RedeliveredAt, r.CompletedAt, failures, wantFailures)
+				}
+			}
+		}
+	}
+	runWatching(0)
+	if r := get(); r.InFlight || r.RedeliveryFailure == nil || r.RedeliveredAt != nil || r.State != dlq.StateRetryable {
+		t.Fatalf("after a failed produce: in flight %v, failure %+v, redelivered_at %v, state %s", r.InFlight, r.RedeliveryFailure, r.RedeliveredAt, r.State)
+	}
+	b.clock.Advance(time.Minute)
+	runWatching(1) // the second try keeps the first failure in sight while it is pending
+
+	// The topic exists now: the next produce succeeds, completes the record
+	// and clears its failure.
+	kafkatest.CreateTopics(t, b.brokers, "orders")
+	b.clock.Advance(time.Minute)
+	if _, err := s.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := get()
+	if r.InFlight || r.State != dlq.StateCompleted || r.Attempt != 2 || r.RedeliveredAt == nil || r.RedeliveryFailure != nil {
+		t.Fatalf("after a produce that succeeded: in flight %v, state %s, attempt %d, redelivered_at %v, failure %+v; want completed, 2, set, none",
+			r.InFlight, r.State, r.Attempt, r.RedeliveredAt, r.RedeliveryFailure)
+	}
+}

@@ -49,12 +49,24 @@ func TestClaimIsCommittedAndSettledWithItsToken(t *testing.T) {
 		t.Fatalf("a second claim took %d claimed records", len(again.Records))
 	}
 	// Under completion: redelivered (the default) the claim completes the
-	// records as it takes them, in the same write; they are in flight until
-	// the claim is settled.
-	if r := get(t, s, a.ID); r.State != dlq.StateCompleted || r.CompletedBy != dlq.CompletedByRedelivered ||
-		r.CompletedAt == nil || !r.CompletedAt.Equal(now) || !r.InFlight || r.Attempt != 2 || r.NextRetryAt != nil || r.AckDueAt != nil {
-		t.Fatalf("claimed record: %s by %q at %v, in flight %t, attempt %d next %v ack due %v", r.State, r.CompletedBy,
-			r.CompletedAt, r.InFlight, r.Attempt, r.NextRetryAt, r.AckDueAt)
+	// records as it takes them, in the same write; until the claim is
+	// settled a reader sees them in flight, as they were before it.
+	if r := get(t, s, a.ID); r.State != dlq.StateRetryable || r.CompletedBy != "" || r.CompletedAt != nil ||
+		!r.InFlight || r.Attempt != 1 || r.RedeliveredAt != nil || r.AckDueAt != nil {
+		t.Fatalf("claimed record shown as %s by %q at %v, in flight %t, attempt %d, redelivered %v, ack due %v; want as before, in flight",
+			r.State, r.CompletedBy, r.CompletedAt, r.InFlight, r.Attempt, r.RedeliveredAt, r.AckDueAt)
+	}
+	// What is stored is what the claim wrote: a repeat failure of this
+	// redelivery that arrives before the claim is settled must find it.
+	if _, err := s.UpdateLocked(ctx, []string{a.ID}, func(rs map[string]*dlq.Record) ([]*dlq.Record, error) {
+		if r := rs[a.ID]; r.State != dlq.StateCompleted || r.CompletedBy != dlq.CompletedByRedelivered || r.Attempt != 2 ||
+			r.CompletedAt == nil || !r.CompletedAt.Equal(now) || r.NextRetryAt != nil {
+			t.Errorf("a write reads the claimed record as %s by %q attempt %d completed %v next %v; want it as stored: completed, attempt 2",
+				r.State, r.CompletedBy, r.Attempt, r.CompletedAt, r.NextRetryAt)
+		}
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// a's produce failed; b's succeeded.
@@ -77,10 +89,21 @@ func TestClaimIsCommittedAndSettledWithItsToken(t *testing.T) {
 	if err := s.Settle(ctx, c, nil, now); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("second settle: %v, want ErrLeaseLost", err)
 	}
-	// The next claim clears the failure but remembers how many came before.
-	c = claim(t, s, f.NextAttemptAt, time.Minute)
-	if len(c.Records) != 1 || c.PriorFailures(a.ID) != 1 || get(t, s, a.ID).RedeliveryFailure != nil {
-		t.Fatalf("reclaim: %d records, prior failures %d", len(c.Records), c.PriorFailures(a.ID))
+	// The next claim keeps the failure in sight while it runs, and
+	// remembers how many came before; a produce that succeeds clears it.
+	later := f.NextAttemptAt
+	c = claim(t, s, later, time.Minute)
+	if r := get(t, s, a.ID); len(c.Records) != 1 || c.PriorFailures(a.ID) != 1 || r.RedeliveryFailure == nil || !r.InFlight {
+		t.Fatalf("reclaim: %d records, prior failures %d, failure shown %+v, in flight %t", len(c.Records), c.PriorFailures(a.ID),
+			r.RedeliveryFailure, r.InFlight)
+	}
+	if err := s.Settle(ctx, c, nil, later); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, s, a.ID); r.RedeliveryFailure != nil || r.State != dlq.StateCompleted || r.Attempt != 2 || r.InFlight ||
+		r.RedeliveredAt == nil || !r.RedeliveredAt.Equal(later) {
+		t.Fatalf("after a produce that succeeded: failure %+v, %s attempt %d, in flight %t, redelivered %v",
+			r.RedeliveryFailure, r.State, r.Attempt, r.InFlight, r.RedeliveredAt)
 	}
 }
 
@@ -190,7 +213,7 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.SettleSQL, last.Token, ids, states, times, failures, next,
-			now, now, failed, discard)
+			now, now, failed, discard, []string{})
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,7 @@ var insertColumns = strings.Join(recordColumns, ", ")
 var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool {
 	return c == "payload" || c == "error_type" || c == "failed_at"
 }), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure",
-	"completed_by", "ack_due_at", "unacknowledged_at", "payload"), ", ")
+	"completed_by", "ack_due_at", "unacknowledged_at", "payload", "claim_prior"), ", ")
 
 // readSQL is readColumns as a select list: payload is read only when it is
 // a decoded value (value_schema set); a JSON value's payload is its value.
@@ -51,8 +52,11 @@ func readSelect(alias string) string {
 	cols := strings.Split(readColumns, ", ")
 	for i, c := range cols {
 		cols[i] = q + c
-		if c == "payload" {
+		switch c {
+		case "payload":
 			cols[i] = "(CASE WHEN " + q + "value_schema IS NOT NULL THEN " + q + "payload END)::jsonb AS payload"
+		case "claim_prior":
+			cols[i] = claimPriorExpr(cmp.Or(alias, "redrive_record"))
 		}
 		if c == "next_retry_at" {
 			// A job published over HTTP waits for a worker's fetch on

@@ -150,6 +150,9 @@ var previewColumns = func() string {
 		if e, ok := previewExpr[c]; ok {
 			cols[i] = e
 		}
+		if c == "claim_prior" {
+			cols[i] = claimPriorExpr("redrive_record")
+		}
 	}
 	return strings.Join(append(cols, previewExtra...), ", ")
 }()
@@ -179,7 +182,7 @@ func scanPreview(row pgx.CollectableRow) (RecordPreview, error) {
 	var p RecordPreview
 	var headers []byte
 	var errorCut, retryCut, metaCut, redeliveryCut *bool
-	rec, err := scanRecord(extraRow{row, []any{&p.KeySize, &p.ValueSize, &p.HeaderCount, &p.ErrorCount,
+	rec, err := scanShown(extraRow{row, []any{&p.KeySize, &p.ValueSize, &p.HeaderCount, &p.ErrorCount,
 		&errorCut, &retryCut, &metaCut, &redeliveryCut, &p.FirstErrorAt, &p.FailedAt}, &headers})
 	if err != nil {
 		return p, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,7 +60,7 @@ const countCap = 10000
 
 // List returns a page of records matching the filter, newest first.
 func (s *Store) List(ctx context.Context, p *ListParams) (*Page, error) {
-	records, total, err := listRows(ctx, s, p, readSQL, scanRecord)
+	records, total, err := listRows(ctx, s, p, readSQL, scanShown)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (s *Store) countDims(ctx context.Context, f *filter.Filter, sc *filter.Scop
 
 // Get returns one record by id, or ErrNotFound. It says whether the record
 // is in flight (InFlight): claimed by a scheduler that has not settled the
-// claim yet.
+// claim yet (every read does: inflight.go).
 func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
 	row, err := s.q.RecordGet(ctx, s.pool, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -182,6 +183,9 @@ func (s *Store) Get(ctx context.Context, id string) (*dlq.Record, error) {
 		return nil, fmt.Errorf("get record %s: %w", id, err)
 	}
 	r, err := recordOf(&row)
+	if err == nil {
+		err = showInFlight(&r, row.ClaimPrior)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get record %s: %w", id, err)
 	}
@@ -232,7 +236,7 @@ func scanRecord(row pgx.CollectableRow) (dlq.Record, error) {
 		&sr.ArchiveState, &sr.Fingerprint, &sr.PayloadOmitted,
 		&sr.ValueSchema, &sr.KeySchema, &sr.KeyPayload, &sr.DecodeError, &sr.DecodePending,
 		&sr.RedeliveredAt, &sr.Redelivery, &sr.ArchivedAt, &sr.RedeliveryFailure, &sr.ArchiveReason, &sr.ArchiveFailure,
-		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt, &sr.Payload,
+		&sr.CompletedBy, &sr.AckDueAt, &sr.UnacknowledgedAt, &sr.Payload, &sr.ClaimPrior,
 	)
 	if err != nil {
 		return dlq.Record{}, err
@@ -250,7 +254,6 @@ func recordOf(sr *storedRecord) (dlq.Record, error) {
 		CreatedAt: sr.CreatedAt, EnqueuedAt: sr.EnqueuedAt, NextRetryAt: sr.NextRetryAt, DiscardedAt: sr.DiscardedAt,
 		CompletedAt: sr.CompletedAt, UpdatedAt: sr.UpdatedAt, Fingerprint: sr.Fingerprint,
 		RedeliveredAt: sr.RedeliveredAt, ArchivedAt: sr.ArchivedAt, AckDueAt: sr.AckDueAt, UnacknowledgedAt: sr.UnacknowledgedAt,
-		InFlight: sr.InFlight,
 	}
 	if sr.PayloadOmitted != nil {
 		r.PayloadOmitted = *sr.PayloadOmitted
@@ -307,8 +310,44 @@ func recordOf(sr *storedRecord) (dlq.Record, error) {
 			return r, fmt.Errorf("decode archive failure: %w", err)
 		}
 	}
+	r.InFlight = sr.ClaimPrior != nil
 	return r, nil
 }
+
+// scanShown is scanRecord for a read shown to people (Get, List,
+// ListPreviews): a record in flight is shown as it was before its claim
+// (inflight.go). Statements that read to change a record (UpdateLocked, the
+// retries) must see it as stored: they use scanRecord.
+func scanShown(row pgx.CollectableRow) (dlq.Record, error) {
+	var prior []byte
+	r, err := scanRecord(claimPriorRow{row, &prior})
+	if err != nil {
+		return r, err
+	}
+	return r, showInFlight(&r, prior)
+}
+
+// claimPriorRow keeps the claim_prior column (the last of readColumns) of the
+// row it scans.
+type claimPriorRow struct {
+	pgx.CollectableRow
+	prior *[]byte
+}
+
+func (r claimPriorRow) Scan(dest ...any) error {
+	if err := r.CollectableRow.Scan(dest...); err != nil {
+		return err
+	}
+	b, ok := dest[claimPriorAt].(*json.RawMessage)
+	if !ok {
+		return fmt.Errorf("claim_prior scanned into %T", dest[claimPriorAt])
+	}
+	*r.prior = *b
+	return nil
+}
+
+// claimPriorAt is where claim_prior is among readColumns.
+var claimPriorAt = slices.Index(strings.Split(readColumns, ", "), "claim_prior")
 
 // decodeFailure reads a delivery failure column; NULL is none.
 func decodeFailure(b []byte) (*dlq.DeliveryFailure, error) {

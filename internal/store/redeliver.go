@@ -89,8 +89,10 @@ type prior struct {
 // they are claimed costs nothing (the claim writes each row anyway), where
 // completing them when the claim is settled would write every row twice; a
 // record whose produce fails is put back by Settle, and while the claim is
-// open the record is in flight (Record.InFlight) and no retry touches it. An
-// empty claim (nothing due) has no token.
+// open the record is in flight (Record.InFlight), no retry touches it, and
+// reads show it as it was before the claim (inflight.go). Its last
+// redelivery failure stays on it until a produce succeeds (Settle clears
+// it). An empty claim (nothing due) has no token.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
 	rows, err := s.q.ClaimDue(ctx, s.pool, dbsqlc.ClaimDueParams{Queue: p.Queue, Now: p.Now, Max: int32(p.Limit), Token: token,
@@ -166,6 +168,18 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 		return nil
 	}
 	n := len(failed)
+	// cleared are the records produced now whose earlier produces failed:
+	// their last failure was kept while they were in flight, and goes now.
+	cleared := make([]string, 0)
+	failedIDs := make(map[string]bool, n)
+	for _, f := range failed {
+		failedIDs[f.ID] = true
+	}
+	for id, p := range c.prior {
+		if p.failures > 0 && !failedIDs[id] {
+			cleared = append(cleared, id)
+		}
+	}
 	ids, states, failures := make([]string, n), make([]string, n), make([][]byte, n)
 	redeliveredAt, next := make([]*time.Time, n), make([]*time.Time, n)
 	discard := make([]bool, n)
@@ -182,7 +196,7 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	}
 	var ended bool
 	err := s.pool.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
-		now.Truncate(time.Minute), n, discard).Scan(&ended)
+		now.Truncate(time.Minute), n, discard, cleared).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
 	}
@@ -205,7 +219,8 @@ const undoCompletion = `completed_at = NULL, completed_by = NULL, ack_due_at = N
 
 // settleSQL is Settle's statement: $1 the claim's token, $2–$6 and $10 the
 // failed records (id, prior state, prior redelivered_at, failure, next
-// attempt, discard), $7 now, $8 its minute, $9 how many failed.
+// attempt, discard), $7 now, $8 its minute, $9 how many failed, $11 the
+// produced records whose last redelivery failure is cleared.
 var settleSQL = `
 		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
 		undo AS (
@@ -222,6 +237,9 @@ var settleSQL = `
 			-- by a scan of the completed records asClaimed would allow.
 			WHERE r.id = f.id AND r.id = ANY($2) AND r.claim_token = lease.token AND ` + asClaimed + `
 			RETURNING r.id),
+		cleared AS (
+			UPDATE redrive_record r SET redelivery_failure = NULL
+			FROM lease WHERE r.id = ANY($11) AND r.claim_token = lease.token AND ` + asClaimed + `),
 		activity AS (
 			INSERT INTO redrive_queue_activity (queue, minute, retried)
 			SELECT queue, $8, n - $9 FROM lease WHERE n > $9)
@@ -250,10 +268,14 @@ var rescueSQL = `
 		WITH expired AS (
 			DELETE FROM redrive_claim WHERE token IN (
 				SELECT token FROM redrive_claim WHERE expires_at < $1 ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED)
-			RETURNING token, ids, prior_states),
-		back AS (SELECT e.token, u.id, u.state FROM expired e, unnest(e.ids, e.prior_states) AS u(id, state))
+			RETURNING token, ids, prior_states, prior_redelivered_at),
+		back AS (
+			SELECT e.token, u.id, u.state, u.redelivered_at, e.prior_redelivered_at IS NOT NULL AS known
+			FROM expired e, unnest(e.ids, e.prior_states, e.prior_redelivered_at) AS u(id, state, redelivered_at))
 		UPDATE redrive_record r
-		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, ` + undoCompletion + `
+		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, ` + undoCompletion + `,
+		    -- Claims taken before migration 00150 did not keep it.
+		    redelivered_at = CASE WHEN back.known THEN back.redelivered_at ELSE r.redelivered_at END
 		FROM back
 		WHERE r.id = back.id AND r.id = ANY (ARRAY(SELECT id FROM back)) AND r.claim_token = back.token AND ` + asClaimed + `
 		RETURNING r.id, r.queue`

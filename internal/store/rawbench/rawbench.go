@@ -25,7 +25,11 @@ import (
 )
 
 // DB is a scratch database for a benchmark.
-type DB struct{ pool *pgxpool.Pool }
+type DB struct {
+	pool *pgxpool.Pool
+	// siblings counts the databases Sibling created, to name the next one.
+	siblings int
+}
 
 // Scratch creates a fresh, migrated database (on a throwaway cluster when
 // serverURL is empty) and returns it, its connection string for a child
@@ -93,6 +97,23 @@ func dsn(c pgconn.Config) string {
 		s += " password=" + quote(c.Password)
 	}
 	return s
+}
+
+// Sibling creates an empty database on the same server, for a peer measured
+// in the same run (River's benchmark), and returns its connection string and
+// a function that drops it.
+func (d *DB) Sibling(ctx context.Context) (string, func(), error) {
+	d.siblings++
+	cfg := d.pool.Config().ConnConfig.Config
+	cfg.Database = cfg.Database + "_peer" + strconv.Itoa(d.siblings)
+	// CREATE DATABASE takes no parameters; the name is built from our own.
+	if _, err := d.pool.Exec(ctx, "CREATE DATABASE "+cfg.Database); err != nil {
+		return "", nil, fmt.Errorf("create peer database: %w", err)
+	}
+	drop := func() {
+		_, _ = d.pool.Exec(context.Background(), "DROP DATABASE IF EXISTS "+cfg.Database+" WITH (FORCE)")
+	}
+	return dsn(cfg), drop, nil
 }
 
 // Store is a Store on the database (the database keeps the pool).

@@ -35,13 +35,14 @@ type RedriveAudit struct {
 }
 
 type RedriveClaim struct {
-	Token       string
-	Owner       string
-	Queue       string
-	ClaimedAt   time.Time
-	ExpiresAt   time.Time
-	Ids         []string
-	PriorStates []string
+	Token              string
+	Owner              string
+	Queue              string
+	ClaimedAt          time.Time
+	ExpiresAt          time.Time
+	Ids                []string
+	PriorStates        []string
+	PriorRedeliveredAt []time.Time
 }
 
 type RedriveIncident struct {

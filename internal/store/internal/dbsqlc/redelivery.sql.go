@@ -67,16 +67,16 @@ claimed AS (
         ack_due_at = CASE WHEN $4::bool THEN $2::timestamptz + interval '1 millisecond' * $5::bigint END,
         unacknowledged_at = NULL,
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-        discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz, redelivery_failure = NULL,
+        discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
     FROM due WHERE r.id = due.id
     RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
               r.redelivery, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
-    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
+    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
     SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
-        array_agg(claimed.id), array_agg(claimed.prior_state)
+        array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
     FROM claimed HAVING count(*) > 0)
 SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.key, claimed.value,
     claimed.headers, claimed.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
