@@ -55,8 +55,8 @@ type Task struct {
 	Patch          json.RawMessage
 	SkippedRecords []SkippedRecord
 	// Canary is a retry's canary (nil: none), CanaryState where it stands.
-	Canary          *CanarySpec
-	CanaryState     CanaryState
+	Canary      *CanarySpec
+	CanaryState CanaryState
 	// Target, for a retry, replaces each record's redelivery.target
 	// ("group" or "topic"); empty keeps each record's policy.
 	Target          string
