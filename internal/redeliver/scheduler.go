@@ -434,7 +434,6 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			queue, topic, r.ID, 1, &f)
 		s.cfg.Metrics.Redelivery.Failures.WithLabelValues(queue, f.Reason).Inc()
 	}
-	groups, groupsErr := s.targetGroups(ctx, t, c)
 	for i := range c.Records {
 		r := &c.Records[i]
 		topic := target(r, t)
@@ -446,14 +445,10 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			refuse(i, topic, problem)
 			continue
 		}
-		if groupsErr != nil {
-			// Who the record is for is unknown: it waits rather than
-			// going to every group.
-			fail(i, groupsErr)
-			continue
-		}
 		rec := envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now)
-		if g := groups[r.ID]; g != "" && wantsGroup(r, t) {
+		// The claim read who failed the record (source.group); a failure
+		// that names no group goes to the whole topic.
+		if g := r.Source.Group; g != "" && wantsGroup(r, t) {
 			envelope.SetTargetGroup(rec, g)
 		}
 		out = append(out, rec)
@@ -497,22 +492,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// targetGroups returns the consumer group each claimed record that is
-// redelivered to its group alone (wantsGroup) is for, by record id; a record
-// whose failure names no group is absent (it goes to the whole topic).
-func (s *Scheduler) targetGroups(ctx context.Context, t policy.Topic, c *store.Claim) (map[string]string, error) {
-	var ids []string
-	for i := range c.Records {
-		if r := &c.Records[i]; wantsGroup(r, t) {
-			ids = append(ids, r.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	return s.store.SourceGroups(ctx, ids)
 }
 
 // wantsGroup reports whether a record goes to the consumer group that

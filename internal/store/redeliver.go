@@ -67,7 +67,7 @@ type ClaimParams struct {
 type Claim struct {
 	Token string
 	// Records carry only what a redelivery needs (no error history, policy or
-	// meta), with Attempt already the new attempt, State available, and
+	// meta; Source.Group, who a redelivery to the group is for), with Attempt already the new attempt, State available, and
 	// NextRetryAt the time they were due.
 	Records []dlq.Record
 	// prior is each record's state before the claim, for Settle to restore.
@@ -126,7 +126,7 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 // forRedelivery decodes a row ClaimDue returns.
 func forRedelivery(row *dbsqlc.ClaimDueRow) (dlq.Record, prior, error) {
 	r := dlq.Record{ID: row.ID, Queue: row.Queue, Format: dlq.Format(row.Format), Attempt: int(row.Attempt),
-		Source: dlq.Source{Partition: row.SourcePartition}, Key: row.Key, Value: row.Value, NextRetryAt: row.DueAt}
+		Source: dlq.Source{Partition: row.SourcePartition, Group: row.SourceGroup}, Key: row.Key, Value: row.Value, NextRetryAt: row.DueAt}
 	p := prior{state: row.PriorState, redeliveredAt: row.PriorRedeliveredAt, failures: int(row.Failures)}
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue

@@ -53,7 +53,7 @@ claimed AS (
         discarded_at = NULL, redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz,
         claim_token = sqlc.arg(token)::uuid
     FROM due WHERE r.id = due.id
-    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
+    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.source_group, r.key, r.value, r.headers,
               r.redelivery, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
@@ -61,6 +61,6 @@ lease AS (
     SELECT sqlc.arg(token)::uuid, sqlc.arg(owner)::text, sqlc.arg(queue)::text, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint,
         array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
     FROM claimed HAVING count(*) > 0)
-SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.key, claimed.value,
+SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.source_group, claimed.key, claimed.value,
     claimed.headers, claimed.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
 FROM claimed;

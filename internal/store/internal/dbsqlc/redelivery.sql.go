@@ -70,7 +70,7 @@ claimed AS (
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
     FROM due WHERE r.id = due.id
-    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.key, r.value, r.headers,
+    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.source_group, r.key, r.value, r.headers,
               r.redelivery, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
@@ -78,7 +78,7 @@ lease AS (
     SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
         array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
     FROM claimed HAVING count(*) > 0)
-SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.key, claimed.value,
+SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.source_group, claimed.key, claimed.value,
     claimed.headers, claimed.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
 FROM claimed
 `
@@ -100,6 +100,7 @@ type ClaimDueRow struct {
 	Format             string
 	Attempt            int32
 	SourcePartition    int32
+	SourceGroup        string
 	Key                []byte
 	Value              []byte
 	Headers            json.RawMessage
@@ -135,6 +136,7 @@ func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]
 			&i.Format,
 			&i.Attempt,
 			&i.SourcePartition,
+			&i.SourceGroup,
 			&i.Key,
 			&i.Value,
 			&i.Headers,

@@ -11,6 +11,7 @@ import (
 )
 
 const recordHeaders = `-- name: RecordHeaders :many
+
 SELECT id, headers FROM redrive_record WHERE id = ANY($1::uuid[])
 `
 
@@ -19,6 +20,8 @@ type RecordHeadersRow struct {
 	Headers json.RawMessage
 }
 
+// The trace context of records (target.go); who a redelivery is for comes
+// with its claim (ClaimDue).
 func (q *Queries) RecordHeaders(ctx context.Context, db DBTX, ids []string) ([]RecordHeadersRow, error) {
 	rows, err := db.Query(ctx, recordHeaders, ids)
 	if err != nil {
@@ -29,39 +32,6 @@ func (q *Queries) RecordHeaders(ctx context.Context, db DBTX, ids []string) ([]R
 	for rows.Next() {
 		var i RecordHeadersRow
 		if err := rows.Scan(&i.ID, &i.Headers); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const sourceGroups = `-- name: SourceGroups :many
-
-SELECT id, source_group FROM redrive_record
-WHERE id = ANY($1::uuid[]) AND source_group <> ''
-`
-
-type SourceGroupsRow struct {
-	ID          string
-	SourceGroup string
-}
-
-// Who a redelivery is for, and the trace context of records (target.go).
-// The consumer group that failed each record, for those that name one.
-func (q *Queries) SourceGroups(ctx context.Context, db DBTX, ids []string) ([]SourceGroupsRow, error) {
-	rows, err := db.Query(ctx, sourceGroups, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SourceGroupsRow
-	for rows.Next() {
-		var i SourceGroupsRow
-		if err := rows.Scan(&i.ID, &i.SourceGroup); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
