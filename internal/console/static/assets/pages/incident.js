@@ -49,8 +49,8 @@ function quietSection(i) {
   const draw = (q) => {
     box.replaceChildren(el("h2", {}, "Resolved, redrive when quiet"));
     if (q && q.state === "waiting") {
-      box.append(el("p", { id: "quiet-state" }, `Waiting: no failure of it may arrive for ${q.quiet} (asked by ${q.requested_by}); `,
-        "its canary retry starts ", ago(q.quiet_until), ` — a sample of ${q.canary.sample_size || q.canary.sample} watched ${q.canary.watch}, `,
+      box.append(el("p", { id: "quiet-state" }, `Waiting: no failure of it may arrive for ${q.quiet}, as ${q.requested_by} asked. `,
+        "Its canary retry starts ", ago(q.quiet_until), ` — a sample of ${q.canary.sample_size || q.canary.sample} watched ${q.canary.watch}, `,
         `aborting at ${Math.round(q.canary.abort_if_refail * 100)}% failing again the same way. A new failure starts the wait over.`),
       el("div", { class: "actions" }, writeButton("Withdraw", async () => {
         try {
@@ -62,7 +62,7 @@ function quietSection(i) {
     }
     if (q && q.state === "started") {
       box.append(el("p", { id: "quiet-state" }, `Quiet for ${q.quiet}: its canary retry started `, ago(q.started_at), " as ",
-        link(`/ui/tasks/${q.task_id}`, `task ${q.task_id.slice(0, 8)}`), ` (asked by ${q.requested_by}).`));
+        link(`/ui/tasks/${q.task_id}`, `task ${q.task_id.slice(0, 8)}`), `, asked by ${q.requested_by}.`));
     }
     const quiet = el("select", { id: "quiet-for", "aria-label": "Quiet for" },
       [["PT5M", "5 minutes"], ["PT15M", "15 minutes"], ["PT30M", "30 minutes"], ["PT1H", "1 hour"], ["PT6H", "6 hours"]]
