@@ -44,12 +44,16 @@ const (
 	// IncidentOpened: a failure with a fingerprint never seen before was
 	// stored (Redrive's own). Subject: the fingerprint. Emitted by ingest.
 	IncidentOpened Type = "incident.opened"
+	// JobDiscarded: a waiting record was discarded to make room in a full
+	// topic (overflow_policy drop_oldest; error type overflow). Subject:
+	// record id. Emitted by ingest.
+	JobDiscarded Type = "job.discarded"
 )
 
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
-	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
+	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened, JobDiscarded,
 }
 
 // Valid reports whether t is a known event type.
