@@ -59,10 +59,14 @@ _default:
 
 // A filter that discards test events in production, one that only applies
 // in staging, and a skip_retry filter: every record is stored, the turned
-// away ones say which filter and why, none of them is ever scheduled, and
-// an operator can still retry the skip_retry one.
+// away ones say which filter and why, none of them is ever scheduled — not
+// even by a replay rule that replays every dead letter — and an operator can
+// still retry the skip_retry one.
 func TestIngestFiltersDiscardTestEventsAndSkipRetry(t *testing.T) {
-	dir := policyDir(t, retryLater+`
+	dir := policyDir(t, `
+replay_rules:
+  - {name: everything, filter: {}, delay: PT1S, max_replays: 1}
+`+retryLater+`
   filters:
     - name: drop-test-events
       match: {header_equals: {name: x-test, value: "true"}}
@@ -79,7 +83,7 @@ topics:
         match: {payload: {path: order.review, value: 1.0}, type: "order.*"}
         action: skip_retry
 `)
-	b := setup(t, "REDRIVE_POLICIES_DIR", dir, "REDRIVE_ENVIRONMENT", "production")
+	b := setup(t, "REDRIVE_POLICIES_DIR", dir, "REDRIVE_ENVIRONMENT", "production", "REDRIVE_REPLAY_INTERVAL", "200ms")
 	test := kgo.RecordHeader{Key: "x-test", Value: []byte("true")}
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers),
 		ruleFailure("orders", "order.created", "test-1", `{"n":1}`, test),
@@ -87,8 +91,9 @@ topics:
 		ruleFailure("orders", "order.created", "review-1", `{"order":{"review":1,"id":7}}`),
 		ruleFailure("orders", "user.created", "review-2", `{"order":{"review":1}}`), // type does not match
 		ruleFailure("orders", "order.created", "plain", `{"order":{"review":0}}`),
+		failure(time.Now(), "orders", "order.created", "db.down", dlq.CodeDeadLetter, "control"), // a dead letter
 	)
-	all := b.byKey(t, "queue=orders", 5)
+	all := b.byKey(t, "queue=orders", 6)
 	filtered := b.byKey(t, "error_type=filtered", 2)
 	for key, want := range map[string]struct{ exhaustion, filter, action string }{
 		"test-1":   {"discard", "drop-test-events", "discard"},
@@ -126,11 +131,18 @@ topics:
 		t.Errorf("the staging filter matched %v records in production", v)
 	}
 
-	// Never scheduled: nothing due, nothing redelivered, however long one waits
-	// for the scheduler (it runs every second; the others wait an hour).
-	if l := b.waitFor(t, "state=retryable", 3); len(l.Items) != 3 {
-		t.Fatal(l)
-	}
+	// The replay rule replays the control dead letter (and nothing else
+	// waits less than an hour), but not the skip_retry one.
+	eventually.Nil(t, "the control dead letter replayed", func() error {
+		var r record
+		b.get(t, "/ojs/v1/dead-letter/"+all["control"].ID, &r)
+		if r.State == "discarded" {
+			return fmt.Errorf("state %s", r.State)
+		}
+		return nil
+	})
+	b.waitFor(t, "error_type=filtered&state=discarded", 2)
+	m.wantMetric(t, `ojs_dead_letter_replayed_total{queue="orders",rule="everything"}`, 1)
 	// An operator may still retry the skip_retry record.
 	status, body := m.do(t, http.MethodPost, "/ojs/v1/dead-letter/"+filtered["review-1"].ID+"/retry", "{}")
 	if status != http.StatusOK {

@@ -70,6 +70,12 @@ const (
 	ErrorTypeFiltered          = "filtered"
 )
 
+// TurnedAwayErrorTypes are the error types of the entries the ingest-side
+// rules add: replay rules leave such records alone.
+func TurnedAwayErrorTypes() []string {
+	return []string{ErrorTypeQueueFull, ErrorTypeJobTypeNotAllowed, ErrorTypeQueueNotFound, ErrorTypeOverflow, ErrorTypeFiltered}
+}
+
 // AllowsType reports whether a record of type typ may be retried in the
 // topic: typ matches one of AllowedJobTypes ('*' matches any run of
 // characters; a record without a type is "").
