@@ -81,7 +81,7 @@ func TurnedAwayErrorTypes() []string {
 // characters; a record without a type is "").
 func (t Topic) AllowsType(typ string) bool {
 	for _, g := range t.AllowedJobTypes {
-		if matchGlob(g, typ) {
+		if g == "*" || matchGlob(g, typ) {
 			return true
 		}
 	}
