@@ -61,6 +61,7 @@ func benchCmd() *cobra.Command {
 	var cfg bench.Config
 	var cpuProfile string
 	var suites []string
+	var noRules bool
 	var rounds int
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -79,6 +80,7 @@ func benchCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
+			cfg.NoIngestRules = noRules
 			if rounds < 1 {
 				return fmt.Errorf("--rounds: want at least 1, got %d", rounds)
 			}
@@ -110,6 +112,7 @@ func benchCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Records, "records", 200_000, "DLQ records to ingest")
+	cmd.Flags().BoolVar(&noRules, "no-ingest-rules", false, "run the ingest suite without its capacity rule and ingest filter on the benched topic")
 	cmd.Flags().IntVar(&cfg.ValueSize, "value-size", 1024, "bytes per record value")
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
 	cmd.Flags().StringVar(&cfg.RiverPeer, "river-peer", "", "riverpeer binary the redelivery suite runs as its peer (make bench builds internal/bench/riverpeer); empty: River is not measured")

@@ -61,7 +61,7 @@ func policyValidateCmd() *cobra.Command {
 }
 
 func policyExplainCmd() *cobra.Command {
-	var dir, typ string
+	var dir, typ, env string
 	cmd := &cobra.Command{
 		Use:   "explain TOPIC",
 		Short: "Print the effective merged policy of TOPIC and its delay schedule (without jitter)",
@@ -71,10 +71,18 @@ func policyExplainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return policy.Explain(set.Resolve(args[0], typ), cmd.OutOrStdout())
+			if !cmd.Flags().Changed("env") {
+				cfg, err := config.Load(os.LookupEnv, nil)
+				if err != nil {
+					return err
+				}
+				env = cfg.Environment
+			}
+			return policy.ExplainIn(set.Resolve(args[0], typ), &env, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&dir, "policies", defaultPoliciesDir(), "policy directory")
 	cmd.Flags().StringVar(&typ, "type", "", "record (event/job) type, for per-type overrides")
+	cmd.Flags().StringVar(&env, "env", "", "environment the ingest filters' when_env is checked against (default: REDRIVE_ENVIRONMENT)")
 	return cmd
 }

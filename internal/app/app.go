@@ -192,6 +192,7 @@ func (a *App) init(ctx context.Context) error {
 		Policies:      a.queues,
 		Reserved:      dlq.NewReservedTopics(reservedTopics(cfg)...),
 		RetryLimits:   limits,
+		Environment:   cfg.Environment,
 		Wake:          a.wake,
 		Schemas:       a.schemas,
 		DecodePending: a.decodePending(),

@@ -19,10 +19,13 @@ import (
 // Through the real ingest path, producers cannot choose metric labels: past
 // REDRIVE_METRICS_MAX_QUEUES queues every other one is reported as "other",
 // a queue a policy file declares keeps its label even when it comes last,
-// and record types keep their name only when a policy file declares them.
+// and record types keep their name only when a policy file declares them;
+// strict_queues turning away the records of 200 undeclared topics counts
+// them under the same bounded queue labels.
 func TestMetricLabelsAreBoundedThroughIngest(t *testing.T) {
 	t.Parallel()
-	dir := policyDir(t, `topics:
+	dir := policyDir(t, `_default: {strict_queues: true}
+topics:
   payments:
     retry: {max_attempts: 1, on_exhaustion: dead_letter}
   "orders.*":
@@ -75,6 +78,9 @@ func TestMetricLabelsAreBoundedThroughIngest(t *testing.T) {
 	}
 	if v := sumOf(out, "ojs_dead_letter_added_total"); v != float64(len(recs)) {
 		t.Errorf("ojs_dead_letter_added_total sums to %v, want %d: nothing is lost by bounding", v, len(recs))
+	}
+	if v := sumOf(out, "redrive_ingest_turned_away_total"); v != 250 {
+		t.Errorf("redrive_ingest_turned_away_total sums to %v, want 250 (the records of the undeclared topics)", v)
 	}
 	if strings.Contains(out, `topic="q-`) {
 		t.Errorf("a series is labelled by a source topic:\n%s", grepLines(out, `topic="q-`))

@@ -31,6 +31,9 @@ type Config struct {
 	RiverPeer string
 	// Abuse sizes the abuse suite's attacks.
 	Abuse AbuseConfig
+	// NoIngestRules runs the ingest suite without its capacity rule and
+	// ingest filter on the benched topic (ingestRulesPolicy). Default: with.
+	NoIngestRules bool
 	// Out receives the report. Default: os.Stdout.
 	Out io.Writer
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
@@ -51,19 +52,27 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
 
-	fmt.Fprintf(cfg.Out, "ingest: %d records, %d-byte values, native envelope\n", cfg.Records, cfg.ValueSize)
+	rules, err := withIngestRules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	withRules := "a capacity rule, allowed_job_types and a filter on the topic"
+	if rules == nil {
+		withRules = "no ingest rules"
+	}
+	fmt.Fprintf(cfg.Out, "ingest: %d records, %d-byte values, native envelope, %s\n", cfg.Records, cfg.ValueSize, withRules)
 	if err := produceFailures(ctx, brokers, cfg.Records, cfg.ValueSize); err != nil {
 		return nil, err
 	}
 	res := &IngestResult{Records: cfg.Records}
 	quiesce(ctx, pool)
-	if res.Ingest, res.IngestCount, err = timeIngestTopic(ctx, pool, brokers, benchTopic, cfg.Records, nil); err != nil {
+	if res.Ingest, res.IngestCount, err = timeIngestTopicWith(ctx, pool, brokers, benchTopic, cfg.Records, nil, rules); err != nil {
 		return nil, err
 	}
 	if res.RawCopy, err = timeRawCopy(ctx, pool, ingestBatch); err != nil {
 		return nil, err
 	}
-	if res.IngestBrokerProcess, res.IngestBrokerProcessCount, err = ingestFromBrokerProcess(ctx, pool, cfg); err != nil {
+	if res.IngestBrokerProcess, res.IngestBrokerProcessCount, err = ingestFromBrokerProcess(ctx, pool, cfg, rules); err != nil {
 		return nil, err
 	}
 	e2e, raw := rate(res.IngestCount, res.Ingest), rate(res.Records, res.RawCopy)
@@ -78,7 +87,7 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 
 // ingestFromBrokerProcess empties the table and times the same ingest again
 // with the broker as a `redrive broker` process.
-func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config) (time.Duration, int, error) {
+func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config, rules func(*ingest.Config)) (time.Duration, int, error) {
 	broker, addr, err := startBroker(ctx, benchTopic)
 	if err != nil {
 		return 0, 0, err
@@ -94,7 +103,7 @@ func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config)
 		return 0, 0, err
 	}
 	quiesce(ctx, pool)
-	return timeIngestTopic(ctx, pool, []string{addr}, benchTopic, cfg.Records, nil)
+	return timeIngestTopicWith(ctx, pool, []string{addr}, benchTopic, cfg.Records, nil, rules)
 }
 
 // produceFailures fills the DLQ topic with native envelopes of distinct values

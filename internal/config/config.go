@@ -70,6 +70,10 @@ type Config struct {
 	// RetryMinInterval is the shortest initial_interval and max_interval a
 	// retry policy may set, enforced the same way. Default: 1s.
 	RetryMinInterval time.Duration
+	// Environment names where this processor runs (production, staging):
+	// an ingest filter with when_env applies only where one of its globs
+	// matches it. Default: "" (no filter with when_env applies).
+	Environment string
 	// EventsMaxStreams bounds the open event streams (GET /ojs/v1/events) in
 	// total; EventsMaxStreamsPerKey per API key (per client address with
 	// auth disabled). Past either a stream is refused with 503 and
@@ -169,6 +173,7 @@ var Settings = []Setting{
 	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},
 	{"REDRIVE_TOPIC_REPLICATION_FACTOR", "topic-replication-factor", "-1", "Replication factor of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int16 { return &c.TopicReplicationFactor })},
 	{"REDRIVE_RETRY_MAX_ATTEMPTS", "retry-max-attempts", "100", "Largest max_attempts a retry policy may set: policy files and API topic configs past it are refused, a record's redrive.retry header is clamped to it.", setPositive(func(c *Config) *int { return &c.RetryMaxAttempts })},
+	{"REDRIVE_ENVIRONMENT", "environment", "", "Where this processor runs (production, staging): an ingest filter with when_env applies only where one of its globs matches it; empty, none does.", setString(func(c *Config) *string { return &c.Environment })},
 	{"REDRIVE_RETRY_MIN_INTERVAL", "retry-min-interval", "1s", "Shortest initial_interval and max_interval a retry policy may set, enforced the same way (a forged header cannot loop a record).", setDuration(func(c *Config) *time.Duration { return &c.RetryMinInterval })},
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},

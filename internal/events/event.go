@@ -55,13 +55,17 @@ const (
 	// quiet" was quiet long enough, and its canary retry started. Subject:
 	// the fingerprint. Emitted by the maintenance leader.
 	IncidentRedriveStarted Type = "incident.redrive_started"
+	// JobDiscarded: a waiting record was discarded to make room in a full
+	// topic (overflow_policy drop_oldest; error type overflow). Subject:
+	// record id. Emitted by ingest.
+	JobDiscarded Type = "job.discarded"
 )
 
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
-	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
+	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted, JobDiscarded,
 }
 
 // Valid reports whether t is a known event type.

@@ -90,6 +90,9 @@ type Scope struct {
 	// NotInternal excludes records whose queue is named as Kafka's internal
 	// topics are ("__…").
 	NotInternal bool
+	// NotErrorTypes excludes records whose latest error is of these types
+	// (replay rules leave alone the records an ingest-side rule turned away).
+	NotErrorTypes []string
 	// InFlight, when set, keeps only records a scheduler is producing right
 	// now (true) or only the others (false).
 	InFlight *bool

@@ -39,6 +39,10 @@ type Config struct {
 	// RetryLimits bound every retry policy a new failure gets: a record's
 	// redrive.retry header is clamped into them. Default: policy.DefaultLimits.
 	RetryLimits policy.Limits
+	// Environment is REDRIVE_ENVIRONMENT: an ingest filter with when_env
+	// applies only where one of its globs matches it. Default: "" (no
+	// filter with when_env applies).
+	Environment string
 	// WarnEvery is how often one kind of warning about a record's content (an
 	// invalid or clamped redrive.retry header, a degraded record) is logged at
 	// most; the rest are counted in the next. Default: 1m.

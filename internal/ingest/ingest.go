@@ -241,6 +241,7 @@ type persisted struct {
 	changed []*dlq.Record        // existing records a repeat failure or ack changed
 	due     bool                 // something now waits for redelivery
 	opened  []store.IncidentSeen // incidents the batch opened
+	capped  []dlq.Record         // records capacity turned away (QUEUE_FULL, overflow)
 	// added counts, per queue and fingerprint, the failures the batch
 	// stored: new records and repeat failures of redelivered ones (not acks,
 	// not duplicates).
@@ -297,7 +298,8 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 				switch {
 				case !ok && !f.Completed:
 					queue, unroutable := in.route(f)
-					orphans = append(orphans, in.newRecord(f, queue, unroutable, in.resolve(queue, f.Type), b))
+					r, _ := in.newRecord(f, queue, unroutable, in.resolve(queue, f.Type), b)
+					orphans = append(orphans, r)
 				case ok && in.applyRepeat(r, f, b) && !seen[r.ID]:
 					seen[r.ID] = true
 					res.changed = append(res.changed, r)
@@ -321,6 +323,13 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		return res, err
 	}
 	res.stored = stored
+	if len(b.caps) > 0 {
+		// Before the records are reported: those past a limit are reported
+		// as they end up.
+		if res.capped, err = in.enforceCapacity(ctx, b, fresh, stored); err != nil {
+			return res, err
+		}
+	}
 	for i := range fresh {
 		if reason := stored.Degraded(i); reason != "" {
 			r := &fresh[i]
@@ -399,6 +408,7 @@ func (in *Ingester) report(recs []*kgo.Record, b *batch, res persisted) {
 		added = append(added, events.Incident(events.IncidentData{ID: o.Fingerprint, Queue: o.Queue, ErrorType: o.ErrorType,
 			Signature: o.Signature, Sample: events.IncidentSample{ID: o.SampleID, Message: o.SampleMessage}}))
 	}
+	added = append(added, in.reportRules(b, res)...)
 	in.cfg.Events.Publish(context.Background(), added...)
 	for _, r := range res.changed {
 		if r.State == dlq.StateCompleted {

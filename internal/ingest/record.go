@@ -31,6 +31,11 @@ type batch struct {
 	fps *fingerprints
 	// pending: a new record waits for its schema (background decoder).
 	pending bool
+	// turned says, by index in fresh, why a rule turned a record away.
+	turned map[int]*turnedAway
+	// caps are the capacities of the topics the batch adds retryable
+	// records to, enforced once it is stored.
+	caps map[string]policy.Capacity
 }
 
 // resolvedTopic is a topic's effective policy with its retry policy's JSON,
@@ -38,6 +43,10 @@ type batch struct {
 type resolvedTopic struct {
 	topic policy.Topic
 	json  []byte
+	// known: a policy file or an API config declares the topic (strict_queues).
+	known bool
+	// filters are the topic's ingest filters that apply here.
+	filters []*policy.Filter
 }
 
 type topicKey struct{ topic, typ string }
@@ -60,7 +69,14 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 			t = in.resolve(queue, f.Type)
 			topics[key] = t
 		}
-		b.fresh = append(b.fresh, in.newRecord(&f, queue, unroutable, t, b))
+		r, ta := in.newRecord(&f, queue, unroutable, t, b)
+		if ta != nil {
+			if b.turned == nil {
+				b.turned = map[int]*turnedAway{}
+			}
+			b.turned[len(b.fresh)] = ta
+		}
+		b.fresh = append(b.fresh, r)
 	}
 	var err error
 	if b.encoded, err = in.encoder.Encode(b.fresh); err != nil {
@@ -117,7 +133,11 @@ func (in *Ingester) resolve(queue, typ string) *resolvedTopic {
 			"clamped", strings.Join(notes, ", "))
 		t.Retry = retry
 	}
-	return &resolvedTopic{topic: t, json: in.retryJSON(t.Retry, queue)}
+	known := true
+	if k, ok := in.cfg.Policies.(Knower); ok && t.StrictQueues {
+		known = k.Known(queue)
+	}
+	return &resolvedTopic{topic: t, json: in.retryJSON(t.Retry, queue), known: known, filters: applicable(t, in.cfg.Environment)}
 }
 
 func (in *Ingester) retryJSON(r policy.Retry, queue string) []byte {
@@ -132,8 +152,9 @@ func (in *Ingester) retryJSON(r policy.Retry, queue string) []byte {
 
 // newRecord turns a first failure into a record: retryable with its next
 // retry time, or discarded when the policy, the handler's code or the topic's
-// state says so, or when it is not routable (unroutable says why).
-func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *resolvedTopic, b *batch) dlq.Record {
+// state says so, when it is not routable (unroutable says why), or when an
+// ingest-side rule turns it away (ta says which).
+func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *resolvedTopic, b *batch) (dlq.Record, *turnedAway) {
 	now := b.now
 	failed := f.Error
 	failed.Attempt = max(failed.Attempt, 1)
@@ -186,10 +207,24 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *reso
 	if f.Format == dlq.FormatUnparseable || unroutable != "" {
 		// Nowhere to redeliver it to: keep it for an operator.
 		setOutcome(&r, policy.Decision{State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter}, failed.OccurredAt, now)
-		return r
+		return r, nil
+	}
+	if ta, e, exh := in.turnAway(f, queue, rt, failed.Attempt); ta != nil {
+		// After the failure's own error, as for a record not routable.
+		e.OccurredAt = now
+		r.Errors = append(r.Errors, e)
+		r.Fingerprint = b.fps.of(&e)
+		setOutcome(&r, policy.Decision{State: dlq.StateDiscarded, Exhaustion: exh}, failed.OccurredAt, now)
+		return r, ta
 	}
 	setOutcome(&r, in.decide(t, &failed, failed.OccurredAt, now), failed.OccurredAt, now)
-	return r
+	if r.State == dlq.StateRetryable && t.Capacity.Limited() {
+		if b.caps == nil {
+			b.caps = map[string]policy.Capacity{}
+		}
+		b.caps[queue] = t.Capacity
+	}
+	return r, nil
 }
 
 // decide applies the topic's policy (and state) to a failed attempt.

@@ -35,6 +35,8 @@ type Metrics struct {
 	Redelivery *Redelivery
 	// Schema holds the Schema Registry decoding metrics.
 	Schema *Schema
+	// Rules holds the metrics of the ingest-side rules (capacity, access, filters).
+	Rules *IngestRules
 }
 
 // Or returns m, or a private set (New) when m is nil (for config defaults).
@@ -88,5 +90,6 @@ func New() *Metrics {
 	m.DeadLetter, m.Events = newDeadLetter(m.Registry, nil, l), NewEvents(m.Registry)
 	m.Redelivery = newRedelivery(m.Registry, l)
 	m.Schema = newSchema(m.Registry)
+	m.Rules = newIngestRules(m.Registry, l)
 	return m
 }

@@ -214,6 +214,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, p string) {
 	}
 	t := v.Type()
 	switch {
+	case t == jsonScalarType:
+		d.jsonScalar(n, v, p)
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 			d.addf(p, "must be an ISO 8601 duration string such as PT30S or P7D, got %s", describeNode(n))

@@ -23,9 +23,14 @@ const explainMaxSteps = 100_000
 // prints it: where it came from, every field, and the delay schedule (attempt n
 // fails → delay before attempt n+1 without jitter → cumulative time since the
 // first failure) for every retry up to max_attempts, capped at 25 rows.
-func Explain(t Topic, w io.Writer) error {
+func Explain(t Topic, w io.Writer) error { return ExplainIn(t, nil, w) }
+
+// ExplainIn is Explain that also says, for each ingest filter with a
+// when_env, whether it applies in environment *env (REDRIVE_ENVIRONMENT);
+// nil env says nothing about it.
+func ExplainIn(t Topic, env *string, w io.Writer) error {
 	var buf bytes.Buffer
-	if err := explain(t, &buf); err != nil {
+	if err := explain(t, env, &buf); err != nil {
 		return fmt.Errorf("explain policy: %w", err)
 	}
 	// tabwriter pads the last cell of short rows; drop the trailing blanks.
@@ -37,7 +42,7 @@ func Explain(t Topic, w io.Writer) error {
 	return nil
 }
 
-func explain(t Topic, w io.Writer) error {
+func explain(t Topic, env *string, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	r := t.Retry
@@ -95,6 +100,7 @@ func explain(t Topic, w io.Writer) error {
 	} else {
 		row("completion", "redelivered (a record is completed once it is produced back; a repeat failure re-opens it)")
 	}
+	explainIngestRules(t, env, row)
 	if len(t.ReplayRules) == 0 {
 		row("replay_rules", "none")
 	}

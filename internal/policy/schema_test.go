@@ -467,8 +467,11 @@ func TestFullFileSetsEveryField(t *testing.T) {
 				if name == "types" && (path == "file._default" || strings.Contains(path, ".types[")) {
 					continue
 				}
-				// completion and ack_timeout are per topic, never per type.
-				if (name == "completion" || name == "ack_timeout") && strings.Contains(path, ".types[") {
+				// completion, ack_timeout and the ingest-side rules are per
+				// topic, never per type; strict_queues is _default only.
+				perTopic := map[string]bool{"completion": true, "ack_timeout": true, "max_size": true, "max_size_bytes": true,
+					"overflow_policy": true, "allowed_job_types": true, "filters": true, "strict_queues": true}
+				if perTopic[name] && strings.Contains(path, ".types[") || name == "strict_queues" && strings.Contains(path, "topics[") {
 					continue
 				}
 				// so is redelivery.mode.

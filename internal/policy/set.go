@@ -363,6 +363,12 @@ func (s *Set) Declares(topic string) bool {
 	return ok
 }
 
+// Known reports whether a topics entry applies to topic: its exact name or
+// a glob that matches it (strict_queues turns the other topics away).
+func (s *Set) Known(topic string) bool {
+	return s != nil && (s.exact[topic] != nil || s.bestGlob(topic) != nil)
+}
+
 // DeclaresType reports whether some topics entry has a per-type override for
 // record type typ.
 func (s *Set) DeclaresType(typ string) bool { return s != nil && s.types[typ] }

@@ -84,6 +84,18 @@ type TopicSpec struct {
 	// Types are per-type overrides, keyed by exact type name. Only a topics entry
 	// may have them.
 	Types map[string]*TopicSpec `json:"types,omitempty"`
+
+	// Ingest-side rules: capacity (capacity.go), access (access.go) and
+	// ingest filters (filters.go). None of them may be set per type.
+	MaxSize         *int            `json:"max_size,omitempty"`
+	MaxSizeBytes    *int            `json:"max_size_bytes,omitempty"`
+	OverflowPolicy  *OverflowPolicy `json:"overflow_policy,omitempty"`
+	AllowedJobTypes []string        `json:"allowed_job_types,omitempty"` // nil: inherit
+	// StrictQueues is a _default setting only.
+	StrictQueues *bool `json:"strict_queues,omitempty"`
+	// Filters merge by name onto the inherited filters, as replay rules do;
+	// policy files only (_default and topics entries).
+	Filters []FilterSpec `json:"filters,omitempty"`
 }
 
 // DeadLetterSpec is the dead_letter section (OJS dead-letter spec §5).
@@ -246,6 +258,11 @@ func enumValues(t reflect.Type) ([]string, bool) {
 		return []string{string(ModeKafka), string(ModePull)}, true
 	case reflect.TypeFor[Target]():
 		return []string{string(TargetGroup), string(TargetTopic)}, true
+	case reflect.TypeFor[OverflowPolicy]():
+		// block decodes, so that checkIngestRules can say why it is refused.
+		return []string{string(OverflowReject), string(OverflowDropOldest), string(OverflowBlock)}, true
+	case reflect.TypeFor[FilterAction]():
+		return []string{string(FilterDiscard), string(FilterSkipRetry)}, true
 	}
 	return nil, false
 }

@@ -53,6 +53,20 @@ type Topic struct {
 	// ReplayRules are the rules that apply to this topic's dead letters, merged
 	// by name across layers, in declaration order. Disabled rules are included.
 	ReplayRules []ReplayRule
+
+	// Ingest-side rules (capacity.go, access.go, filters.go).
+	// Capacity bounds the topic's non-terminal records. Default: no limit.
+	Capacity Capacity
+	// AllowedJobTypes are globs on the record type; a record of another type
+	// is kept discarded (JOB_TYPE_NOT_ALLOWED). Default ["*"].
+	AllowedJobTypes []string
+	// StrictQueues: a record for a topic no policy file or API config
+	// declares is kept discarded (QUEUE_NOT_FOUND). From _default only.
+	// Default false.
+	StrictQueues bool
+	// Filters are the ingest filters, merged by name across layers, in
+	// declaration order. Disabled filters are included.
+	Filters []Filter
 }
 
 // DeadLetter is the dead_letter section of an effective Topic.
@@ -126,15 +140,17 @@ const DefaultAckTimeout = time.Hour
 // completion redelivered (ack_timeout PT1H).
 func DefaultTopic() Topic {
 	return Topic{
-		Layers:        []string{"system defaults"},
-		Retry:         Default(),
-		DeadLetter:    DeadLetter{Retention: DeadLetterRetention{MaxAge: 180 * day, MaxCount: 10000}},
-		Retention:     Retention{Discarded: 30 * day, Completed: 7 * day},
-		PruningPolicy: PruneDelete,
-		State:         TopicActive,
-		Completion:    CompletionRedelivered,
-		AckTimeout:    DefaultAckTimeout,
-		Redelivery:    Redelivery{Mode: ModeKafka, Target: TargetGroup},
+		Layers:          []string{"system defaults"},
+		Retry:           Default(),
+		DeadLetter:      DeadLetter{Retention: DeadLetterRetention{MaxAge: 180 * day, MaxCount: 10000}},
+		Retention:       Retention{Discarded: 30 * day, Completed: 7 * day},
+		PruningPolicy:   PruneDelete,
+		State:           TopicActive,
+		Completion:      CompletionRedelivered,
+		AckTimeout:      DefaultAckTimeout,
+		Capacity:        Capacity{Overflow: OverflowReject},
+		AllowedJobTypes: []string{"*"},
+		Redelivery:      Redelivery{Mode: ModeKafka, Target: TargetGroup},
 	}
 }
 
@@ -223,6 +239,7 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		rules = append(rules, &ruleAcc{spec: specOfRule(r)})
 	}
 	var retryFrom *layer // last layer that set an interval
+	filters := newFilterMerge(base.Filters)
 	for i := range layers {
 		ly := &layers[i]
 		if ly.label != "" {
@@ -286,6 +303,8 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		if s.AckTimeout != nil {
 			t.AckTimeout = s.AckTimeout.Std()
 		}
+		mergeIngestRules(&t, s)
+		filters.add(s.Filters, ly)
 		for j, rs := range s.ReplayRules {
 			path := index(child(ly.name, "replay_rules"), j)
 			k := slices.IndexFunc(rules, func(a *ruleAcc) bool { return a.spec.Name == rs.Name })
@@ -312,6 +331,7 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 	if l != nil {
 		l.checkDefaultLimits(t.Retry)
 	}
+	t.Filters = filters.result(l)
 	t.ReplayRules = nil
 	for _, a := range rules {
 		r, missing := ruleOf(a.spec)
@@ -416,7 +436,7 @@ func (t Topic) Spec() *TopicSpec {
 	for i, r := range t.ReplayRules {
 		rules[i] = specOfRule(r)
 	}
-	return &TopicSpec{
+	spec := &TopicSpec{
 		Retry:         retrySpecOf(t.Retry),
 		MaxAge:        &maxAge,
 		DeadLetter:    &DeadLetterSpec{Retention: &DeadLetterRetentionSpec{MaxAge: &dlAge, MaxCount: &count}},
@@ -428,6 +448,8 @@ func (t Topic) Spec() *TopicSpec {
 		AckTimeout:    &ackTimeout,
 		ReplayRules:   rules,
 	}
+	t.ingestSpec(spec)
+	return spec
 }
 
 // topicJSON is the wire shape of an effective topic policy: the policy-file shape
@@ -457,6 +479,7 @@ type topicJSON struct {
 	Completion  Completion       `json:"completion"`
 	AckTimeout  Duration         `json:"ack_timeout"`
 	ReplayRules []replayRuleJSON `json:"replay_rules"`
+	ingestJSON
 }
 
 type replayRuleJSON struct {
@@ -494,5 +517,6 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 		j.ReplayRules[i] = replayRuleJSON{Name: r.Name, Filter: r.Filter.Canonical(), Delay: Duration(r.Delay), MaxReplays: r.MaxReplays, Enabled: r.Enabled,
 			RateLimit: r.RateLimit, Window: r.WindowSpec}
 	}
+	j.ingestJSON = t.ingestJSON()
 	return json.Marshal(j)
 }

@@ -153,6 +153,19 @@ func (r *Resolver) apply(t policy.Topic, label string, spec *policy.TopicSpec) p
 	return nt
 }
 
+// Known reports whether a policy file (by name or glob) or an API config
+// declares topic: strict_queues turns the records of the other topics away.
+func (r *Resolver) Known(topic string) bool {
+	if topic == DefaultName {
+		return false
+	}
+	if r.files().Known(topic) {
+		return true
+	}
+	_, ok := (*r.specs.Load())[topic]
+	return ok
+}
+
 // Default resolves the default layer itself: system defaults ← the files'
 // _default, or (when the files have none) the API's. Resolve(DefaultName, "")
 // is the policy of a Kafka topic named _default instead, which follows the
@@ -199,6 +212,9 @@ func (r *Resolver) Validate(topic string, spec *policy.TopicSpec) error {
 		base = set.Default()
 	} else if e := (*r.specs.Load())[DefaultName]; e != nil && fileDefault(set) == "" {
 		base = r.apply(base, "_default (api)", e.spec)
+	}
+	if err := spec.CheckAPIConfig(topic == DefaultName); err != nil {
+		return err
 	}
 	if _, err := base.ApplyWithin(r.limits, "api", spec); err != nil {
 		return err

@@ -61,6 +61,11 @@ var predicates = []predicate{
 		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
 			return "queue <> ALL(" + bind("not_queues", sc.NotQueues) + ")"
 		}},
+	{keys: []string{"NotErrorTypes"}, counted: true,
+		on: func(_ *filter.Filter, sc *filter.Scope) bool { return len(sc.NotErrorTypes) > 0 },
+		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
+			return "error_type <> ALL(" + bind("not_error_types", sc.NotErrorTypes) + ")"
+		}},
 	{keys: []string{"NotInternal"}, counted: true,
 		on:  func(_ *filter.Filter, sc *filter.Scope) bool { return sc.NotInternal },
 		sql: func(*filter.Filter, *filter.Scope, binder) string { return "left(queue, 2) <> '__'" }},

@@ -77,7 +77,7 @@ func TestEveryFilterKeyHasAPredicate(t *testing.T) {
 	}
 	yes := true
 	sample := filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "01936f0e-7b2a-7000-8000-000000000001",
-		NotQueues: []string{"redrive.events"}, NotInternal: true, InFlight: &yes}
+		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes}
 	st := reflect.TypeOf(sample)
 	for i := range st.NumField() {
 		name := st.Field(i).Name
@@ -109,7 +109,8 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 	}
 	f.IDs = []string{"01936f0e-7b2a-7000-8000-000000000001"}
 	no := false
-	sc := &filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "x", NotQueues: []string{"a"}, NotInternal: true, InFlight: &no}
+	sc := &filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "x", NotQueues: []string{"a"}, NotInternal: true,
+		NotErrorTypes: []string{"filtered"}, InFlight: &no}
 	args := pgx.NamedArgs{}
 	a, b := where(&f, sc, "a_", args), where(&f, sc, "b_", args)
 	if strings.Contains(a+b, "$") {
@@ -121,7 +122,7 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 		}
 	}
 	if countable(&f, sc) || !countable(&filter.Filter{Queue: "q", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter},
-		&filter.Scope{States: sc.States, NotQueues: sc.NotQueues, NotInternal: true}) {
+		&filter.Scope{States: sc.States, NotQueues: sc.NotQueues, NotInternal: true, NotErrorTypes: sc.NotErrorTypes}) {
 		t.Error("countable is wrong")
 	}
 }

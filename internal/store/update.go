@@ -56,19 +56,9 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 		}
 		batch := &pgx.Batch{}
 		for _, r := range updates {
-			errs, err := encodeErrors(r.Errors, mode)
-			if err != nil {
-				return fmt.Errorf("encode errors of %s: %w", r.ID, err)
+			if err := queueLifecycle(batch, r, mode); err != nil {
+				return err
 			}
-			batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
-				errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
-				updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint), failed_at = $14,
-				completed_by = $15, ack_due_at = $16, unacknowledged_at = $17,
-				`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
-				WHERE id = $1`,
-				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
-				errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
-				r.UpdatedAt, r.Fingerprint, FailedAt(r), nullIfEmptyString(string(r.CompletedBy)), r.AckDueAt, r.UnacknowledgedAt)
 		}
 		saved = len(updates)
 		return tx.SendBatch(ctx, batch).Close()
@@ -77,6 +67,25 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 		return 0, fmt.Errorf("update records: %w", err)
 	}
 	return saved, nil
+}
+
+// queueLifecycle queues the UPDATE that saves r's lifecycle fields (see
+// UpdateLocked) on batch.
+func queueLifecycle(batch *pgx.Batch, r *dlq.Record, mode jsonMode) error {
+	errs, err := encodeErrors(r.Errors, mode)
+	if err != nil {
+		return fmt.Errorf("encode errors of %s: %w", r.ID, err)
+	}
+	batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
+			errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
+			updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint), failed_at = $14,
+			completed_by = $15, ack_due_at = $16, unacknowledged_at = $17,
+			`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
+			WHERE id = $1`,
+		r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
+		errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
+		r.UpdatedAt, r.Fingerprint, FailedAt(r), nullIfEmptyString(string(r.CompletedBy)), r.AckDueAt, r.UnacknowledgedAt)
+	return nil
 }
 
 // archiveAgainIf renders SET assignments that make a record's archive copy due

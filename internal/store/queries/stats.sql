@@ -6,9 +6,14 @@ GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
 
 -- name: CompactCounts :exec
 WITH d AS (DELETE FROM redrive_record_count RETURNING *)
-INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
-SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
-GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0;
+INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n), sum(bytes) FROM d
+GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0;
+
+-- name: QueueSize :one
+-- A topic's non-terminal records and their bytes (capacity.go).
+SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(bytes), 0)::bigint AS bytes FROM redrive_record_count
+WHERE queue = @queue AND state IN ('retryable', 'available');
 
 -- name: RecordCounts :many
 SELECT queue, state, exhaustion, error_type, sum(n)::bigint AS n FROM redrive_record_count

@@ -152,6 +152,7 @@ type RedriveRecordCount struct {
 	Exhaustion  string
 	N           int64
 	Fingerprint string
+	Bytes       int64
 }
 
 type RedriveReplayRule struct {

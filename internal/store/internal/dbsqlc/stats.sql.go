@@ -10,10 +10,10 @@ import (
 )
 
 const compactCounts = `-- name: CompactCounts :exec
-WITH d AS (DELETE FROM redrive_record_count RETURNING queue, type, error_type, state, exhaustion, n, fingerprint)
-INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n)
-SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d
-GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0
+WITH d AS (DELETE FROM redrive_record_count RETURNING queue, type, error_type, state, exhaustion, n, fingerprint, bytes)
+INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n), sum(bytes) FROM d
+GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0
 `
 
 func (q *Queries) CompactCounts(ctx context.Context, db DBTX) error {
@@ -90,6 +90,24 @@ func (q *Queries) QueueCounts(ctx context.Context, db DBTX) ([]QueueCountsRow, e
 		return nil, err
 	}
 	return items, nil
+}
+
+const queueSize = `-- name: QueueSize :one
+SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(bytes), 0)::bigint AS bytes FROM redrive_record_count
+WHERE queue = $1 AND state IN ('retryable', 'available')
+`
+
+type QueueSizeRow struct {
+	N     int64
+	Bytes int64
+}
+
+// A topic's non-terminal records and their bytes (capacity.go).
+func (q *Queries) QueueSize(ctx context.Context, db DBTX, queue string) (QueueSizeRow, error) {
+	row := db.QueryRow(ctx, queueSize, queue)
+	var i QueueSizeRow
+	err := row.Scan(&i.N, &i.Bytes)
+	return i, err
 }
 
 const recordCounts = `-- name: RecordCounts :many
