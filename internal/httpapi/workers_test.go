@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,16 +192,20 @@ func TestWorkerTwoDeadLettersAndDelete(t *testing.T) {
 	// A fetch skips rows another statement holds at that moment (ingest
 	// notes a published job's incident just after storing it): a worker
 	// fetches again for what it did not get.
+	// Each fetch gives what it takes oldest first.
 	var jobs []jobView
 	eventually.Nil(t, "both jobs fetched", func() error {
-		jobs = append(jobs, w.fetch(t, "reports")...)
-		if len(jobs) < 2 {
+		got := w.fetch(t, "reports")
+		if len(got) == 2 && (got[0].ID != ids[0] || got[1].ID != ids[1]) {
+			t.Fatalf("fetch: %+v, want both, oldest first", got)
+		}
+		if jobs = append(jobs, got...); len(jobs) < 2 {
 			return fmt.Errorf("fetched %d", len(jobs))
 		}
 		return nil
 	})
-	if len(jobs) != 2 || jobs[0].ID != ids[0] || jobs[1].ID != ids[1] {
-		t.Fatalf("fetch: %+v, want both, oldest first", jobs)
+	if len(jobs) != 2 || !slices.Contains(ids, jobs[0].ID) || !slices.Contains(ids, jobs[1].ID) || jobs[0].ID == jobs[1].ID {
+		t.Fatalf("fetched %+v, want both jobs once", jobs)
 	}
 	for _, id := range ids {
 		w.nack(t, id, map[string]any{"code": "Build.Failed", "message": "x"})
