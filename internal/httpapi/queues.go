@@ -567,46 +567,6 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 	return s.getQueueConfig(c)
 }
 
-func (s *Server) deleteQueue(c echo.Context) error {
-	name, err := queueName(c)
-	if err != nil {
-		return err
-	}
-	if name == queue.DefaultName {
-		return invalidParam("name", defaultIsLayer+": it cannot be deleted; PUT an empty config to reset it")
-	}
-	noteAudit(c, name, nil, nil)
-	if file := s.queues.DeclaredIn(name); file != "" {
-		return readOnly(name, file)
-	}
-	ctx := c.Request().Context()
-	st, err := s.rec.Stats(ctx, name)
-	if err != nil {
-		return err
-	}
-	// Strategy reject (queue-config spec §5.3): records still waiting for
-	// redelivery keep their topic's config.
-	if d := statsOf(st.ByQueueState[name]).Depth; d > 0 {
-		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "queue " + name + " has records waiting for redelivery; retry, settle or purge them first",
-			Details: map[string]any{"depth": d, "strategy": "reject"}}
-	}
-	before, err := s.apiLayer(ctx, name)
-	if err != nil {
-		return err
-	}
-	if err := s.rec.DeleteQueue(ctx, name); errors.Is(err, records.ErrNotFound) {
-		return notFound("queue " + name + " has no API config to delete")
-	} else if err != nil {
-		return err
-	}
-	noteChange(c, configOf(before), nil)
-	if err := s.queues.Refresh(ctx); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"queue": name, "strategy": "reject", "deleted": true})
-}
-
 // setQueueState pauses, resumes or drains a topic: its API config's state.
 func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 	return func(c echo.Context) error {
