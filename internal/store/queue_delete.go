@@ -120,11 +120,13 @@ func (s *Store) DiscardQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, e
 // exhaustion or completion left). Its redelivery goes to target itself —
 // an earlier override of the topic is dropped — and to every consumer
 // group there (target "topic"): the group that failed it read another
-// topic. Its source (topic, partition, offset, group) is kept.
+// topic. Its meta says where it came from (redrive.moved_from: the old
+// queue); its source partition, offset and group are kept.
 func (s *Store) MoveQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, target string) (BatchResult, error) {
 	sc := queueDeleteScope(p.Scope)
 	args := pgx.NamedArgs{"available_at": p.availableAt(), "target_queue": target}
 	set := makeAvailable + `, queue = @target_queue::text,
+		meta = coalesce(meta, '{}'::jsonb) || jsonb_build_object('redrive.moved_from', queue),
 		redelivery = (coalesce(redelivery, '{}'::jsonb) - 'topic') || '{"target": "topic"}'::jsonb`
 	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+set+" WHERE id IN (", ") RETURNING "+batchRowColumns)
 }
