@@ -72,8 +72,9 @@ const (
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
-	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened, JobDiscarded, DeadLetterMoved, QueueDeleted,
+	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
 	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
+	JobDiscarded, DeadLetterMoved, QueueDeleted,
 }
 
 // Valid reports whether t is a known event type.
