@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -24,18 +27,10 @@ func topicsCmd() *cobra.Command {
 		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, _ []string) error { return listTopics(cmd, c) })}
 	show := &cobra.Command{
 		Use:   "show NAME",
-		Short: "Show a topic's state, effective config, where it comes from, and stats (JSON)",
+		Short: "Show a topic's state, stats, and every field of its effective config with the layer it comes from",
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.runE(func(cmd *cobra.Command, c *apiClient, args []string) error {
-			path := "/ojs/v1/queues/" + url.PathEscape(args[0])
-			if args[0] == "_default" {
-				path += "/config"
-			}
-			raw, err := c.do(cmd.Context(), http.MethodGet, path, nil, nil)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(raw)
+			return showTopic(cmd, c, args[0])
 		}),
 	}
 	var file string
@@ -164,4 +159,110 @@ func listTopics(cmd *cobra.Command, c *apiClient) error {
 		rows[i] = []string{q.Name, q.State, src, n("retryable"), n("available"), n("dead_letter"), n("discard"), n("completed"), q.delivery()}
 	}
 	return c.table([]string{"TOPIC", "STATE", "CONFIG", "RETRYABLE", "AVAILABLE", "DEAD LETTERS", "DISCARDS", "COMPLETED", "DELIVERY"}, rows)
+}
+
+// topicConfigView is GET /queues/{name}/config.
+type topicConfigView struct {
+	Config     json.RawMessage `json:"config"`
+	DeclaredIn *string         `json:"declared_in"`
+	Sources    map[string]struct {
+		Layer string `json:"layer"`
+		File  string `json:"file"`
+		Entry string `json:"entry"`
+	} `json:"sources"`
+}
+
+// showTopic prints a topic (the default layer for _default): its state,
+// where its config comes from and its counts, then every field of its
+// effective config with its value and the layer it comes from. With -o
+// json, the topic's JSON with the config's sources added.
+func showTopic(cmd *cobra.Command, c *apiClient, name string) error {
+	base := "/ojs/v1/queues/" + url.PathEscape(name)
+	raw, err := c.do(cmd.Context(), http.MethodGet, base, nil, nil)
+	if err != nil {
+		return err
+	}
+	var cfg topicConfigView
+	cfgRaw, err := c.do(cmd.Context(), http.MethodGet, base+"/config", nil, &cfg)
+	if err != nil {
+		return err
+	}
+	if c.output == "json" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("decode topic: %w", err)
+		}
+		var cm map[string]json.RawMessage
+		if err := json.Unmarshal(cfgRaw, &cm); err != nil {
+			return fmt.Errorf("decode topic config: %w", err)
+		}
+		m["sources"] = cm["sources"]
+		out, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return c.printJSON(out)
+	}
+	var q topicView
+	if err := json.Unmarshal(raw, &q); err != nil {
+		return fmt.Errorf("decode topic: %w", err)
+	}
+	src := q.Source
+	if q.DeclaredIn != nil {
+		src += " (" + *q.DeclaredIn + ")"
+	}
+	n := func(k string) int64 { return q.Stats[k] }
+	fmt.Fprintf(c.out, "topic     %s\nstate     %s\nconfig    %s\nrecords   %d waiting (%d retryable, %d available), %d dead letters, %d discards, %d cancelled, %d completed\ndelivery  %s\n\n",
+		q.Name, q.State, src, n("depth"), n("retryable"), n("available"), n("dead_letter"), n("discard"), n("cancelled"), n("completed"), q.delivery())
+	values := map[string]string{}
+	flattenJSON("", cfg.Config, values)
+	rows := make([][]string, 0, len(values))
+	for _, p := range slices.Sorted(maps.Keys(values)) {
+		s, ok := cfg.Sources[p]
+		from := "-"
+		if ok {
+			from = s.Layer
+			switch {
+			case s.File != "":
+				from += " " + s.File + " (" + s.Entry + ")"
+			case s.Entry != "":
+				from += " (" + s.Entry + ")"
+			}
+		}
+		rows = append(rows, []string{p, values[p], from})
+	}
+	return c.table([]string{"FIELD", "VALUE", "SOURCE"}, rows)
+}
+
+// flattenJSON puts the leaves of a JSON object into out by dotted path:
+// strings as they are, lists and other values as compact JSON.
+func flattenJSON(prefix string, raw json.RawMessage, out map[string]string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	{
+		for k, v := range m {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			var sub map[string]json.RawMessage
+			if json.Unmarshal(v, &sub) == nil && sub != nil {
+				flattenJSON(p, v, out)
+				continue
+			}
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				out[p] = str
+				continue
+			}
+			var b bytes.Buffer
+			if json.Compact(&b, v) != nil {
+				out[p] = string(v)
+				continue
+			}
+			out[p] = b.String()
+		}
+	}
 }

@@ -218,11 +218,14 @@ func (a *App) init(ctx context.Context) error {
 	retryScope := a.records.RetryScope()
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
 		OnBatch: func(t *store.Task, rows []store.BatchRow) {
-			a.records.PublishBatch(context.Background(), t.Kind, rows)
+			a.records.PublishTaskBatch(context.Background(), t, rows)
 			a.records.TraceBatch(context.Background(), t, rows)
 		},
 		OnCanary: func(t *store.Task) { a.records.PublishCanary(context.Background(), t) },
-		Clock:    a.clock}, st)
+		OnQueueDeleted: func(t *store.Task, queue string, _ bool, remaining int64) {
+			a.records.QueueDeleted(context.Background(), t, queue, remaining)
+		},
+		Clock: a.clock}, st)
 	if err != nil {
 		return err
 	}

@@ -49,16 +49,26 @@ func (s State) Valid() bool {
 }
 
 // Exhaustion says why a discarded record stays: as a dead letter (the DLQ proper,
-// kept per dead-letter retention) or as a discard (kept per retention.discarded).
+// kept per dead-letter retention), as a discard (kept per retention.discarded),
+// or cancelled (kept per retention.cancelled).
 type Exhaustion string
 
 const (
 	ExhaustionDeadLetter Exhaustion = "dead_letter"
 	ExhaustionDiscard    Exhaustion = "discard"
+	// ExhaustionCancelled: an operator gave up on the record by hand before
+	// its retries ran out (its queue was deleted with strategy discard). It
+	// is never a policy's on_exhaustion.
+	ExhaustionCancelled Exhaustion = "cancelled"
 )
 
-// Valid reports whether e is a known exhaustion action.
+// Valid reports whether e is an exhaustion action a policy may choose
+// (on_exhaustion): dead_letter or discard.
 func (e Exhaustion) Valid() bool { return e == ExhaustionDeadLetter || e == ExhaustionDiscard }
+
+// Kept reports whether e is how a stored discarded record may be kept: an
+// on_exhaustion action, or cancelled.
+func (e Exhaustion) Kept() bool { return e.Valid() || e == ExhaustionCancelled }
 
 // Code is the handler's verdict on a failure (OJS retry spec §7).
 type Code string

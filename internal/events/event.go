@@ -44,6 +44,19 @@ const (
 	// IncidentOpened: a failure with a fingerprint never seen before was
 	// stored (Redrive's own). Subject: the fingerprint. Emitted by ingest.
 	IncidentOpened Type = "incident.opened"
+	// JobDiscarded: a waiting record was discarded without being retried
+	// to the end: its queue deleted with strategy discard (exhaustion
+	// cancelled, error type queue_deleted; emitted by the task runner), or
+	// to make room in a full topic (overflow_policy drop_oldest, error type
+	// overflow; emitted by ingest). Subject: record id.
+	JobDiscarded Type = "job.discarded"
+	// DeadLetterMoved: a waiting record was re-homed to another queue and
+	// made available there (its queue deleted with strategy move). Subject:
+	// record id; data.queue is the new queue, data.from_queue the old.
+	DeadLetterMoved Type = "dead_letter.moved"
+	// QueueDeleted: a queue was deleted (strategy reject at once; discard
+	// and move when their task completed). Subject: queue.
+	QueueDeleted Type = "queue.deleted"
 	// TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted: a bulk
 	// retry's canary redelivered its sample and watches it; its verdict let
 	// the task go on with the rest; its verdict stopped the task. Subject:
@@ -55,17 +68,14 @@ const (
 	// quiet" was quiet long enough, and its canary retry started. Subject:
 	// the fingerprint. Emitted by the maintenance leader.
 	IncidentRedriveStarted Type = "incident.redrive_started"
-	// JobDiscarded: a waiting record was discarded to make room in a full
-	// topic (overflow_policy drop_oldest; error type overflow). Subject:
-	// record id. Emitted by ingest.
-	JobDiscarded Type = "job.discarded"
 )
 
 // Types lists every event type Redrive emits.
 var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
-	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted, JobDiscarded,
+	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
+	JobDiscarded, DeadLetterMoved, QueueDeleted,
 }
 
 // Valid reports whether t is a known event type.
@@ -117,6 +127,8 @@ type RecordData struct {
 	// Rule and ReplayCount are set on dead_letter.replayed.
 	Rule        string `json:"rule,omitempty"`
 	ReplayCount int    `json:"replay_count,omitempty"`
+	// FromQueue is the queue a dead_letter.moved record left.
+	FromQueue string `json:"from_queue,omitempty"`
 }
 
 // KeyBytes bounds the record key an event carries: its first KeyBytes
@@ -190,6 +202,23 @@ type QueueData struct {
 	State string `json:"state,omitempty"`
 	// Config is the effective policy after a config_updated, if shown.
 	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// QueueDeletedData is the data of queue.deleted.
+type QueueDeletedData struct {
+	Queue string `json:"queue"`
+	// Strategy is reject, discard or move; TargetQueue is a move's target.
+	Strategy    string `json:"strategy"`
+	TargetQueue string `json:"target_queue,omitempty"`
+	// TaskID is the task of a discard or move; Records how many records it
+	// discarded or moved.
+	TaskID  string `json:"task_id,omitempty"`
+	Records int64  `json:"records"`
+}
+
+// Deleted returns a queue.deleted event.
+func Deleted(d QueueDeletedData) Event {
+	return Event{Type: QueueDeleted, Subject: d.Queue, Queue: d.Queue, Data: d}
 }
 
 // IncidentData is the data of incident.opened.

@@ -122,13 +122,13 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		checkEnvelope(t, msg.JSON, evs[i])
 	}
 	var ordersGot, replaysGot []events.Type
-	for range 6 {
+	for range 7 {
 		ordersGot = append(ordersGot, recv(t, orders.C).Event.Type)
 	}
 	for range 2 {
 		replaysGot = append(replaysGot, recv(t, replays.C).Event.Type)
 	}
-	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed" {
+	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed,dead_letter.moved" {
 		t.Errorf("orders subscriber got %v", ordersGot)
 	}
 	if strings.Join(typeNames(replaysGot), ",") != "dead_letter.replayed,queue.paused" {

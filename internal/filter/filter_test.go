@@ -146,7 +146,7 @@ func TestErrorsNameTheField(t *testing.T) {
 			return err
 		}, []string{"filter.ids: not a filter key of replay rules (only of bulk operations)"}},
 		{"bad state", q("state=dead"), []string{"state: must be one of retryable, available, completed, discarded"}},
-		{"bad exhaustion", q("exhaustion=x"), []string{"exhaustion: must be dead_letter or discard"}},
+		{"bad exhaustion", q("exhaustion=x"), []string{"exhaustion: must be one of dead_letter, discard, cancelled"}},
 		{"twice", q("queue=a&queue=b"), []string{"queue: given more than once"}},
 		{"bool", q("unacknowledged=yes"), []string{"unacknowledged: must be true or false"}},
 		{"time", q("since=yesterday"), []string{"since: must be an RFC 3339 timestamp like 2026-02-13T10:00:00Z"}},

@@ -134,7 +134,7 @@ var table = []Key{
 		Doc: "the record's state",
 		set: func(f *Filter, vs []string) string { f.State = dlq.State(vs[0]); return "" },
 		get: func(f *Filter) (any, bool) { return f.State, f.State != "" }},
-	{Name: "exhaustion", Kind: Enum, Enum: []string{string(dlq.ExhaustionDeadLetter), string(dlq.ExhaustionDiscard)}, MaxBytes: 64,
+	{Name: "exhaustion", Kind: Enum, Enum: []string{string(dlq.ExhaustionDeadLetter), string(dlq.ExhaustionDiscard), string(dlq.ExhaustionCancelled)}, MaxBytes: 64,
 		Sources: List | Bulk | Rule, Label: "Exhaustion", Doc: "how an exhausted record ended",
 		set: func(f *Filter, vs []string) string { f.Exhaustion = dlq.Exhaustion(vs[0]); return "" },
 		get: func(f *Filter) (any, bool) { return f.Exhaustion, f.Exhaustion != "" }},

@@ -74,8 +74,8 @@ type lastHourJSON struct {
 
 // queueStatsJSON counts a queue's records. The states add up to total
 // (retryable + available + completed + discarded), discarded splits into
-// dead_letter and discard, and unacknowledged is the part of available
-// marked unacknowledged.
+// dead_letter, discard and cancelled, and unacknowledged is the part of
+// available marked unacknowledged.
 type queueStatsJSON struct {
 	Depth          int64 `json:"depth"` // retryable + available: records not yet settled
 	Retryable      int64 `json:"retryable"`
@@ -85,6 +85,7 @@ type queueStatsJSON struct {
 	Discarded      int64 `json:"discarded"`
 	DeadLetter     int64 `json:"dead_letter"`
 	Discard        int64 `json:"discard"`
+	Cancelled      int64 `json:"cancelled"`
 	Total          int64 `json:"total"`
 }
 
@@ -107,7 +108,7 @@ func addUnacknowledged(counts map[string]map[string]int64, health map[string]rec
 
 func statsOf(m map[string]int64) queueStatsJSON {
 	s := queueStatsJSON{Retryable: m["retryable"], Available: m["available"], Unacknowledged: m[unacknowledgedKey], Completed: m["completed"],
-		Discarded: m["discarded"], DeadLetter: m["dead_letter"], Discard: m["discard"]}
+		Discarded: m["discarded"], DeadLetter: m["dead_letter"], Discard: m["discard"], Cancelled: m["cancelled"]}
 	s.Depth = s.Retryable + s.Available
 	s.Total = s.Depth + s.Completed + s.Discarded
 	return s
@@ -488,13 +489,16 @@ func (s *Server) createQueue(c echo.Context) error {
 	return c.JSON(http.StatusCreated, q)
 }
 
-// queueConfigJSON is GET /queues/{name}/config: the effective config and the
-// API layer.
+// queueConfigJSON is GET /queues/{name}/config: the effective config, the
+// API layer, and where each field of the config comes from.
 type queueConfigJSON struct {
 	Name       string          `json:"name"`
 	Config     policy.Topic    `json:"config"`
 	APIConfig  json.RawMessage `json:"api_config"`
 	DeclaredIn *string         `json:"declared_in"`
+	// Sources maps each field path of config to its layer: default, policy
+	// file (with the file and entry) or api.
+	Sources policy.Sources `json:"sources"`
 }
 
 func (s *Server) getQueueConfig(c echo.Context) error {
@@ -505,7 +509,7 @@ func (s *Server) getQueueConfig(c echo.Context) error {
 	if err := s.queues.Refresh(c.Request().Context()); err != nil {
 		return err
 	}
-	out := queueConfigJSON{Name: name, Config: s.effective(name), APIConfig: json.RawMessage("null")}
+	out := queueConfigJSON{Name: name, Config: s.effective(name), APIConfig: json.RawMessage("null"), Sources: s.queues.Sources(name)}
 	if cfg, _, ok := s.queues.Config(name); ok {
 		out.APIConfig = cfg.Config
 	}
@@ -565,46 +569,6 @@ func (s *Server) putQueueConfig(c echo.Context) error {
 	s.rec.Wake() // a resumed or re-targeted topic may have records due
 	s.publishQueue(c, events.QueueConfigUpdated, name)
 	return s.getQueueConfig(c)
-}
-
-func (s *Server) deleteQueue(c echo.Context) error {
-	name, err := queueName(c)
-	if err != nil {
-		return err
-	}
-	if name == queue.DefaultName {
-		return invalidParam("name", defaultIsLayer+": it cannot be deleted; PUT an empty config to reset it")
-	}
-	noteAudit(c, name, nil, nil)
-	if file := s.queues.DeclaredIn(name); file != "" {
-		return readOnly(name, file)
-	}
-	ctx := c.Request().Context()
-	st, err := s.rec.Stats(ctx, name)
-	if err != nil {
-		return err
-	}
-	// Strategy reject (queue-config spec §5.3): records still waiting for
-	// redelivery keep their topic's config.
-	if d := statsOf(st.ByQueueState[name]).Depth; d > 0 {
-		return &APIError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: "queue " + name + " has records waiting for redelivery; retry, settle or purge them first",
-			Details: map[string]any{"depth": d, "strategy": "reject"}}
-	}
-	before, err := s.apiLayer(ctx, name)
-	if err != nil {
-		return err
-	}
-	if err := s.rec.DeleteQueue(ctx, name); errors.Is(err, records.ErrNotFound) {
-		return notFound("queue " + name + " has no API config to delete")
-	} else if err != nil {
-		return err
-	}
-	noteChange(c, configOf(before), nil)
-	if err := s.queues.Refresh(ctx); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"queue": name, "strategy": "reject", "deleted": true})
 }
 
 // setQueueState pauses, resumes or drains a topic: its API config's state.

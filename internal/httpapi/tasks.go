@@ -39,6 +39,8 @@ type taskJSON struct {
 	Skipped skippedJSON `json:"skipped"`
 	// Canary is a retry's canary and where it stands; null for none.
 	Canary *canaryJSON `json:"canary"`
+	// TargetQueue is a queue_move's target queue; null for other kinds.
+	TargetQueue *string `json:"target_queue"`
 }
 
 // canarySpecJSON is a canary as asked, its sample sized.
@@ -115,6 +117,9 @@ func toTaskJSON(t *records.Task) taskJSON {
 	out.Patch = t.Patch
 	if t.Target != "" {
 		out.Target = &t.Target
+	}
+	if t.TargetQueue != "" {
+		out.TargetQueue = &t.TargetQueue
 	}
 	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
 	out.Canary = toCanaryJSON(t)

@@ -21,6 +21,7 @@ const (
 	ReasonMaxCount           = "max_count"
 	ReasonRetentionDiscarded = "retention.discarded"
 	ReasonRetentionCompleted = "retention.completed"
+	ReasonRetentionCancelled = "retention.cancelled"
 )
 
 // PrunerConfig configures a Pruner. Zero fields take the defaults noted.
@@ -63,8 +64,8 @@ func (c PrunerConfig) withDefaults() PrunerConfig {
 
 // Pruner removes records past their retention: dead letters by age
 // (dead_letter.retention.max_age) and then the oldest beyond max_count,
-// discards past retention.discarded and completed records past
-// retention.completed, per queue, in batches. One replica prunes at a time.
+// discards past retention.discarded, cancelled records past
+// retention.cancelled and completed records past retention.completed, per queue, in batches. One replica prunes at a time.
 // It is a service.Service: Start prunes every Interval.
 type Pruner struct {
 	service.Base
@@ -210,6 +211,12 @@ func (p *Pruner) pruneQueue(ctx context.Context, db *store.Maint, q string, t po
 	if d := t.Retention.Discarded; d > 0 {
 		set := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard}
 		if err := p.byAge(ctx, db, set, now.Add(-d), ReasonRetentionDiscarded, t, res); err != nil {
+			return err
+		}
+	}
+	if d := t.Retention.Cancelled; d > 0 {
+		set := store.PruneSet{Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionCancelled}
+		if err := p.byAge(ctx, db, set, now.Add(-d), ReasonRetentionCancelled, t, res); err != nil {
 			return err
 		}
 	}

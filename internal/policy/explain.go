@@ -85,8 +85,8 @@ func explain(t Topic, env *string, w io.Writer) error {
 		count = "0 (no limit)"
 	}
 	row("dead_letter.retention", fmt.Sprintf("max_age %s, max_count %s", FormatDuration(t.DeadLetter.Retention.MaxAge), count))
-	row("retention", fmt.Sprintf("discarded %s, completed %s",
-		FormatDuration(t.Retention.Discarded), FormatDuration(t.Retention.Completed)))
+	row("retention", fmt.Sprintf("discarded %s, completed %s, cancelled %s",
+		FormatDuration(t.Retention.Discarded), FormatDuration(t.Retention.Completed), FormatDuration(t.Retention.Cancelled)))
 	row("pruning_policy", t.PruningPolicy)
 	rate := "unlimited"
 	if t.Redelivery.RateLimit > 0 {

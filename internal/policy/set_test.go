@@ -275,7 +275,7 @@ func TestSystemDefaults(t *testing.T) {
 	t.Parallel()
 	d := DefaultTopic()
 	if !reflect.DeepEqual(d.Retry, Default()) || d.DeadLetter.Retention != (DeadLetterRetention{180 * day, 10000}) ||
-		d.Retention != (Retention{30 * day, 7 * day}) || d.PruningPolicy != PruneDelete || d.State != TopicActive ||
+		d.Retention != (Retention{30 * day, 7 * day, 7 * day}) || d.PruningPolicy != PruneDelete || d.State != TopicActive ||
 		d.MaxAge != 0 || d.Redelivery != (Redelivery{Mode: ModeKafka, Target: TargetGroup}) || len(d.ReplayRules) != 0 {
 		t.Errorf("DefaultTopic() = %+v", d)
 	}
@@ -492,7 +492,7 @@ func TestTopicApplyAndJSON(t *testing.T) {
 	}
 	for _, want := range []string{`"retry":{"max_attempts":10,"initial_interval":"PT10S","backoff_coefficient":1.5,"max_interval":"PT20M"`,
 		`"max_age":"P2D"`, `"dead_letter":{"retention":{"max_age":"P30D","max_count":100}}`,
-		`"retention":{"discarded":"P2D","completed":"PT12H"}`, `"pruning_policy":"archive"`,
+		`"retention":{"discarded":"P2D","completed":"PT12H","cancelled":"PT6H"}`, `"pruning_policy":"archive"`,
 		`"redelivery":{"rate_limit":1,"target_topic":"refunds","keep_partition":false,"mode":"pull","target":"topic"}`, `"state":"draining"`,
 		`{"name":"default-rule","filter":{"error_type":"x"},"delay":"PT1M","max_replays":1,"enabled":true,"rate_limit":1,"window":{"start":"00:00","end":"06:00"}}`} {
 		if !strings.Contains(string(b), want) {

@@ -45,7 +45,7 @@ func TestShippedPolicies(t *testing.T) {
 	r := other.Retry
 	if r.OnExhaustion != dlq.ExhaustionDeadLetter || other.PruningPolicy != PruneArchive || r.BackoffStrategy != StrategyExponential ||
 		!r.Jitter || r.MaxAttempts < 3 || other.MaxAge != 7*day || other.DeadLetter.Retention != (DeadLetterRetention{180 * day, 10000}) ||
-		other.Retention != (Retention{30 * day, 7 * day}) || other.State != TopicActive {
+		other.Retention != (Retention{30 * day, 7 * day, 7 * day}) || other.State != TopicActive {
 		t.Errorf("_default = %+v", other)
 	}
 

@@ -113,6 +113,9 @@ type DeadLetterRetentionSpec struct {
 type RetentionSpec struct {
 	Discarded *Duration `json:"discarded,omitempty"`
 	Completed *Duration `json:"completed,omitempty"`
+	// Cancelled is how long records an operator discarded by hand (exhaustion
+	// cancelled: a queue deleted with strategy discard) are kept.
+	Cancelled *Duration `json:"cancelled,omitempty"`
 }
 
 // RedeliverySpec is how records are produced back to Kafka.

@@ -35,7 +35,7 @@ type Topic struct {
 	MaxAge time.Duration
 	// DeadLetter is how long, and how many, dead letters are kept.
 	DeadLetter DeadLetter
-	// Retention is how long discarded and completed records are kept.
+	// Retention is how long discarded, completed and cancelled records are kept.
 	Retention Retention
 	// PruningPolicy is what pruning does with expired records. Default delete.
 	PruningPolicy PruningPolicy
@@ -85,6 +85,9 @@ type DeadLetterRetention struct {
 type Retention struct {
 	Discarded time.Duration // default P30D
 	Completed time.Duration // default P7D
+	// Cancelled: discarded records kept as cancelled (an operator gave up on
+	// them by hand). Default P7D.
+	Cancelled time.Duration
 }
 
 // Redelivery is how records are produced back to Kafka.
@@ -136,14 +139,14 @@ const DefaultAckTimeout = time.Hour
 
 // DefaultTopic returns the system defaults, the bottom layer of every Topic: the
 // OJS default retry policy, dead letters kept P180D / 10000, discarded P30D,
-// completed P7D, pruning delete, no max_age, no rate limit, state active,
+// completed P7D, cancelled P7D, pruning delete, no max_age, no rate limit, state active,
 // completion redelivered (ack_timeout PT1H).
 func DefaultTopic() Topic {
 	return Topic{
 		Layers:          []string{"system defaults"},
 		Retry:           Default(),
 		DeadLetter:      DeadLetter{Retention: DeadLetterRetention{MaxAge: 180 * day, MaxCount: 10000}},
-		Retention:       Retention{Discarded: 30 * day, Completed: 7 * day},
+		Retention:       Retention{Discarded: 30 * day, Completed: 7 * day, Cancelled: 7 * day},
 		PruningPolicy:   PruneDelete,
 		State:           TopicActive,
 		Completion:      CompletionRedelivered,
@@ -272,6 +275,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			}
 			if r.Completed != nil {
 				t.Retention.Completed = r.Completed.Std()
+			}
+			if r.Cancelled != nil {
+				t.Retention.Cancelled = r.Cancelled.Std()
 			}
 		}
 		if s.PruningPolicy != nil {
@@ -427,8 +433,8 @@ func specOfRule(r ReplayRule) ReplayRuleSpec {
 // Spec returns the TopicSpec that sets every field of t (no types): the inverse
 // of DefaultTopic().Apply. The API can store or show it as a complete config.
 func (t Topic) Spec() *TopicSpec {
-	maxAge, dlAge, disc, comp := Duration(t.MaxAge), Duration(t.DeadLetter.Retention.MaxAge),
-		Duration(t.Retention.Discarded), Duration(t.Retention.Completed)
+	maxAge, dlAge, disc, comp, canc := Duration(t.MaxAge), Duration(t.DeadLetter.Retention.MaxAge),
+		Duration(t.Retention.Discarded), Duration(t.Retention.Completed), Duration(t.Retention.Cancelled)
 	count, rate, target, keep, to := t.DeadLetter.Retention.MaxCount, t.Redelivery.RateLimit,
 		t.Redelivery.TargetTopic, t.Redelivery.KeepPartition, t.Redelivery.Target
 	pp, st, completion, ackTimeout, mode := t.PruningPolicy, t.State, t.Completion, Duration(t.AckTimeout), t.Redelivery.Mode
@@ -440,7 +446,7 @@ func (t Topic) Spec() *TopicSpec {
 		Retry:         retrySpecOf(t.Retry),
 		MaxAge:        &maxAge,
 		DeadLetter:    &DeadLetterSpec{Retention: &DeadLetterRetentionSpec{MaxAge: &dlAge, MaxCount: &count}},
-		Retention:     &RetentionSpec{Discarded: &disc, Completed: &comp},
+		Retention:     &RetentionSpec{Discarded: &disc, Completed: &comp, Cancelled: &canc},
 		PruningPolicy: &pp,
 		Redelivery:    &RedeliverySpec{RateLimit: &rate, TargetTopic: &target, KeepPartition: &keep, Mode: &mode, Target: &to},
 		State:         &st,
@@ -466,6 +472,7 @@ type topicJSON struct {
 	Retention struct {
 		Discarded Duration `json:"discarded"`
 		Completed Duration `json:"completed"`
+		Cancelled Duration `json:"cancelled"`
 	} `json:"retention"`
 	PruningPolicy PruningPolicy `json:"pruning_policy"`
 	Redelivery    struct {
@@ -503,6 +510,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	j.DeadLetter.Retention.MaxCount = t.DeadLetter.Retention.MaxCount
 	j.Retention.Discarded = Duration(t.Retention.Discarded)
 	j.Retention.Completed = Duration(t.Retention.Completed)
+	j.Retention.Cancelled = Duration(t.Retention.Cancelled)
 	j.PruningPolicy = t.PruningPolicy
 	j.Redelivery.RateLimit = t.Redelivery.RateLimit
 	j.Redelivery.TargetTopic = t.Redelivery.TargetTopic

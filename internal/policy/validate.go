@@ -149,6 +149,9 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 		if r.Completed != nil {
 			l.checkPositive(r.Completed.Std(), child(child(p, "retention"), "completed"))
 		}
+		if r.Cancelled != nil {
+			l.checkPositive(r.Cancelled.Std(), child(child(p, "retention"), "cancelled"))
+		}
 	}
 	if s.PruningPolicy != nil && !s.PruningPolicy.Valid() {
 		l.addf(child(p, "pruning_policy"), "must be one of delete, archive, got %q", *s.PruningPolicy)

@@ -42,7 +42,7 @@ type PruneSet struct {
 func (p *PruneSet) where(args pgx.NamedArgs) (cond string, tsCol string, err error) {
 	args["queue"] = p.Queue
 	switch {
-	case p.State == dlq.StateDiscarded && p.Exhaustion.Valid():
+	case p.State == dlq.StateDiscarded && p.Exhaustion.Kept():
 		args["exhaustion"] = string(p.Exhaustion)
 		return "queue = @queue AND state = 'discarded' AND exhaustion = @exhaustion", "discarded_at", nil
 	case p.State == dlq.StateCompleted && p.Exhaustion == "":

@@ -327,8 +327,11 @@ func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args p
 // nothing while records remain, when every row it locked changed under it
 // meanwhile.
 func (s *Store) RemainsAfter(ctx context.Context, kind TaskKind, f *filter.Filter, sc filter.Scope, afterID string) (bool, error) {
-	if kind == TaskRetry {
+	switch {
+	case kind == TaskRetry:
 		sc = retryScope(sc)
+	case kind.QueueDelete():
+		sc = queueDeleteScope(sc)
 	}
 	args := pgx.NamedArgs{}
 	cond := where(f, &sc, "f_", args)

@@ -59,7 +59,9 @@ type Task struct {
 	CanaryState CanaryState
 	// Target, for a retry, replaces each record's redelivery.target
 	// ("group" or "topic"); empty keeps each record's policy.
-	Target          string
+	Target string
+	// TargetQueue is the queue a queue_move task re-homes the records to.
+	TargetQueue     string
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -101,6 +103,9 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch}
 	if r.RedeliveryTarget != nil {
 		t.Target = *r.RedeliveryTarget
+	}
+	if r.TargetQueue != nil {
+		t.TargetQueue = *r.TargetQueue
 	}
 	if err := json.Unmarshal(r.Errors, &t.Errors); err != nil {
 		return nil, fmt.Errorf("decode task errors: %w", err)
@@ -147,6 +152,8 @@ type CreateTaskParams struct {
 	// Target is a retry's redelivery target ("group", "topic"; "": each
 	// record's policy).
 	Target string
+	// TargetQueue is a queue_move's target queue ("": none).
+	TargetQueue string
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -162,13 +169,16 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 			return nil, fmt.Errorf("create task: encode canary: %w", err)
 		}
 	}
-	var target *string
+	var target, targetQueue *string
 	if p.Target != "" {
 		target = &p.Target
 	}
+	if p.TargetQueue != "" {
+		targetQueue = &p.TargetQueue
+	}
 	params := dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
 		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch, Canary: canary,
-		RedeliveryTarget: target}
+		RedeliveryTarget: target, TargetQueue: targetQueue}
 	if p.Quiet == nil {
 		t, err := oneTask(s.q.TaskCreate(ctx, s.pool, params))
 		if err != nil {

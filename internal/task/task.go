@@ -47,6 +47,11 @@ type Config struct {
 	// OnCanary is called after a canary's phase changed: it watches its
 	// sample, passed or aborted (to publish events). Optional.
 	OnCanary func(t *store.Task)
+	// OnQueueDeleted is called when a queue delete's task completed, with
+	// its queue, whether the queue's API config was removed, and how many
+	// of its records still wait (to refresh the queue configs and publish
+	// events). Optional.
+	OnQueueDeleted func(t *store.Task, queue string, removed bool, remaining int64)
 	// RetryScope is what records adds to every retry of many records
 	// (records.Service.RetryScope: records of Redrive's own topics and
 	// Kafka's internal ones, which have no topic to go back to, are left
@@ -98,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OnCanary == nil {
 		c.OnCanary = func(*store.Task) {}
+	}
+	if c.OnQueueDeleted == nil {
+		c.OnQueueDeleted = func(*store.Task, string, bool, int64) {}
 	}
 	return c
 }
@@ -229,8 +237,9 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			cursor = *t.CursorID
 		}
 		p := &store.BatchParams{Filter: f, Scope: scope, AfterID: cursor, Limit: batch, Target: t.Target}
-		if canary {
-			// Due on the runner's clock, which the watch is timed on.
+		if canary || t.Kind.QueueDelete() {
+			// Due on the runner's clock, which the watch is timed on; a
+			// discard's time.
 			p.At = r.cfg.Clock.Now()
 		}
 		if sampling {
@@ -242,6 +251,10 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			switch {
 			case t.Kind == store.TaskPurge:
 				return r.store.PurgeBatch(ctx, tx, p)
+			case t.Kind == store.TaskQueueDiscard:
+				return r.store.DiscardQueueBatch(ctx, tx, p, queueDeletedError(t, f.Queue, p.At), p.At)
+			case t.Kind == store.TaskQueueMove:
+				return r.store.MoveQueueBatch(ctx, tx, p, t.TargetQueue)
 			case patched:
 				res, err = r.store.PatchRetryBatch(ctx, tx, p, func(rec *dlq.Record) (*dlq.Redelivery, string, error) {
 					rd, skip, err := r.cfg.PatchRecord(ctx, t.Patch, rec)
@@ -305,7 +318,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		}
 		t = nt
 		if res.N > 0 {
-			if t.Kind == store.TaskRetry {
+			if t.Kind == store.TaskRetry || t.Kind == store.TaskQueueMove {
 				r.cfg.Wake()
 			}
 			r.cfg.OnBatch(t, res.Rows)
@@ -335,6 +348,10 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 					return
 				}
 				continue
+			}
+			if t.Kind.QueueDelete() {
+				r.finishQueueDelete(ctx, t, f.Queue, log)
+				return
 			}
 			r.finish(ctx, t, store.TaskCompleted, log)
 			return
@@ -383,4 +400,40 @@ func (r *Runner) release(t *store.Task, log *slog.Logger) {
 		return
 	}
 	log.Info("task released for resumption", "processed", t.Processed)
+}
+
+// queueDeletedError is the error a discarding delete of queue (task t)
+// adds to each record it discards, at now.
+func queueDeletedError(t *store.Task, queue string, now time.Time) dlq.ErrorEntry {
+	by := ""
+	if t.CreatedBy != "" {
+		by = " by " + t.CreatedBy
+	}
+	return dlq.ErrorEntry{Type: store.ErrorTypeQueueDeleted, Code: dlq.CodeDiscard, OccurredAt: now,
+		Message: "queue " + queue + " was deleted" + by + " (strategy discard, task " + t.ID + ")"}
+}
+
+// finishQueueDelete completes queue delete task t: the queue's API config
+// is removed unless records of it still wait (they were being produced
+// when the task passed them, and their redelivery failed), which the task's
+// errors then say.
+func (r *Runner) finishQueueDelete(ctx context.Context, t *store.Task, queue string, log *slog.Logger) {
+	ctx = context.WithoutCancel(ctx)
+	note := func(remaining int64) string {
+		return fmt.Sprintf("%d records of queue %s still wait (they were being redelivered when the task passed them); "+
+			"the queue keeps its API config, paused: delete it again", remaining, queue)
+	}
+	nt, removed, remaining, err := r.store.FinishQueueDelete(ctx, t, queue, r.cfg.Clock.Now(), note)
+	if err != nil {
+		log.Warn("finish queue delete", "queue", queue, "err", err)
+		if !errors.Is(err, store.ErrLeaseLost) {
+			r.release(t, log)
+		}
+		return
+	}
+	if remaining > 0 {
+		log.Warn("queue delete left records", "queue", queue, "records", remaining)
+	}
+	log.Info("task finished", "state", nt.State, "queue", queue, "config_removed", removed)
+	r.cfg.OnQueueDeleted(nt, queue, removed, remaining)
 }

@@ -206,6 +206,7 @@ type RedriveTask struct {
 	CanarySampledAt  *time.Time
 	CanaryWatchUntil *time.Time
 	CanaryReport     json.RawMessage
+	TargetQueue      *string
 }
 
 type RedriveTaskSample struct {

@@ -42,7 +42,7 @@ UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce
     skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 type TaskAdvanceParams struct {
@@ -97,6 +97,7 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
@@ -108,7 +109,7 @@ UPDATE redrive_task SET canary_phase = coalesce($1::text, canary_phase),
     canary_report = coalesce($4::jsonb, canary_report),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 type TaskCanaryUpdateParams struct {
@@ -163,6 +164,7 @@ func (q *Queries) TaskCanaryUpdate(ctx context.Context, db DBTX, arg TaskCanaryU
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
@@ -172,7 +174,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -209,6 +211,7 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
@@ -229,7 +232,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -266,6 +269,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
@@ -273,12 +277,12 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 const taskCreate = `-- name: TaskCreate :one
 
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target)
+    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
     (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
     $9::jsonb, CASE WHEN $9::jsonb IS NULL THEN NULL ELSE 'sample' END,
-    $10::text)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+    $10::text, $11::text)
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 type TaskCreateParams struct {
@@ -292,6 +296,7 @@ type TaskCreateParams struct {
 	Patch            json.RawMessage
 	Canary           json.RawMessage
 	RedeliveryTarget *string
+	TargetQueue      *string
 }
 
 // Bulk tasks (task.go). Each statement returns the whole task row.
@@ -307,6 +312,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		arg.Patch,
 		arg.Canary,
 		arg.RedeliveryTarget,
+		arg.TargetQueue,
 	)
 	var i RedriveTask
 	err := row.Scan(
@@ -340,6 +346,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
@@ -348,7 +355,7 @@ const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
     lease_until = NULL, lease_owner = NULL, lease_token = NULL
 WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
 `
 
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
@@ -385,12 +392,13 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -427,12 +435,13 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.CanarySampledAt,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
+		&i.TargetQueue,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -475,6 +484,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.CanarySampledAt,
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
+			&i.TargetQueue,
 		); err != nil {
 			return nil, err
 		}
@@ -487,7 +497,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -530,6 +540,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.CanarySampledAt,
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
+			&i.TargetQueue,
 		); err != nil {
 			return nil, err
 		}
@@ -542,7 +553,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -585,6 +596,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.CanarySampledAt,
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
+			&i.TargetQueue,
 		); err != nil {
 			return nil, err
 		}
@@ -597,7 +609,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -640,6 +652,7 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.CanarySampledAt,
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
+			&i.TargetQueue,
 		); err != nil {
 			return nil, err
 		}
