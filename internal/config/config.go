@@ -100,9 +100,17 @@ type KafkaSecurity struct {
 	TLSCertFile   string
 	TLSKeyFile    string
 	TLSServerName string
-	SASLMechanism string // "", PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLMechanism string // "", PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM
 	SASLUser      string
 	SASLPassword  string
+	// OAUTHBEARER: the client-credentials grant at OAuthTokenURL
+	// (kafka_identity.go), with optional scopes and RFC 7628 extensions
+	// (key=value, e.g. Confluent Cloud's logicalCluster and identityPoolId).
+	OAuthTokenURL     string
+	OAuthClientID     string
+	OAuthClientSecret string
+	OAuthScopes       []string
+	OAuthExtensions   []string
 }
 
 // SchemaRegistry holds the schema registry settings (docs/schema-registry.md).
@@ -189,9 +197,14 @@ var Settings = []Setting{
 	{"REDRIVE_KAFKA_TLS_CERT_FILE", "kafka-tls-cert-file", "", "PEM client certificate for Kafka mTLS.", setString(func(c *Config) *string { return &c.Kafka.TLSCertFile })},
 	{"REDRIVE_KAFKA_TLS_KEY_FILE", "kafka-tls-key-file", "", "PEM client key for Kafka mTLS.", setString(func(c *Config) *string { return &c.Kafka.TLSKeyFile })},
 	{"REDRIVE_KAFKA_TLS_SERVER_NAME", "kafka-tls-server-name", "", "Expected server name in Kafka broker certificates.", setString(func(c *Config) *string { return &c.Kafka.TLSServerName })},
-	{"REDRIVE_KAFKA_SASL_MECHANISM", "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: none).", setEnum(func(c *Config) *string { return &c.Kafka.SASLMechanism }, "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")},
-	{"REDRIVE_KAFKA_SASL_USERNAME", "kafka-sasl-username", "", "SASL user name.", setString(func(c *Config) *string { return &c.Kafka.SASLUser })},
-	{"REDRIVE_KAFKA_SASL_PASSWORD", "kafka-sasl-password", "", "SASL password.", setString(func(c *Config) *string { return &c.Kafka.SASLPassword })},
+	{"REDRIVE_KAFKA_SASL_MECHANISM", "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (client credentials from REDRIVE_KAFKA_OAUTH_*) or AWS_MSK_IAM (the AWS SDK's default credentials) (empty: none).", setEnum(func(c *Config) *string { return &c.Kafka.SASLMechanism }, "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", mechanismOAuth, mechanismMSK)},
+	{"REDRIVE_KAFKA_SASL_USERNAME", "kafka-sasl-username", "", "SASL user name (PLAIN, SCRAM).", setString(func(c *Config) *string { return &c.Kafka.SASLUser })},
+	{"REDRIVE_KAFKA_SASL_PASSWORD", "kafka-sasl-password", "", "SASL password (PLAIN, SCRAM).", setString(func(c *Config) *string { return &c.Kafka.SASLPassword })},
+	{"REDRIVE_KAFKA_OAUTH_TOKEN_URL", "kafka-oauth-token-url", "", "OAUTHBEARER: the OAuth 2.0 token endpoint (https) of the client-credentials grant; tokens are refreshed before they expire.", setString(func(c *Config) *string { return &c.Kafka.OAuthTokenURL })},
+	{"REDRIVE_KAFKA_OAUTH_CLIENT_ID", "kafka-oauth-client-id", "", "OAUTHBEARER: client id.", setString(func(c *Config) *string { return &c.Kafka.OAuthClientID })},
+	{"REDRIVE_KAFKA_OAUTH_CLIENT_SECRET", "kafka-oauth-client-secret", "", "OAUTHBEARER: client secret.", setString(func(c *Config) *string { return &c.Kafka.OAuthClientSecret })},
+	{"REDRIVE_KAFKA_OAUTH_SCOPES", "kafka-oauth-scopes", "", "OAUTHBEARER: scopes to ask for, comma-separated (empty: none).", setList(func(c *Config) *[]string { return &c.Kafka.OAuthScopes })},
+	{"REDRIVE_KAFKA_OAUTH_EXTENSIONS", "kafka-oauth-extensions", "", "OAUTHBEARER: SASL extensions, comma-separated key=value (e.g. Confluent Cloud's logicalCluster=lkc-…,identityPoolId=pool-…).", setList(func(c *Config) *[]string { return &c.Kafka.OAuthExtensions })},
 	{"REDRIVE_SCHEMA_REGISTRY_URL", "schema-registry-url", "", "Schema Registry URLs, comma-separated, tried in turn: values and keys in its wire format are decoded to JSON (empty: off). See docs/schema-registry.md.", setList(func(c *Config) *[]string { return &c.SchemaRegistry.URLs })},
 	{"REDRIVE_SCHEMA_REGISTRY_USERNAME", "schema-registry-username", "", "Schema Registry basic-auth user name (Confluent Cloud: the API key).", setString(func(c *Config) *string { return &c.SchemaRegistry.Username })},
 	{"REDRIVE_SCHEMA_REGISTRY_PASSWORD", "schema-registry-password", "", "Schema Registry basic-auth password (Confluent Cloud: the API secret).", setString(func(c *Config) *string { return &c.SchemaRegistry.Password })},
@@ -281,9 +294,7 @@ func (c *Config) validate() error {
 	if (c.Kafka.TLSCertFile == "") != (c.Kafka.TLSKeyFile == "") {
 		errs = append(errs, errors.New("REDRIVE_KAFKA_TLS_CERT_FILE and REDRIVE_KAFKA_TLS_KEY_FILE: set both or neither"))
 	}
-	if c.Kafka.SASLMechanism != "" && c.Kafka.SASLUser == "" {
-		errs = append(errs, errors.New("REDRIVE_KAFKA_SASL_USERNAME: required when a SASL mechanism is set"))
-	}
+	errs = append(errs, c.Kafka.validateIdentity()...)
 	errs = append(errs, c.SchemaRegistry.validate()...)
 	return errors.Join(errs...)
 }

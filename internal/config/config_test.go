@@ -251,3 +251,38 @@ func TestEventStreamAndMetricsLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestKafkaIdentitySettingsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"REDRIVE_KAFKA_SASL_MECHANISM": "OAUTHBEARER"},
+			[]string{"REDRIVE_KAFKA_OAUTH_TOKEN_URL", "REDRIVE_KAFKA_OAUTH_CLIENT_ID"}},
+		{map[string]string{"REDRIVE_KAFKA_SASL_MECHANISM": "oauthbearer", "REDRIVE_KAFKA_OAUTH_TOKEN_URL": "http://idp.example/token",
+			"REDRIVE_KAFKA_OAUTH_CLIENT_ID": "c", "REDRIVE_KAFKA_OAUTH_CLIENT_SECRET": "s"},
+			[]string{"REDRIVE_KAFKA_OAUTH_TOKEN_URL", "https"}},
+		{map[string]string{"REDRIVE_KAFKA_SASL_MECHANISM": "OAUTHBEARER", "REDRIVE_KAFKA_OAUTH_TOKEN_URL": "https://idp.example/token",
+			"REDRIVE_KAFKA_OAUTH_CLIENT_ID": "c", "REDRIVE_KAFKA_OAUTH_CLIENT_SECRET": "s", "REDRIVE_KAFKA_OAUTH_EXTENSIONS": "auth=x"},
+			[]string{"REDRIVE_KAFKA_OAUTH_EXTENSIONS", `"auth=x"`}},
+		{map[string]string{"REDRIVE_KAFKA_SASL_MECHANISM": "AWS_MSK_IAM"}, []string{"REDRIVE_KAFKA_TLS", "AWS_MSK_IAM"}},
+		{map[string]string{"REDRIVE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}, []string{"REDRIVE_KAFKA_SASL_USERNAME"}},
+	} {
+		_, err := config.Load(env(tc.env), nil)
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v; want an error saying %s", tc.env, err, w)
+			}
+		}
+	}
+	// Complete settings load, and http is allowed on a loopback host only.
+	for _, e := range []map[string]string{
+		{"REDRIVE_KAFKA_SASL_MECHANISM": "OAUTHBEARER", "REDRIVE_KAFKA_OAUTH_TOKEN_URL": "http://127.0.0.1:8081/token",
+			"REDRIVE_KAFKA_OAUTH_CLIENT_ID": "c", "REDRIVE_KAFKA_OAUTH_CLIENT_SECRET": "s", "REDRIVE_KAFKA_OAUTH_EXTENSIONS": "logicalCluster=lkc-1"},
+		{"REDRIVE_KAFKA_SASL_MECHANISM": "AWS_MSK_IAM", "REDRIVE_KAFKA_TLS": "true"},
+	} {
+		if _, err := config.Load(env(e), nil); err != nil {
+			t.Errorf("%v: %v", e, err)
+		}
+	}
+}

@@ -33,6 +33,18 @@ func (c *Config) KafkaOpts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASLUser, Pass: k.SASLPassword}.AsSha256Mechanism()))
 	case "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: k.SASLUser, Pass: k.SASLPassword}.AsSha512Mechanism()))
+	case mechanismOAuth:
+		m, err := k.oauthMechanism()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	case mechanismMSK:
+		m, err := mskMechanism()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
 	default:
 		return nil, fmt.Errorf("REDRIVE_KAFKA_SASL_MECHANISM: unknown mechanism %q", k.SASLMechanism)
 	}
