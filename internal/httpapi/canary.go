@@ -88,12 +88,8 @@ func (s *Server) markQuiet(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b quietBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	if b.Quiet == nil {

@@ -144,12 +144,8 @@ func (s *Server) checkPayload(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b checkPayloadBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	if b.Payload == nil {
@@ -358,12 +354,8 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b bulkBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	f, err := filter.ParseJSON(b.Filter, filter.Bulk, "filter")

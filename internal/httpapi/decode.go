@@ -53,6 +53,16 @@ func readBody(c echo.Context, optional bool) ([]byte, error) {
 	return b, nil
 }
 
+// bindStrict reads the request's required JSON body into v (readBody, then
+// decodeStrict): the start of every handler that takes a body.
+func bindStrict(c echo.Context, v any) error {
+	body, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
 // decodeStrict decodes one JSON value into v, rejecting unknown fields, wrong
 // types and trailing data with an error naming the field.
 func decodeStrict(data []byte, v any) error {

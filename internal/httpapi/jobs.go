@@ -145,12 +145,8 @@ func (s *Server) publishJob(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b publishBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	if b.SpecVersion != nil && *b.SpecVersion != "1.0" {
@@ -262,12 +258,8 @@ func (s *Server) fetchJobs(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b fetchBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	if len(b.Queues) == 0 {
@@ -352,12 +344,8 @@ func (s *Server) ackJob(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b ackBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	id, err := jobIDOf(b.JobID)
@@ -398,12 +386,8 @@ func (s *Server) nackJob(c echo.Context) error {
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	body, err := readBody(c, false)
-	if err != nil {
-		return err
-	}
 	var b nackBody
-	if err := decodeStrict(body, &b); err != nil {
+	if err := bindStrict(c, &b); err != nil {
 		return err
 	}
 	id, err := jobIDOf(b.JobID)
