@@ -150,8 +150,28 @@ type RedriveRecordCount struct {
 	ErrorType   string
 	State       string
 	Exhaustion  string
+	Fingerprint string
+	N           int64
+}
+
+type RedriveRecordCountDeltum struct {
+	Queue       string
+	Type        string
+	ErrorType   string
+	State       string
+	Exhaustion  string
 	N           int64
 	Fingerprint string
+}
+
+type RedriveRecordCountTotal struct {
+	Queue       string
+	Type        string
+	ErrorType   string
+	State       string
+	Exhaustion  string
+	Fingerprint string
+	N           int64
 }
 
 type RedriveReplayRule struct {
