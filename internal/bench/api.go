@@ -80,19 +80,19 @@ func API(ctx context.Context, cfg Config) error {
 // number of records.
 const apiGrowthTarget = 1.5
 
-// printAPIGrowth prints each query's p99 at every size measured, and the
-// ratio of the last size's p99 to the first's.
+// printAPIGrowth prints each query's p50 and p99 at every size measured, and
+// the ratio of the last size's p99 to the first's.
 func printAPIGrowth(out io.Writer, runs []*APIResult) {
 	first, last := runs[0], runs[len(runs)-1]
-	fmt.Fprintf(out, "api growth, p99 at each size (ratio: %d records over %d)\n", last.Records, first.Records)
+	fmt.Fprintf(out, "api growth, p50 / p99 at each size (ratio: p99 at %d records over p99 at %d)\n", last.Records, first.Records)
 	fmt.Fprintf(out, "  %-35s", "query")
 	for _, r := range runs {
-		fmt.Fprintf(out, " %10s", countLabel(r.Records))
+		fmt.Fprintf(out, " %19s", countLabel(r.Records))
 	}
 	fmt.Fprintf(out, " %7s\n", "ratio")
 	fmt.Fprintf(out, "  %-35s", "load (COPY, indexes, triggers)")
 	for _, r := range runs {
-		fmt.Fprintf(out, " %9.0fs", r.Load.Seconds())
+		fmt.Fprintf(out, " %18.0fs", r.Load.Seconds())
 	}
 	fmt.Fprintf(out, " %7.2f\n", last.Load.Seconds()/first.Load.Seconds())
 	groups := []struct {
@@ -109,7 +109,8 @@ func printAPIGrowth(out io.Writer, runs []*APIResult) {
 		for _, name := range slices.Sorted(maps.Keys(g.of(first))) {
 			fmt.Fprintf(out, "  %-6s %-28s", g.name, name)
 			for _, r := range runs {
-				fmt.Fprintf(out, " %7.2f ms", ms(g.of(r)[name].P99))
+				l := g.of(r)[name]
+				fmt.Fprintf(out, " %6.2f / %6.2f ms", ms(l.P50), ms(l.P99))
 			}
 			ratio := ms(g.of(last)[name].P99) / ms(g.of(first)[name].P99)
 			verdict := ""
