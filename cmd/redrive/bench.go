@@ -81,6 +81,11 @@ func benchCmd() *cobra.Command {
 				defer pprof.StopCPUProfile()
 			}
 			cfg.NoIngestRules = noRules
+			for _, n := range cfg.APIRecords {
+				if n < 1 {
+					return fmt.Errorf("--api-records: want sizes of at least 1 record, got %d", n)
+				}
+			}
 			if rounds < 1 {
 				return fmt.Errorf("--rounds: want at least 1, got %d", rounds)
 			}
@@ -117,6 +122,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.DatabaseURL, "database-url", "", "server to create a scratch database on (default: a throwaway cluster)")
 	cmd.Flags().StringVar(&cfg.RiverPeer, "river-peer", "", "riverpeer binary the redelivery suite runs as its peer (make bench builds internal/bench/riverpeer); empty: River is not measured")
 	cmd.Flags().IntVar(&cfg.MemoryRecords, "memory-records", 1_000_000, "records the memory suite ingests and bulk-retries")
+	cmd.Flags().IntSliceVar(&cfg.APIRecords, "api-records", []int{bench.APIRecords}, "records the api suite stores before measuring; several sizes (1000000,5000000) run one after the other and print each query's growth")
 	cmd.Flags().IntVar(&cfg.Abuse.Streams, "abuse-streams", 20_000, "idle event streams the abuse suite opens at once")
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTypes, "abuse-types", 50_000, "records of distinct types the abuse suite stores")
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTopics, "abuse-topics", 20_000, "records of distinct source topics the abuse suite stores")

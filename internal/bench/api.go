@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,7 +25,8 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// APIRecords is how many records the api suite stores before measuring.
+// APIRecords is how many records the api suite stores before measuring,
+// unless Config.APIRecords says otherwise.
 const APIRecords = 1_000_000
 
 // Targets of the api suite (p99, ms).
@@ -41,6 +43,8 @@ const apiSamples = 200
 
 // APIResult holds the latencies of one run.
 type APIResult struct {
+	// Records is how many records were stored.
+	Records                            int
 	Load                               time.Duration
 	List, Stats, PathSearch, Incidents map[string]Latency
 }
@@ -48,27 +52,109 @@ type APIResult struct {
 // Latency is a p50/p99 pair.
 type Latency struct{ P50, P99 time.Duration }
 
-// API stores APIRecords records (COPY, then ANALYZE) and measures the HTTP
-// API in process (no network, auth off): filtered lists, stats and payload
-// JSON-path searches, printing p50/p99 against the targets.
+// API stores each of Config.APIRecords' sizes of records in turn (COPY, then
+// ANALYZE) and measures the HTTP API in process (no network, auth off):
+// filtered lists, stats and payload JSON-path searches, printing p50/p99
+// against the targets. Given more than one size, it then prints each query's
+// p99 at every size and its growth from the first size to the last.
 func API(ctx context.Context, cfg Config) error {
-	_, err := RunAPI(ctx, cfg)
-	return err
+	cfg = cfg.withDefaults()
+	var runs []*APIResult
+	for _, n := range cfg.APIRecords {
+		c := cfg
+		c.APIRecords = []int{n}
+		res, err := RunAPI(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%d records: %w", n, err)
+		}
+		runs = append(runs, res)
+	}
+	if len(runs) > 1 {
+		printAPIGrowth(cfg.Out, runs)
+	}
+	return nil
 }
 
-// RunAPI is API returning the figures.
+// apiGrowthTarget bounds p99(largest) / p99(smallest) for the queries that
+// read statistics tables (stats, incidents): they must not grow with the
+// number of records.
+const apiGrowthTarget = 1.5
+
+// printAPIGrowth prints each query's p50 and p99 at every size measured, and
+// the ratio of the last size's p99 to the first's.
+func printAPIGrowth(out io.Writer, runs []*APIResult) {
+	first, last := runs[0], runs[len(runs)-1]
+	fmt.Fprintf(out, "api growth, p50 / p99 at each size (ratio: p99 at %d records over p99 at %d)\n", last.Records, first.Records)
+	fmt.Fprintf(out, "  %-35s", "query")
+	for _, r := range runs {
+		fmt.Fprintf(out, " %19s", countLabel(r.Records))
+	}
+	fmt.Fprintf(out, " %7s\n", "ratio")
+	fmt.Fprintf(out, "  %-35s", "load (COPY, indexes, triggers)")
+	for _, r := range runs {
+		fmt.Fprintf(out, " %18.0fs", r.Load.Seconds())
+	}
+	fmt.Fprintf(out, " %7.2f\n", last.Load.Seconds()/first.Load.Seconds())
+	groups := []struct {
+		name   string
+		of     func(*APIResult) map[string]Latency
+		target float64 // 0: informational
+	}{
+		{"list", func(r *APIResult) map[string]Latency { return r.List }, 0},
+		{"stats", func(r *APIResult) map[string]Latency { return r.Stats }, apiGrowthTarget},
+		{"incid.", func(r *APIResult) map[string]Latency { return r.Incidents }, apiGrowthTarget},
+		{"path", func(r *APIResult) map[string]Latency { return r.PathSearch }, 0},
+	}
+	for _, g := range groups {
+		for _, name := range slices.Sorted(maps.Keys(g.of(first))) {
+			fmt.Fprintf(out, "  %-6s %-28s", g.name, name)
+			for _, r := range runs {
+				l := g.of(r)[name]
+				fmt.Fprintf(out, " %6.2f / %6.2f ms", ms(l.P50), ms(l.P99))
+			}
+			ratio := ms(g.of(last)[name].P99) / ms(g.of(first)[name].P99)
+			verdict := ""
+			if g.target > 0 {
+				verdict = fmt.Sprintf("  (target <= %.1f: %s)", g.target, okOrMissed(ratio <= g.target))
+			}
+			fmt.Fprintf(out, " %7.2f%s\n", ratio, verdict)
+		}
+	}
+}
+
+func okOrMissed(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+// countLabel is 1000000 as "1M", 2500000 as "2.5M", 200000 as "200k".
+func countLabel(n int) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64) + "M"
+	case n >= 1_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// RunAPI measures the api suite at Config.APIRecords' first size and returns
+// the figures.
 func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 	cfg = cfg.withDefaults()
+	n := cfg.APIRecords[0]
 	pool, _, cleanup, err := scratchDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
 	st := pool.Store()
-	fmt.Fprintf(cfg.Out, "api: %d stored records, %d requests per query, in-process HTTP\n", APIRecords, apiSamples)
-	res := &APIResult{}
+	fmt.Fprintf(cfg.Out, "api: %d stored records, %d requests per query, in-process HTTP\n", n, apiSamples)
+	res := &APIResult{Records: n}
 	start := time.Now()
-	if err := LoadAPIRecords(ctx, st, APIRecords); err != nil {
+	if err := LoadAPIRecords(ctx, st, n); err != nil {
 		return nil, err
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
@@ -113,7 +199,7 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 			return fmt.Sprintf("/ojs/v1/dead-letter?type=%s&exhaustion=dead_letter&limit=50", typeOf(rng.IntN(apiQueues), rng.IntN(2)))
 		}},
 		{"queue+since", qs("queue", "%q", "since", since, "limit", "50")},
-		{"key", func() string { return fmt.Sprintf("/ojs/v1/dead-letter?key=order-%d", rng.IntN(APIRecords)) }},
+		{"key", func() string { return fmt.Sprintf("/ojs/v1/dead-letter?key=order-%d", rng.IntN(n)) }},
 	}
 	measure := func(path func() string) (Latency, error) {
 		for range 20 { // warm-up
@@ -133,12 +219,8 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 		return Latency{P50: ds[len(ds)/2], P99: ds[len(ds)*99/100]}, nil
 	}
 	report := func(group, name string, l Latency, target time.Duration) {
-		ok := "ok"
-		if l.P99 > target {
-			ok = "MISSED"
-		}
 		fmt.Fprintf(cfg.Out, "  %-6s %-28s p50 %7.2f ms  p99 %7.2f ms  (target p99 <= %v: %s)\n", group, name,
-			ms(l.P50), ms(l.P99), target, ok)
+			ms(l.P50), ms(l.P99), target, okOrMissed(l.P99 <= target))
 	}
 	res.List, res.Stats, res.PathSearch, res.Incidents = map[string]Latency{}, map[string]Latency{}, map[string]Latency{}, map[string]Latency{}
 	for _, l := range lists {

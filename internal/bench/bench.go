@@ -25,6 +25,11 @@ type Config struct {
 	// MemoryRecords is how many records the memory suite ingests and
 	// retries. Default: 1,000,000.
 	MemoryRecords int
+	// APIRecords are the sizes (records stored) the api suite measures, one
+	// after the other, each on a fresh database; given more than one, the
+	// suite also prints each query's growth between the first and the last.
+	// Default: [APIRecords] (1,000,000).
+	APIRecords []int
 	// RiverPeer is the riverpeer command (internal/bench/riverpeer, its own
 	// module so that River stays a bench-only dependency) the redelivery
 	// suite runs as its peer. Default: none, and River is not measured.
@@ -47,6 +52,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MemoryRecords == 0 {
 		c.MemoryRecords = 1_000_000
+	}
+	if len(c.APIRecords) == 0 {
+		c.APIRecords = []int{APIRecords}
 	}
 	if c.Out == nil {
 		c.Out = os.Stdout

@@ -1,5 +1,11 @@
 package store
 
+import (
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/filter"
+)
+
 // The encoder's column list and types, for TestRecordOIDsMatchTheTable.
 var (
 	RecordColumns = recordColumns
@@ -32,3 +38,10 @@ func ListScans(p *ListParams) []struct {
 // SettleSQL and RescueSQL are Settle's and RescueExpired's statements, for
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL
+
+// CountScan is the statement countFor runs for a filter the count table
+// cannot answer, for its EXPLAIN.
+func CountScan(f *filter.Filter) (string, []any) {
+	args := pgx.NamedArgs{"count_cap": countCap + 1}
+	return countScanSQL(where(f, nil, "", args)), []any{args}
+}

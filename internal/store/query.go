@@ -124,7 +124,7 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 		if _, err := tx.Exec(ctx, setCountBudget); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE "+cond+" LIMIT @count_cap) c", args).Scan(&n)
+		return tx.QueryRow(ctx, countScanSQL(cond), args).Scan(&n)
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil { // query_canceled: over budget
@@ -138,6 +138,13 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 		return countCap, true, false, nil
 	}
 	return n, false, false, nil
+}
+
+// countScanSQL counts at most @count_cap records matching cond. A queue and a
+// time range (the list's queue+since) are counted from the (queue,
+// created_at) index (migration 00171).
+func countScanSQL(cond string) string {
+	return "SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE " + cond + " LIMIT @count_cap) c"
 }
 
 // estimate is the planner's row estimate for a query.

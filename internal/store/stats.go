@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
@@ -22,9 +24,10 @@ type Stats struct {
 	OldestAt, NewestAt *time.Time
 }
 
-// Stats reads the record statistics from the count table, which triggers keep
-// current, restricted to one source topic when queue is not empty. It costs a
-// scan of a few hundred rows, whatever the number of records.
+// Stats reads the record statistics from the count view (the totals
+// CompactCounts folds plus the deltas the triggers appended since),
+// restricted to one source topic when queue is not empty. It costs a scan of
+// a few hundred rows, whatever the number of records.
 func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 	st := &Stats{ByQueue: map[string]int64{}, ByErrorType: map[string]int64{}, ByState: map[string]int64{},
 		ByExhaustion: map[string]int64{}, ByQueueState: map[string]map[string]int64{}}
@@ -102,13 +105,47 @@ func (s *Store) QueueCounts(ctx context.Context) (map[string]map[string]int64, e
 	return out, nil
 }
 
-// CompactCounts folds the count table's rows into one per dimension tuple.
-// Writers only ever append to it, so this keeps Stats cheap; running it
-// concurrently with writers or with itself is safe (each run folds only the
-// rows its snapshot sees, and deletes what it folds).
+// CompactCounts drains the pending deltas the triggers append
+// (redrive_record_count_delta) into the totals (redrive_record_count_total,
+// one row per dimension tuple, updated in place), so that what Stats and
+// every other reader of the statistics scan is the totals plus a compaction
+// interval's deltas, whatever the number of records. One compaction runs at a
+// time: a replica that finds another compacting skips its turn. Writers never
+// wait for it (they only append deltas). After draining many deltas it
+// vacuums their table, so that a burst leaves no heap of dead rows behind for
+// the next reads to scan.
 func (s *Store) CompactCounts(ctx context.Context) error {
-	if err := s.q.CompactCounts(ctx, s.pool); err != nil {
+	var drained int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		locked, err := s.q.CompactCountsLock(ctx, tx)
+		if err != nil || !locked {
+			return err
+		}
+		row, err := s.q.CompactCounts(ctx, tx)
+		if err != nil {
+			return err
+		}
+		drained = row.Drained
+		if row.Folded == 0 {
+			return nil
+		}
+		return s.q.CompactCountsZeros(ctx, tx)
+	})
+	if err != nil {
 		return fmt.Errorf("compact record counts: %w", err)
+	}
+	if drained >= vacuumDeltasAfter {
+		// Outside a transaction. A role that does not own the table gets a
+		// warning, not an error, and autovacuum (set to follow the table
+		// closely by migration 00170) does it instead.
+		if _, err := s.pool.Exec(ctx, "VACUUM redrive_record_count_delta"); err != nil {
+			return fmt.Errorf("vacuum record count deltas: %w", err)
+		}
 	}
 	return nil
 }
+
+// vacuumDeltasAfter is how many drained delta rows make CompactCounts vacuum
+// their table (a dozen pages or so): below it, the pages the next deltas
+// reuse stay few, and autovacuum follows.
+const vacuumDeltasAfter = 1000

@@ -4,11 +4,24 @@
 SELECT queue, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
 GROUP BY 1, 2, 3 HAVING sum(n) <> 0;
 
--- name: CompactCounts :exec
-WITH d AS (DELETE FROM redrive_record_count RETURNING *)
-INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
-SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n), sum(bytes) FROM d
-GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0;
+-- name: CompactCountsLock :one
+-- One compaction at a time (replicas share the database): the others skip.
+SELECT pg_try_advisory_xact_lock(hashtextextended('redrive_record_count_compact', 0))::boolean AS locked;
+
+-- name: CompactCounts :one
+-- Drains the pending deltas into the totals, one row per dimension tuple,
+-- updated in place; says how many delta rows it drained.
+WITH d AS (DELETE FROM redrive_record_count_delta RETURNING *),
+s AS (SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n)::bigint AS n, sum(bytes)::bigint AS bytes FROM d
+      GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0),
+u AS (INSERT INTO redrive_record_count_total AS t (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+      SELECT queue, type, error_type, state, exhaustion, fingerprint, n, bytes FROM s
+      ON CONFLICT (queue, state, exhaustion, type, error_type, fingerprint) DO UPDATE SET n = t.n + excluded.n, bytes = t.bytes + excluded.bytes
+      RETURNING 1)
+SELECT (SELECT count(*) FROM d)::bigint AS drained, (SELECT count(*) FROM u)::bigint AS folded;
+
+-- name: CompactCountsZeros :exec
+DELETE FROM redrive_record_count_total WHERE n = 0 AND bytes = 0;
 
 -- name: QueueSize :one
 -- A topic's non-terminal records and their bytes (capacity.go).

@@ -150,8 +150,30 @@ type RedriveRecordCount struct {
 	ErrorType   string
 	State       string
 	Exhaustion  string
+	Fingerprint string
+	N           int64
+	Bytes       int64
+}
+
+type RedriveRecordCountDeltum struct {
+	Queue       string
+	Type        string
+	ErrorType   string
+	State       string
+	Exhaustion  string
 	N           int64
 	Fingerprint string
+	Bytes       int64
+}
+
+type RedriveRecordCountTotal struct {
+	Queue       string
+	Type        string
+	ErrorType   string
+	State       string
+	Exhaustion  string
+	Fingerprint string
+	N           int64
 	Bytes       int64
 }
 

@@ -9,15 +9,49 @@ import (
 	"context"
 )
 
-const compactCounts = `-- name: CompactCounts :exec
-WITH d AS (DELETE FROM redrive_record_count RETURNING queue, type, error_type, state, exhaustion, n, fingerprint, bytes)
-INSERT INTO redrive_record_count (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
-SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n), sum(bytes) FROM d
-GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0
+const compactCounts = `-- name: CompactCounts :one
+WITH d AS (DELETE FROM redrive_record_count_delta RETURNING queue, type, error_type, state, exhaustion, n, fingerprint, bytes),
+s AS (SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n)::bigint AS n, sum(bytes)::bigint AS bytes FROM d
+      GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0 OR sum(bytes) <> 0),
+u AS (INSERT INTO redrive_record_count_total AS t (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+      SELECT queue, type, error_type, state, exhaustion, fingerprint, n, bytes FROM s
+      ON CONFLICT (queue, state, exhaustion, type, error_type, fingerprint) DO UPDATE SET n = t.n + excluded.n, bytes = t.bytes + excluded.bytes
+      RETURNING 1)
+SELECT (SELECT count(*) FROM d)::bigint AS drained, (SELECT count(*) FROM u)::bigint AS folded
 `
 
-func (q *Queries) CompactCounts(ctx context.Context, db DBTX) error {
-	_, err := db.Exec(ctx, compactCounts)
+type CompactCountsRow struct {
+	Drained int64
+	Folded  int64
+}
+
+// Drains the pending deltas into the totals, one row per dimension tuple,
+// updated in place; says how many delta rows it drained.
+func (q *Queries) CompactCounts(ctx context.Context, db DBTX) (CompactCountsRow, error) {
+	row := db.QueryRow(ctx, compactCounts)
+	var i CompactCountsRow
+	err := row.Scan(&i.Drained, &i.Folded)
+	return i, err
+}
+
+const compactCountsLock = `-- name: CompactCountsLock :one
+SELECT pg_try_advisory_xact_lock(hashtextextended('redrive_record_count_compact', 0))::boolean AS locked
+`
+
+// One compaction at a time (replicas share the database): the others skip.
+func (q *Queries) CompactCountsLock(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, compactCountsLock)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
+const compactCountsZeros = `-- name: CompactCountsZeros :exec
+DELETE FROM redrive_record_count_total WHERE n = 0 AND bytes = 0
+`
+
+func (q *Queries) CompactCountsZeros(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, compactCountsZeros)
 	return err
 }
 
