@@ -25,7 +25,7 @@ type ArchiveClaim struct {
 }
 
 // qualifiedReadColumns are readColumns prefixed with the table alias r.
-var qualifiedReadColumns = readSelect("r")
+var qualifiedReadColumns = readSelect("r", false)
 
 // ClaimArchive claims up to limit records whose archive copy is due at now,
 // oldest due first, for lease.

@@ -91,7 +91,7 @@ func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard fu
 				if overB <= 0 {
 					limit = min(overN, chunk)
 				}
-				recs, err := collect(ctx, tx, "lock oldest records", scanRecord, "SELECT "+readSQL+
+				recs, err := collect(ctx, tx, "lock oldest records", scanRecord, "SELECT "+storedSQL+
 					" FROM redrive_record WHERE queue = $1 AND state = 'retryable' AND id > $2 ORDER BY queue, id LIMIT $3 FOR UPDATE SKIP LOCKED",
 					c.Queue, after, limit)
 				if err != nil {
@@ -108,7 +108,7 @@ func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard fu
 			for i, co := range c.Coords {
 				topics[i], parts[i], offsets[i] = co.Topic, co.Partition, co.Offset
 			}
-			recs, err := collect(ctx, tx, "lock new records", scanRecord, "SELECT "+readSQL+
+			recs, err := collect(ctx, tx, "lock new records", scanRecord, "SELECT "+storedSQL+
 				" FROM redrive_record WHERE (dlq_topic, dlq_partition, dlq_offset) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]))"+
 				" AND queue = $4 AND state = 'retryable' ORDER BY id DESC FOR UPDATE", topics, parts, offsets, c.Queue)
 			if err != nil {

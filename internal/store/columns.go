@@ -38,13 +38,20 @@ var readColumns = strings.Join(append(slices.DeleteFunc(slices.Clone(recordColum
 }), "redelivered_at", "redelivery", "archived_at", "redelivery_failure", "archive_reason", "archive_failure",
 	"completed_by", "ack_due_at", "unacknowledged_at", "payload", "claim_prior"), ", ")
 
-// readSQL is readColumns as a select list: payload is read only when it is
-// a decoded value (value_schema set); a JSON value's payload is its value.
-var readSQL = readSelect("")
+// readSQL is readColumns as a select list for reads shown to people (List,
+// with scanShown): payload is read only when it is a decoded value
+// (value_schema set), a JSON value's payload being its value, and
+// claim_prior says whether a claim holds the record (inflight.go).
+var readSQL = readSelect("", true)
+
+// storedSQL is readSQL for the statements that read records to change them
+// (with scanRecord): they see records as stored, so claim_prior is NULL and
+// no claim is looked up per row.
+var storedSQL = readSelect("", false)
 
 // readSelect is readColumns as a select list, each column qualified with
-// alias when it is not empty.
-func readSelect(alias string) string {
+// alias when it is not empty; shown says whether claim_prior is looked up.
+func readSelect(alias string, shown bool) string {
 	q := ""
 	if alias != "" {
 		q = alias + "."
@@ -56,13 +63,10 @@ func readSelect(alias string) string {
 		case "payload":
 			cols[i] = "(CASE WHEN " + q + "value_schema IS NOT NULL THEN " + q + "payload END)::jsonb AS payload"
 		case "claim_prior":
-			cols[i] = claimPriorExpr(cmp.Or(alias, "redrive_record"))
-		}
-		if c == "next_retry_at" {
-			// A job published over HTTP waits for a worker's fetch on
-			// fetch_at, never on next_retry_at (workers.go): either is when
-			// the record is due.
-			cols[i] = "coalesce(" + q + "next_retry_at, " + q + "fetch_at) AS next_retry_at"
+			cols[i] = "NULL::jsonb AS claim_prior"
+			if shown {
+				cols[i] = claimPriorExpr(cmp.Or(alias, "redrive_record"))
+			}
 		}
 	}
 	return strings.Join(cols, ", ")

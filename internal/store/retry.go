@@ -84,7 +84,7 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 		retry = coalesce(@retry::jsonb, retry),
 		max_attempts = CASE WHEN @retry::jsonb IS NULL THEN max_attempts ELSE @max_attempts END
 		WHERE id = @id AND state = ANY(@states) AND NOT ` + inFlightSQL + `
-		RETURNING ` + readSQL
+		RETURNING ` + storedSQL
 	rows, err := s.pool.Query(ctx, q, pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta, "retry": retry,
 		"max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil})
 	if err != nil {
@@ -221,7 +221,7 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 		cond += " AND id > @after_id"
 	}
 	args["limit"] = p.Limit
-	rows, err := tx.tx.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit FOR UPDATE", args)
+	rows, err := tx.tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit FOR UPDATE", args)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) RetryCandidates(ctx context.Context, f *filter.Filter, sc filter
 		args["after_id"] = afterID
 		cond += " AND id > @after_id"
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit", args)
+	rows, err := s.pool.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit", args)
 	if err != nil {
 		return nil, fmt.Errorf("read records to retry: %w", err)
 	}

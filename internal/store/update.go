@@ -38,7 +38,7 @@ func (s *Store) updateLocked(ctx context.Context, ids []string,
 	change func(records map[string]*dlq.Record) ([]*dlq.Record, error), mode jsonMode) (int, error) {
 	saved := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
+		rows, err := tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE id = ANY($1) ORDER BY id FOR UPDATE", ids)
 		if err != nil {
 			return fmt.Errorf("lock records: %w", err)
 		}

@@ -180,7 +180,7 @@ func (s *Store) FailJob(ctx context.Context, id string, expiredBefore *time.Time
 	var out *dlq.Record
 	run := func(mode jsonMode) error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, "SELECT "+readSQL+" FROM redrive_record WHERE id = $1 FOR UPDATE", id)
+			rows, err := tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE id = $1 FOR UPDATE", id)
 			if err != nil {
 				return err
 			}
