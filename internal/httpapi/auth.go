@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/internal/auth"
 )
 
 // keyNameKey is where the authenticated key's name is kept in the context.
@@ -14,8 +16,12 @@ const keyNameKey = "redrive.key_name"
 // (not set when authentication is disabled).
 const keyScopeKey = "redrive.key_scope"
 
+// principalKey is where the caller's auth.Principal is kept in the context;
+// handlers read it with principal(c).
+const principalKey = "redrive.principal"
+
 // anonymous names the caller when authentication is disabled.
-const anonymous = "anonymous (auth disabled)"
+const anonymous = "anonymous (auth disabled)" // auth.Anonymous.Name
 
 // keyParams are query parameters that look like a key: they are refused, as a
 // key in a URL ends up in logs and browser history.
@@ -38,6 +44,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if s.cfg.AuthDisabled {
 			c.Set(keyNameKey, anonymous)
+			c.Set(principalKey, auth.Anonymous)
 			return next(c)
 		}
 		secret, from := presentedKey(c.Request(), r.headerOnlyXAPIKey)
@@ -59,6 +66,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(keyNameKey, key.Name)
 		c.Set(keyScopeKey, key.Scope)
+		c.Set(principalKey, auth.KeyPrincipal(key))
 		if !key.Scope.Allows(r.scope) {
 			return &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
 				Message: "key " + key.Name + " has scope " + string(key.Scope) + "; this call needs " + string(r.scope),
@@ -89,6 +97,13 @@ func presentedKey(req *http.Request, xAPIKeyOnly bool) (string, string) {
 		return "", "the Authorization header must be `Bearer <key>`"
 	}
 	return strings.TrimSpace(token), ""
+}
+
+// principal is who the caller is. Routes that declare no scope (health,
+// metrics) have none: they get a principal with no grant.
+func principal(c echo.Context) auth.Principal {
+	p, _ := c.Get(principalKey).(auth.Principal)
+	return p
 }
 
 // keyName is the authenticated caller's key name.
