@@ -32,7 +32,8 @@ type GaugesConfig struct {
 }
 
 // Gauges keeps the gauges that are read from Postgres and Kafka rather than
-// counted in process (ojs_dead_letter_total, oldest age, consumer lag), so
+// counted in process (ojs_dead_letter_total, oldest age, consumer lag,
+// redeliveries due), so
 // that they are right after a restart and drop to 0 when a queue is emptied.
 // Every replica refreshes its own; the queries are cheap (statistics table,
 // index probes). It is a service.Service: Start refreshes every Interval.
@@ -92,6 +93,12 @@ func (g *Gauges) RunOnce(ctx context.Context) error {
 		return err
 	}
 	m.SetIncidents(incidents)
+	due, err := g.cfg.Store.RedeliveryDue(ctx, g.cfg.Clock.Now())
+	if err != nil {
+		m.StatsErrors.Inc()
+		return err
+	}
+	m.SetRedeliveryDue(due)
 	if g.cfg.Admin == nil || g.cfg.Group == "" {
 		return nil
 	}

@@ -62,6 +62,7 @@ type rec struct {
 	errorType  string
 	typ        string
 	message    string // the latest error's; "second" when empty
+	due        time.Time // next_retry_at of a retryable record
 }
 
 func (b *bundle) insert(t *testing.T, rs ...rec) []string {
@@ -94,6 +95,10 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 			d.DiscardedAt = &at
 		case dlq.StateCompleted:
 			d.CompletedAt = &at
+		case dlq.StateRetryable:
+			if !r.due.IsZero() {
+				d.NextRetryAt = &r.due
+			}
 		}
 		out[i], ids[i] = d, d.ID
 	}

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -22,6 +23,7 @@ import (
 const (
 	dashboardFile = "../../deploy/grafana/redrive-dlq.json"
 	alertsFile    = "../../deploy/prometheus/redrive-alerts.yaml"
+	kedaFile      = "../../deploy/kubernetes/components/keda/scaledobject.yaml"
 )
 
 // exported builds the registry the app builds (metrics.New plus kprom on a
@@ -50,6 +52,7 @@ func exported(t *testing.T) map[string]bool {
 	d.ConsumerLag.WithLabelValues("dlq").Set(1)
 	d.SetDepth(map[string]metrics.QueueDepth{"q": {Count: 1, Oldest: time.Now()}})
 	d.SetRecordCounts([]metrics.RecordCount{{Queue: "q", State: "discarded", Exhaustion: "dead_letter", ErrorType: "e", N: 1}})
+	d.SetRedeliveryDue(map[string]int64{"q": 1})
 	m.Events.Published.WithLabelValues("dead_letter.added").Inc()
 
 	brokers := kafkatest.New(t, "t")
@@ -181,6 +184,37 @@ type alertRule struct {
 	Annotations map[string]string `yaml:"annotations"`
 }
 
+// kedaQueries are the PromQL queries of the KEDA ScaledObject's Prometheus
+// triggers, by trigger index.
+func kedaQueries(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(kedaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var so struct {
+		Spec struct {
+			Triggers []struct {
+				Type     string            `yaml:"type"`
+				Metadata map[string]string `yaml:"metadata"`
+			} `yaml:"triggers"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &so); err != nil {
+		t.Fatalf("%s: %v", kedaFile, err)
+	}
+	out := map[string]string{}
+	for i, tr := range so.Spec.Triggers {
+		if tr.Type == "prometheus" {
+			out[fmt.Sprint(i)] = tr.Metadata["query"]
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s has no prometheus trigger", kedaFile)
+	}
+	return out
+}
+
 func alertRules(t *testing.T) []alertRule {
 	t.Helper()
 	b, err := os.ReadFile(alertsFile)
@@ -226,6 +260,9 @@ func TestDashboardsAndAlertsUseExportedMetrics(t *testing.T) {
 	}
 	for where, expr := range dashboardExprs(t) {
 		check("dashboard "+where, expr)
+	}
+	for where, expr := range kedaQueries(t) {
+		check("KEDA trigger "+where, expr)
 	}
 	rules := alertRules(t)
 	if len(rules) < 6 {

@@ -274,6 +274,9 @@ type depthCollector struct {
 
 	incidents      map[string]float64 // queue
 	incidentsReady bool
+
+	due      map[string]float64 // queue
+	dueReady bool
 }
 
 var (
@@ -285,6 +288,8 @@ var (
 		"Records stored per queue, state and exhaustion (empty unless discarded), read from Postgres.", []string{"queue", "state", "exhaustion"}, nil)
 	incidentsDesc = prometheus.NewDesc("redrive_incidents",
 		"Incidents (failures grouped by error fingerprint) with live records, per queue.", []string{"queue"}, nil)
+	dueDesc = prometheus.NewDesc("redrive_redelivery_due",
+		"Records whose redelivery is due and not yet claimed, per queue, read from Postgres (saturates at 100,000 per queue): the backlog an autoscaler adds replicas for.", []string{"queue"}, nil)
 	errorTypesDesc = prometheus.NewDesc("redrive_dead_letter_error_types",
 		"Dead letters per queue and error type of their last failure (the 20 largest per queue; the rest as \"other\").", []string{"queue", "error_type"}, nil)
 )
@@ -295,6 +300,7 @@ func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- recordsDesc
 	ch <- errorTypesDesc
 	ch <- incidentsDesc
+	ch <- dueDesc
 }
 
 func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
@@ -311,6 +317,11 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.incidentsReady {
 		for q, v := range c.incidents {
 			ch <- prometheus.MustNewConstMetric(incidentsDesc, prometheus.GaugeValue, v, q)
+		}
+	}
+	if c.dueReady {
+		for q, v := range c.due {
+			ch <- prometheus.MustNewConstMetric(dueDesc, prometheus.GaugeValue, v, q)
 		}
 	}
 	if !c.ready {
@@ -361,6 +372,27 @@ func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
 	}
 	maps.Copy(c.incidents, byLabel)
 	c.incidentsReady = true
+}
+
+// SetRedeliveryDue replaces the records due for redelivery per queue. Queues
+// seen before and missing now report 0, so a drained backlog reads 0, not its
+// last value.
+func (d *DeadLetter) SetRedeliveryDue(perQueue map[string]int64) {
+	byLabel := map[string]float64{}
+	for _, q := range largestFirst(perQueue, func(n int64) int64 { return n }) {
+		byLabel[d.Labels.Queue(q)] += float64(perQueue[q])
+	}
+	c := d.depth
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.due == nil {
+		c.due = map[string]float64{}
+	}
+	for q := range c.due {
+		c.due[q] = 0
+	}
+	maps.Copy(c.due, byLabel)
+	c.dueReady = true
 }
 
 // SetClock replaces the clock used for ages (tests inject one).

@@ -108,6 +108,7 @@ func TestCardinalityIsBoundedWhateverProducersSend(t *testing.T) {
 	m.DeadLetter.SetDepth(depth)
 	m.DeadLetter.SetRecordCounts(counts)
 	m.DeadLetter.SetIncidents(incidents)
+	m.DeadLetter.SetRedeliveryDue(incidents)
 	for i := range 1000 {
 		m.DeadLetter.ConsumerLag.WithLabelValues(fmt.Sprintf("dlq-%d", i)).Set(1)
 	}
@@ -126,6 +127,7 @@ func TestCardinalityIsBoundedWhateverProducersSend(t *testing.T) {
 		"redrive_dead_letter_error_types":        queues * (metrics.MaxErrorTypesPerQueue + 1),
 		"redrive_consumer_lag":                   metrics.MaxTopics + 1,
 		"redrive_incidents":                      queues,
+		"redrive_redelivery_due":                 queues,
 		"redrive_records":                        queues,
 		"redrive_dead_letter_oldest_age_seconds": queues,
 	} {
