@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/redrive/redrive/internal/store/rawbench"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/store/rawbench"
 )
 
 // apiIngestRecords is how many records the api suite ingests through the

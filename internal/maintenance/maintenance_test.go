@@ -61,7 +61,7 @@ type rec struct {
 	at         time.Time // discarded_at or completed_at
 	errorType  string
 	typ        string
-	message    string // the latest error's; "second" when empty
+	message    string    // the latest error's; "second" when empty
 	due        time.Time // next_retry_at of a retryable record
 }
 
