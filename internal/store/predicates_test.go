@@ -77,7 +77,8 @@ func TestEveryFilterKeyHasAPredicate(t *testing.T) {
 	}
 	yes := true
 	sample := filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "01936f0e-7b2a-7000-8000-000000000001",
-		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes}
+		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes,
+		QueueGlobs: []string{"payments.*"}}
 	st := reflect.TypeOf(sample)
 	for i := range st.NumField() {
 		name := st.Field(i).Name
@@ -110,7 +111,7 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 	f.IDs = []string{"01936f0e-7b2a-7000-8000-000000000001"}
 	no := false
 	sc := &filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "x", NotQueues: []string{"a"}, NotInternal: true,
-		NotErrorTypes: []string{"filtered"}, InFlight: &no}
+		NotErrorTypes: []string{"filtered"}, InFlight: &no, QueueGlobs: []string{"pay_*"}}
 	args := pgx.NamedArgs{}
 	a, b := where(&f, sc, "a_", args), where(&f, sc, "b_", args)
 	if strings.Contains(a+b, "$") {
