@@ -157,8 +157,8 @@ type perm struct {
 	param  string
 }
 
-func needAll(a auth.Action) perm           { return perm{kind: permAll, action: a} }
-func needSome(a auth.Action) perm          { return perm{kind: permSome, action: a} }
+func needAll(a auth.Action) perm             { return perm{kind: permAll, action: a} }
+func needSome(a auth.Action) perm            { return perm{kind: permSome, action: a} }
 func needParam(a auth.Action, p string) perm { return perm{kind: permParam, action: a, param: p} }
 
 var needNothing = perm{kind: permNone}

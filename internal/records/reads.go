@@ -125,9 +125,10 @@ func (s *Service) ListIncidents(ctx context.Context, p *IncidentParams) ([]Incid
 	return s.store.ListIncidents(ctx, p)
 }
 
-// GetIncident reads one incident (ErrNotFound).
-func (s *Service) GetIncident(ctx context.Context, id string) (*Incident, error) {
-	return s.store.GetIncident(ctx, id)
+// GetIncident reads one incident (ErrNotFound), counting the records of
+// p.QueueGlobs only when set.
+func (s *Service) GetIncident(ctx context.Context, p *IncidentParams) (*Incident, error) {
+	return s.store.GetIncident(ctx, p)
 }
 
 // Activity reads failures stored and records redelivered over time.

@@ -194,8 +194,8 @@ func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Inciden
 }
 
 // GetIncident returns one incident, or ErrNotFound.
-func (s *Store) GetIncident(ctx context.Context, id string) (*Incident, error) {
-	out, err := s.ListIncidents(ctx, &IncidentParams{ID: id, Limit: 1})
+func (s *Store) GetIncident(ctx context.Context, p *IncidentParams) (*Incident, error) {
+	out, err := s.ListIncidents(ctx, &IncidentParams{ID: p.ID, Limit: 1, QueueGlobs: p.QueueGlobs})
 	if err != nil {
 		return nil, err
 	}
