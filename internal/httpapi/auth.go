@@ -148,6 +148,9 @@ const (
 	permSome
 	// permParam: the action on the queue the path parameter names.
 	permParam
+	// permAudit: the audit log: admin on every queue, but an API key
+	// keeps what its scope always allowed (read reads the log).
+	permAudit
 )
 
 // perm is what a route needs of its caller's grants (docs/security.md).
@@ -161,7 +164,10 @@ func needAll(a auth.Action) perm             { return perm{kind: permAll, action
 func needSome(a auth.Action) perm            { return perm{kind: permSome, action: a} }
 func needParam(a auth.Action, p string) perm { return perm{kind: permParam, action: a, param: p} }
 
-var needNothing = perm{kind: permNone}
+var (
+	needNothing = perm{kind: permNone}
+	needAudit   = perm{kind: permAudit, action: auth.ActionAdmin}
+)
 
 func (pm perm) check(c echo.Context, p auth.Principal) error {
 	a := pm.action
@@ -177,6 +183,13 @@ func (pm perm) check(c echo.Context, p auth.Principal) error {
 		}
 	case permParam:
 		return mayQueue(p, a, c.Param(pm.param))
+	case permAudit:
+		if p.Kind == "key" && p.AllQueues(auth.ActionRead) {
+			return nil
+		}
+		if !p.AllQueues(auth.ActionAdmin) {
+			return forbidden(p, auth.ActionAdmin, "", "the audit log is for admins of every queue (\"*\")")
+		}
 	default:
 		if !p.AllQueues(a) {
 			return forbidden(p, a, "", "this call needs "+string(a)+" on every queue (\"*\")")

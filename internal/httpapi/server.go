@@ -229,7 +229,7 @@ func (s *Server) apiRoutes() []route {
 
 		{method: http.MethodGet, path: "/activity", handler: s.activity, perm: needSome(auth.ActionRead)},
 
-		{method: http.MethodGet, path: "/audit", handler: s.listAudit, perm: needAll(auth.ActionAdmin)},
+		{method: http.MethodGet, path: "/audit", handler: s.listAudit, perm: needAudit},
 	}
 }
 
