@@ -225,7 +225,7 @@ var Settings = []Setting{
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
-	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without API keys (dev only; serve refuses to start without a keys file otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
+	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without authentication (dev only; serve refuses to start without a keys file or REDRIVE_OIDC_ISSUER otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
 	{"REDRIVE_OIDC_ISSUER", "oidc-issuer", "", "OpenID Connect issuer URL for single sign-on: bearer JWTs are accepted beside API keys, and the console offers a login (empty: off). See docs/security.md.", setString(func(c *Config) *string { return &c.OIDC.Issuer })},
 	{"REDRIVE_OIDC_CLIENT_ID", "oidc-client-id", "", "Redrive's client id at the identity provider; every token's audience must hold it.", setString(func(c *Config) *string { return &c.OIDC.ClientID })},
 	{"REDRIVE_OIDC_CLIENT_SECRET", "oidc-client-secret", "", "Client secret for the console login (empty: a public client; the login uses PKCE either way).", setString(func(c *Config) *string { return &c.OIDC.ClientSecret })},
