@@ -53,14 +53,14 @@ func TestRolesGrantByGroupEmailAndSubject(t *testing.T) {
 // file's name.
 func TestParseRolesNamesEveryProblem(t *testing.T) {
 	cases := map[string]string{
-		"roles:\n  a: {actions: [fly], queues: ['*']}\n":                                      "roles.a.actions[0]: must be one of read, retry",
-		"roles:\n  a: {actions: [], queues: ['*']}\n":                                         "roles.a.actions: at least one",
-		"roles:\n  a: {actions: [read]}\n":                                                    "roles.a.queues: at least one",
-		"roles:\n  a: {actions: [read], queues: ['pay/[ab]']}\n":                              "roles.a.queues[0]: must hold only topic name characters",
-		"roles:\n  a: {actions: [read], queues: ['*'], extra: 1}\n":                           "extra",
-		"roles:\n  a: {actions: [read], queues: ['*']}\nmembers:\n  - {roles: [a]}\n":         "members[0]: set exactly one of group, subject and email",
+		"roles:\n  a: {actions: [fly], queues: ['*']}\n":                                        "roles.a.actions[0]: must be one of read, retry",
+		"roles:\n  a: {actions: [], queues: ['*']}\n":                                           "roles.a.actions: at least one",
+		"roles:\n  a: {actions: [read]}\n":                                                      "roles.a.queues: at least one",
+		"roles:\n  a: {actions: [read], queues: ['pay/[ab]']}\n":                                "roles.a.queues[0]: must hold only topic name characters",
+		"roles:\n  a: {actions: [read], queues: ['*'], extra: 1}\n":                             "extra",
+		"roles:\n  a: {actions: [read], queues: ['*']}\nmembers:\n  - {roles: [a]}\n":           "members[0]: set exactly one of group, subject and email",
 		"roles:\n  a: {actions: [read], queues: ['*']}\nmembers:\n  - {group: g, roles: [b]}\n": "members[0].roles[0]: no role \"b\"",
-		"roles:\n  a: {actions: [read], queues: ['*']}\nmembers:\n  - {group: g}\n":           "members[0].roles: at least one role",
+		"roles:\n  a: {actions: [read], queues: ['*']}\nmembers:\n  - {group: g}\n":             "members[0].roles: at least one role",
 	}
 	for in, want := range cases {
 		if _, err := auth.ParseRoles([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
