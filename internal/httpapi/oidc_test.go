@@ -222,6 +222,26 @@ func TestOIDCRetryNeedsTheRetryAction(t *testing.T) {
 	viewer := is.UserToken(idptest.User{Subject: "u-view", Groups: []string{"payments"}})
 	// payments may not read orders: 404; the admin group retries it.
 	wantError(t, "payments retries orders", b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/" + ids[0] + "/retry", key: viewer}), 404, "not_found", "")
+	// Replay rules: a person limited to payments.* sees the rules of its
+	// queues only, and may not create one (configure on every queue).
+	root := is.UserToken(idptest.User{Subject: "u-root", Groups: []string{"sre"}})
+	for _, q := range []string{"orders", "payments.card"} {
+		rule := map[string]any{"name": "nightly-" + q, "filter": map[string]any{"queue": q}, "delay": "PT1H", "max_replays": 1}
+		wantStatus(t, b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/replay-rules", key: root, body: rule}), 201)
+	}
+	var rules struct {
+		Items []struct {
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter/replay-rules", key: viewer}).json(t, &rules)
+	if len(rules.Items) != 1 || rules.Items[0].Name != "nightly-payments.card" {
+		t.Errorf("payments lists replay rules %+v, want nightly-payments.card alone", rules.Items)
+	}
+	wantError(t, "payments reads the orders rule", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter/replay-rules/nightly-orders", key: viewer}), 404, "not_found", "")
+	wantError(t, "payments creates a rule", b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/replay-rules", key: viewer,
+		body: map[string]any{"name": "mine", "filter": map[string]any{"queue": "payments.card"}, "delay": "PT1H", "max_replays": 1}}), 403, "forbidden", "")
+
 	nobody := is.UserToken(idptest.User{Subject: "u-none", Groups: []string{"interns"}})
 	r := b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: nobody})
 	wantError(t, "a person in no role lists records", r, 403, "forbidden", "")

@@ -127,3 +127,17 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 		t.Error("countable is wrong")
 	}
 }
+
+// Queue globs become LIKE patterns with LIKE's own characters escaped: a
+// topic name's '_' matches '_' only, as path.Match reads it.
+func TestLikePatternsEscape(t *testing.T) {
+	t.Parallel()
+	got := LikePatterns([]string{"pay_*", "a?b", `x%\`})
+	want := []string{`pay\_%`, "a_b", `x\%\\`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LikePatterns = %q, want %q", got, want)
+	}
+	if !inGlobs(nil, "any") || !inGlobs([]string{"pay_*"}, "pay_eu") || inGlobs([]string{"pay_*"}, "payXeu") || inGlobs([]string{}, "any") {
+		t.Error("inGlobs is wrong")
+	}
+}
