@@ -39,6 +39,7 @@ import (
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/schema"
 	"github.com/redrive/redrive/internal/service"
+	"github.com/redrive/redrive/internal/sso"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
 	"github.com/redrive/redrive/internal/tracing"
@@ -143,6 +144,10 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	signOn, err := singleSignOn(ctx, cfg, a.clock.Now, a.log)
+	if err != nil {
+		return err
+	}
 	a.queues = queue.New(a.policies.Current, st, a.log).Within(limits)
 	a.queues.Reserve(reserved)
 	if err := a.queues.Refresh(ctx); err != nil {
@@ -239,6 +244,7 @@ func (a *App) init(ctx context.Context) error {
 		Queues:          a.queues,
 		Keys:            keys,
 		AuthDisabled:    cfg.AuthDisabled,
+		SSO:             signOn,
 		RequeueWait:     a.opts.RequeueWait,
 		NextPruneAt:     a.maint.pruner.NextPruneAt,
 		Events:          a.maint.events,
@@ -264,7 +270,11 @@ func (a *App) init(ctx context.Context) error {
 	// The console's files are public (its API calls carry the key); the
 	// rest is the API.
 	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled, TraceURL: cfg.TraceURL}))
+	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled, TraceURL: cfg.TraceURL,
+		Login: signOn.LoginEnabled()}))
+	if signOn != nil {
+		mux.Handle("/auth/", signOn.Handler())
+	}
 	mux.Handle("/", api)
 	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout,
@@ -437,6 +447,9 @@ func (a *App) Policies() *policy.Watcher { return a.policies }
 // unless authentication is explicitly disabled (redrive dev).
 func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
 	if cfg.APIKeysFile == "" {
+		if cfg.OIDC.Enabled() && !cfg.AuthDisabled {
+			return nil, nil // people and machines sign on with the identity provider
+		}
 		if !cfg.AuthDisabled {
 			return nil, errors.New("REDRIVE_API_KEYS_FILE is required: create keys with `redrive apikey new`, " +
 				"or set REDRIVE_AUTH_DISABLED=true to serve the API without authentication (never in production)")
@@ -455,6 +468,29 @@ func apiKeys(cfg config.Config, log *slog.Logger) (*auth.Keys, error) {
 			"component", "app", "file", cfg.APIKeysFile)
 	}
 	return keys, nil
+}
+
+// singleSignOn builds OIDC single sign-on from the settings and the roles
+// file; nil when it is off (or authentication is disabled).
+func singleSignOn(ctx context.Context, cfg config.Config, now func() time.Time, log *slog.Logger) (*sso.SSO, error) {
+	if !cfg.OIDC.Enabled() {
+		return nil, nil
+	}
+	if cfg.AuthDisabled {
+		log.Warn("AUTH DISABLED although REDRIVE_OIDC_ISSUER is set: single sign-on is ignored", "component", "app")
+		return nil, nil
+	}
+	roles, err := auth.LoadRoles(cfg.RolesFile)
+	if err != nil {
+		return nil, err
+	}
+	o := cfg.OIDC
+	if o.SessionKey == "" && o.RedirectURL != "" {
+		log.Warn("REDRIVE_OIDC_SESSION_KEY is not set: console sessions end at a restart and work on this replica only", "component", "app")
+	}
+	return sso.New(ctx, sso.Config{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURL,
+		Scopes: o.Scopes, GroupsClaim: o.GroupsClaim, Roles: roles, SessionKey: o.SessionKeyBytes(), SessionTTL: o.SessionTTL,
+		Now: now, Logger: log})
 }
 
 // compactCounts is the service that folds the record statistics table and

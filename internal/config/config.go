@@ -4,6 +4,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -87,6 +88,12 @@ type Config struct {
 	// in policy files or through the API, then the first queues seen, up to
 	// this many; the rest are reported as queue="other". Default: 300.
 	MetricsMaxQueues int
+	// OIDC is single sign-on (docs/security.md); off when it has no issuer
+	// (the default).
+	OIDC OIDC
+	// RolesFile maps identity-provider groups, subjects and emails to roles
+	// granting actions on queue globs. Required with OIDC. Default: none.
+	RolesFile string
 	// TraceURL is the URL of a trace in the operators' tracing UI, with
 	// {trace_id} where the id goes; the console links records' trace ids to
 	// it. Default: empty, unlinked.
@@ -111,6 +118,38 @@ type KafkaSecurity struct {
 	OAuthClientSecret string
 	OAuthScopes       []string
 	OAuthExtensions   []string
+}
+
+// OIDC holds the single sign-on settings (docs/security.md).
+type OIDC struct {
+	// Issuer is the provider's issuer URL; empty (the default) turns SSO off.
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// RedirectURL is the console login's callback (…/auth/callback);
+	// empty: bearer tokens only, no console login.
+	RedirectURL string
+	// Scopes asked for at login. Default: openid, email, profile.
+	Scopes []string
+	// GroupsClaim names the token claim with the person's groups. Default: groups.
+	GroupsClaim string
+	// SessionTTL is how long a console session lasts. Default: 8h.
+	SessionTTL time.Duration
+	// SessionKey is the base64 of the 32-byte key sealing session cookies;
+	// empty: a key generated at start.
+	SessionKey string
+}
+
+// Enabled reports whether single sign-on is configured.
+func (o OIDC) Enabled() bool { return o.Issuer != "" }
+
+// SessionKeyBytes decodes SessionKey (nil when empty; validate checked it).
+func (o OIDC) SessionKeyBytes() []byte {
+	if o.SessionKey == "" {
+		return nil
+	}
+	b, _ := base64.StdEncoding.DecodeString(o.SessionKey)
+	return b
 }
 
 // SchemaRegistry holds the schema registry settings (docs/schema-registry.md).
@@ -186,7 +225,16 @@ var Settings = []Setting{
 	{"REDRIVE_PRUNE_INTERVAL", "prune-interval", "5m", "How often the pruner applies retention (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.PruneInterval })},
 	{"REDRIVE_REPLAY_INTERVAL", "replay-interval", "30s", "How often replay rules are evaluated (one replica at a time).", setDuration(func(c *Config) *time.Duration { return &c.ReplayInterval })},
 	{"REDRIVE_API_KEYS_FILE", "api-keys-file", "", "YAML file of API keys (name, scope, sha256).", setString(func(c *Config) *string { return &c.APIKeysFile })},
-	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without API keys (dev only; serve refuses to start without a keys file otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
+	{"REDRIVE_AUTH_DISABLED", "auth-disabled", "false", "Serve the API without authentication (dev only; serve refuses to start without a keys file or REDRIVE_OIDC_ISSUER otherwise).", setBool(func(c *Config) *bool { return &c.AuthDisabled })},
+	{"REDRIVE_OIDC_ISSUER", "oidc-issuer", "", "OpenID Connect issuer URL for single sign-on: bearer JWTs are accepted beside API keys, and the console offers a login (empty: off). See docs/security.md.", setString(func(c *Config) *string { return &c.OIDC.Issuer })},
+	{"REDRIVE_OIDC_CLIENT_ID", "oidc-client-id", "", "Redrive's client id at the identity provider; every token's audience must hold it.", setString(func(c *Config) *string { return &c.OIDC.ClientID })},
+	{"REDRIVE_OIDC_CLIENT_SECRET", "oidc-client-secret", "", "Client secret for the console login (empty: a public client; the login uses PKCE either way).", setString(func(c *Config) *string { return &c.OIDC.ClientSecret })},
+	{"REDRIVE_OIDC_REDIRECT_URL", "oidc-redirect-url", "", "The console login's callback as the provider is told it, ending in /auth/callback (e.g. https://redrive.example.com/auth/callback); empty: bearer tokens only.", setString(func(c *Config) *string { return &c.OIDC.RedirectURL })},
+	{"REDRIVE_OIDC_SCOPES", "oidc-scopes", "openid,email,profile", "Scopes the console login asks for, comma-separated (add groups where the provider needs it).", setList(func(c *Config) *[]string { return &c.OIDC.Scopes })},
+	{"REDRIVE_OIDC_GROUPS_CLAIM", "oidc-groups-claim", "groups", "Token claim holding the person's groups; a dotted name reaches into objects (Keycloak: realm_access.roles).", setString(func(c *Config) *string { return &c.OIDC.GroupsClaim })},
+	{"REDRIVE_OIDC_SESSION_TTL", "oidc-session-ttl", "8h", "How long a console login lasts before the person logs in again.", setDuration(func(c *Config) *time.Duration { return &c.OIDC.SessionTTL })},
+	{"REDRIVE_OIDC_SESSION_KEY", "oidc-session-key", "", "Base64 of 32 random bytes sealing console session cookies (openssl rand -base64 32); empty: generated at start, so sessions end at a restart and work on one replica only.", setString(func(c *Config) *string { return &c.OIDC.SessionKey })},
+	{"REDRIVE_ROLES_FILE", "roles-file", "", "YAML file mapping identity-provider groups, subjects and emails to roles that grant actions on queue globs (required with REDRIVE_OIDC_ISSUER).", setString(func(c *Config) *string { return &c.RolesFile })},
 	{"REDRIVE_MIGRATE_ON_START", "migrate", "false", "Apply pending schema migrations at start.", setBool(func(c *Config) *bool { return &c.MigrateOnStart })},
 	{"REDRIVE_LOG_LEVEL", "log-level", "info", "Log level: debug, info, warn, error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"REDRIVE_LOG_FORMAT", "log-format", "text", "Log format: text or json.", setEnum(func(c *Config) *string { return &c.LogFormat }, "text", "json")},
@@ -296,6 +344,7 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.Kafka.validateIdentity()...)
 	errs = append(errs, c.SchemaRegistry.validate()...)
+	errs = append(errs, c.validateOIDC()...)
 	return errors.Join(errs...)
 }
 
@@ -321,6 +370,44 @@ func (s SchemaRegistry) validate() []error {
 	}
 	if !s.Enabled() && (s.Username != "" || s.BearerToken != "" || s.TLSCAFile != "" || s.TLSCertFile != "") {
 		errs = append(errs, errors.New("REDRIVE_SCHEMA_REGISTRY_URL: required when other REDRIVE_SCHEMA_REGISTRY_* settings are set"))
+	}
+	return errs
+}
+
+func (c *Config) validateOIDC() []error {
+	var errs []error
+	o := c.OIDC
+	if !o.Enabled() {
+		if o.ClientID != "" || o.ClientSecret != "" || o.RedirectURL != "" || o.SessionKey != "" || c.RolesFile != "" {
+			errs = append(errs, errors.New("REDRIVE_OIDC_ISSUER: required when other REDRIVE_OIDC_* settings or REDRIVE_ROLES_FILE are set"))
+		}
+		return errs
+	}
+	if u, err := url.Parse(o.Issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("REDRIVE_OIDC_ISSUER: %q is not an http(s) URL", o.Issuer))
+	}
+	if o.ClientID == "" {
+		errs = append(errs, errors.New("REDRIVE_OIDC_CLIENT_ID: required with REDRIVE_OIDC_ISSUER (tokens must name it as their audience)"))
+	}
+	if c.RolesFile == "" {
+		errs = append(errs, errors.New("REDRIVE_ROLES_FILE: required with REDRIVE_OIDC_ISSUER (without roles nobody may do anything)"))
+	}
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "/auth/callback" {
+			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_REDIRECT_URL: want this server's http(s) URL ending in /auth/callback, got %q", o.RedirectURL))
+		}
+	}
+	if o.GroupsClaim == "" {
+		errs = append(errs, errors.New("REDRIVE_OIDC_GROUPS_CLAIM: must not be empty"))
+	}
+	if o.SessionTTL <= 0 {
+		errs = append(errs, errors.New("REDRIVE_OIDC_SESSION_TTL: must be positive (e.g. 8h)"))
+	}
+	if o.SessionKey != "" {
+		if b, err := base64.StdEncoding.DecodeString(o.SessionKey); err != nil || len(b) != 32 {
+			errs = append(errs, errors.New("REDRIVE_OIDC_SESSION_KEY: want the base64 of 32 bytes (openssl rand -base64 32)"))
+		}
 	}
 	return errs
 }

@@ -27,6 +27,9 @@ type Config struct {
 	// AuthDisabled says the API takes no keys (redrive dev): the console
 	// shows the same warning as the log instead of asking for a key.
 	AuthDisabled bool
+	// Login says single sign-on is configured: the console offers "Log in
+	// with SSO" (/auth/login) beside the key prompt.
+	Login bool
 	// TraceURL links a record's trace id: {trace_id} is replaced by it
 	// (REDRIVE_TRACE_URL). Empty: the id is shown unlinked.
 	TraceURL string
@@ -57,6 +60,7 @@ func Handler(cfg Config) http.Handler {
 		Assets:   Prefix + "assets/" + version + "/",
 		Modules:  modules,
 		Auth:     !cfg.AuthDisabled,
+		Login:    cfg.Login,
 		TraceURL: cfg.TraceURL,
 	})
 	if err != nil {
@@ -131,6 +135,7 @@ type indexData struct {
 	Assets  string   // the versioned assets URL, ending in /
 	Modules []string // every module, to preload
 	Auth    bool     // whether the API wants a key
+	Login   bool     // whether single sign-on login is offered
 	// TraceURL is the trace link template (Config.TraceURL).
 	TraceURL string
 }

@@ -17,11 +17,14 @@ type Filter struct {
 	// Queues are the source topics wanted; events without a queue (none today)
 	// match only an empty Queues.
 	Queues []string
+	// Allow, when set, must accept an event's queue as well: the queues the
+	// subscriber's roles let it read.
+	Allow func(queue string) bool
 }
 
 // Match reports whether ev passes the filter.
 func (f Filter) Match(ev *Event) bool {
-	return matchAny(f.Types, ev.Type) && matchAny(f.Queues, ev.Queue)
+	return matchAny(f.Types, ev.Type) && matchAny(f.Queues, ev.Queue) && (f.Allow == nil || f.Allow(ev.Queue))
 }
 
 func matchAny[T comparable](want []T, v T) bool {

@@ -96,6 +96,11 @@ type Scope struct {
 	// InFlight, when set, keeps only records a scheduler is producing right
 	// now (true) or only the others (false).
 	InFlight *bool
+	// QueueGlobs, when non-nil, keeps only records of the queues matching
+	// one of these globs ('*' any run of characters, '?' one): the queues
+	// the caller's roles allow (docs/security.md). Empty but non-nil keeps
+	// nothing. Nil does not narrow.
+	QueueGlobs []string
 }
 
 // Canonical is the filter as stored on tasks and replay rules: a JSON object

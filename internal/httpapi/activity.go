@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
 )
@@ -71,7 +72,9 @@ func (s *Server) incidentActivity(c echo.Context) error {
 	if !validIncidentID(id) {
 		return invalidParam("id", "must be an incident id: lowercase hex")
 	}
-	if _, err := s.rec.GetIncident(c.Request().Context(), id); errors.Is(err, records.ErrNotFound) {
+	globs := queueGlobs(c, auth.ActionRead)
+	in, err := s.rec.GetIncident(c.Request().Context(), &records.IncidentParams{ID: id, QueueGlobs: globs})
+	if errors.Is(err, records.ErrNotFound) || err == nil && globs != nil && len(in.Queues) == 0 {
 		return notFound("incident " + id + " not found")
 	} else if err != nil {
 		return err
@@ -98,6 +101,7 @@ func (s *Server) activityOf(c echo.Context, scope activityScope) error {
 	if scope.queue != "" {
 		p.TopQueues = 0
 	}
+	p.QueueGlobs = queueGlobs(c, auth.ActionRead)
 	series, err := s.rec.Activity(c.Request().Context(), p)
 	if err != nil {
 		return err

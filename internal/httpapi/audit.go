@@ -98,6 +98,15 @@ func (s *Server) audit(next echo.HandlerFunc) echo.HandlerFunc {
 		if e.Target == "" {
 			e.Target = firstParam(c)
 		}
+		p := principal(c)
+		e.ActorKind = p.Kind
+		if p.Kind == "oidc" {
+			sub, email := p.Name, p.Email
+			e.ActorSubject = &sub
+			if email != "" {
+				e.ActorEmail = &email
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 		defer cancel()
 		if aerr := s.rec.AddAudit(ctx, e); aerr != nil {
@@ -144,6 +153,16 @@ type auditJSON struct {
 	// there was none, and for other calls).
 	Before json.RawMessage `json:"before"`
 	After  json.RawMessage `json:"after"`
+	// Actor is who made the call: kind (key, oidc, anonymous; "" for
+	// entries older than it), and for a person the token's subject and
+	// email (null otherwise).
+	Actor actorJSON `json:"actor"`
+}
+
+type actorJSON struct {
+	Kind    string  `json:"kind"`
+	Subject *string `json:"subject"`
+	Email   *string `json:"email"`
 }
 
 var auditParams = map[string]bool{"key_name": true, "action": true, "target": true, "since": true, "until": true,
@@ -181,7 +200,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	for i, e := range es {
 		items[i] = auditJSON{ID: e.ID, At: jsonTime(e.At), KeyName: e.KeyName, Action: e.Action, Method: e.Method,
 			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID,
-			Before: e.Before, After: e.After}
+			Before: e.Before, After: e.After, Actor: actorJSON{Kind: e.ActorKind, Subject: e.ActorSubject, Email: e.ActorEmail}}
 		for _, f := range []*json.RawMessage{&items[i].Filter, &items[i].Before, &items[i].After} {
 			if len(*f) == 0 {
 				*f = json.RawMessage("null")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
@@ -64,6 +65,13 @@ func (s *Server) retryRecord(c echo.Context) error {
 		if err := decodeStrict(body, &b); err != nil {
 			return err
 		}
+	}
+	need := []auth.Action{auth.ActionRetry}
+	if o := b.Override; o != nil && (o.Value != nil || o.Headers != nil || o.Payload != nil) {
+		need = append(need, auth.ActionEdit)
+	}
+	if err := s.checkRecord(c, id, need...); err != nil {
+		return err
 	}
 	p := &records.RetryParams{ID: id}
 	if o := b.Override; o != nil {
@@ -150,6 +158,9 @@ func (s *Server) checkPayload(c echo.Context) error {
 	}
 	if b.Payload == nil {
 		return invalidParam("payload", "required: the edited payload (any JSON value)")
+	}
+	if err := s.checkRecord(c, id); err != nil {
+		return err
 	}
 	enc, err := s.rec.CheckPayload(c.Request().Context(), id, b.Payload)
 	if errors.Is(err, records.ErrNotFound) {
@@ -314,6 +325,9 @@ func (s *Server) deleteRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkRecord(c, id, auth.ActionPurge); err != nil {
+		return err
+	}
 	noteAudit(c, id, nil, count64(1))
 	err = s.rec.Delete(c.Request().Context(), id)
 	if errors.Is(err, records.ErrNotFound) {
@@ -402,8 +416,16 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 		}
 		target = *b.Target
 	}
+	action := auth.ActionPurge
+	if kind == records.TaskRetry {
+		action = auth.ActionRetry
+	}
+	globs := queueGlobs(c, action)
+	if patch != nil {
+		globs = intersectGlobs(globs, queueGlobs(c, auth.ActionEdit))
+	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
-		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary, Target: target})
+		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary, Target: target, QueueGlobs: globs})
 	if err != nil {
 		return err
 	}
@@ -461,7 +483,7 @@ func (s *Server) stats(c echo.Context) error {
 		return err
 	}
 	name := q.Get("queue")
-	st, err := s.rec.Stats(c.Request().Context(), name)
+	st, err := s.rec.StatsIn(c.Request().Context(), name, queueGlobs(c, auth.ActionRead))
 	if err != nil {
 		return err
 	}

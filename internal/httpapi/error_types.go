@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 )
@@ -51,7 +52,7 @@ func (s *Server) listErrorTypes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	types, total, err := s.rec.ErrorTypes(c.Request().Context(), queue, search, limit)
+	types, total, err := s.rec.ErrorTypes(c.Request().Context(), queue, search, limit, queueGlobs(c, auth.ActionRead))
 	if err != nil {
 		return err
 	}

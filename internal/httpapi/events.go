@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"github.com/redrive/redrive/internal/auth"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,12 +16,12 @@ import (
 // maintenanceRoutes are the routes of lifecycle events and replay rules.
 func (s *Server) maintenanceRoutes() []route {
 	return []route{
-		{method: http.MethodGet, path: "/events", handler: s.streamEvents},
-		{method: http.MethodGet, path: "/dead-letter/replay-rules", handler: s.listReplayRules},
-		{method: http.MethodPost, path: "/dead-letter/replay-rules", handler: s.createReplayRule, action: "replay_rule.create"},
-		{method: http.MethodGet, path: "/dead-letter/replay-rules/:name", handler: s.getReplayRule},
-		{method: http.MethodPut, path: "/dead-letter/replay-rules/:name", handler: s.putReplayRule, action: "replay_rule.update"},
-		{method: http.MethodDelete, path: "/dead-letter/replay-rules/:name", handler: s.deleteReplayRule, action: "replay_rule.delete"},
+		{method: http.MethodGet, path: "/events", handler: s.streamEvents, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/dead-letter/replay-rules", handler: s.listReplayRules, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/dead-letter/replay-rules", handler: s.createReplayRule, action: "replay_rule.create", perm: needAll(auth.ActionConfigure)},
+		{method: http.MethodGet, path: "/dead-letter/replay-rules/:name", handler: s.getReplayRule, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPut, path: "/dead-letter/replay-rules/:name", handler: s.putReplayRule, action: "replay_rule.update", perm: needAll(auth.ActionConfigure)},
+		{method: http.MethodDelete, path: "/dead-letter/replay-rules/:name", handler: s.deleteReplayRule, action: "replay_rule.delete", perm: needAll(auth.ActionConfigure)},
 	}
 }
 
@@ -44,6 +45,11 @@ func (s *Server) streamEvents(c echo.Context) error {
 	b := s.cfg.Events.Broker()
 	if b == nil {
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeBackendError, Message: "events are not enabled on this server"}
+	}
+	if globs := queueGlobs(c, auth.ActionRead); globs != nil {
+		// Only the events of the queues the caller may read.
+		p := principal(c)
+		f.Allow = func(queue string) bool { return p.Allowed(auth.ActionRead, queue) }
 	}
 	sub, err := b.Stream(streamOwner(c, s.cfg.AuthDisabled), f)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/records"
@@ -50,6 +51,10 @@ func toIncidentJSON(in *records.Incident) incidentJSON {
 		Sample: incidentSample{ID: in.SampleID, Message: in.SampleMessage}, Frames: frames}
 }
 
+// restrictedSample replaces an incident's sample for a caller limited to
+// some queues: the sample record may be of a queue they may not read.
+var restrictedSample = incidentSample{}
+
 var incidentParams = map[string]bool{"queue": true, "state": true, "since": true, "sort": true, "limit": true}
 
 // listIncidents is GET /incidents: the fingerprints with live records.
@@ -81,6 +86,7 @@ func (s *Server) listIncidents(c echo.Context) error {
 	if p.Limit, err = parseLimit(q.Get("limit")); err != nil {
 		return err
 	}
+	p.QueueGlobs = queueGlobs(c, auth.ActionRead)
 	list, err := s.rec.ListIncidents(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -88,6 +94,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 	items := make([]incidentJSON, len(list))
 	for i := range list {
 		items[i] = toIncidentJSON(&list[i])
+		if p.QueueGlobs != nil {
+			items[i].Sample = restrictedSample
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }
@@ -98,8 +107,10 @@ func (s *Server) getIncident(c echo.Context) error {
 	if !validIncidentID(id) {
 		return invalidParam("id", "must be an incident id: lowercase hex")
 	}
-	in, err := s.rec.GetIncident(c.Request().Context(), id)
-	if errors.Is(err, records.ErrNotFound) {
+	globs := queueGlobs(c, auth.ActionRead)
+	in, err := s.rec.GetIncident(c.Request().Context(), &records.IncidentParams{ID: id, QueueGlobs: globs})
+	if errors.Is(err, records.ErrNotFound) || err == nil && globs != nil && len(in.Queues) == 0 {
+		// An incident with no record the caller may read is not theirs to see.
 		return notFound("incident " + id + " not found")
 	}
 	if err != nil {
@@ -109,7 +120,11 @@ func (s *Server) getIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, incidentDetailJSON{incidentJSON: toIncidentJSON(in), RedriveWhenQuiet: quiet})
+	out := incidentDetailJSON{incidentJSON: toIncidentJSON(in), RedriveWhenQuiet: quiet}
+	if globs != nil {
+		out.Sample = restrictedSample
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // incidentDetailJSON is one incident with its "redrive when quiet" request

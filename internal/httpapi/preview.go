@@ -229,6 +229,9 @@ func (s *Server) getRaw(c echo.Context) error {
 	if !rawParts[part] {
 		return invalidParam("part", "must be value or key, got "+jsonString(part))
 	}
+	if err := s.checkRecord(c, id); err != nil {
+		return err
+	}
 	b, err := s.rec.RecordPart(c.Request().Context(), id, part)
 	if err != nil {
 		if errors.Is(err, records.ErrNotFound) {

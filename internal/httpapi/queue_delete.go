@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
@@ -94,6 +95,10 @@ func deleteQueueAudit(p *records.QueueDeleteParams) map[string]string {
 func (s *Server) deleteQueue(c echo.Context) error {
 	name, err := queueName(c)
 	if err != nil {
+		return err
+	}
+	// Deleting a queue deletes its records too: purge as well as configure.
+	if err := mayQueue(principal(c), auth.ActionPurge, name); err != nil {
 		return err
 	}
 	if name == queue.DefaultName {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/policy"
@@ -259,6 +260,9 @@ func (s *Server) listQueues(c echo.Context) error {
 	rows := make([]queueRow, 0, len(names))
 	var withRecords []string
 	for n := range names {
+		if !readable(c, n) {
+			continue // the caller's roles do not reach it (docs/security.md)
+		}
 		if needle != "" && !strings.Contains(strings.ToLower(n), needle) {
 			continue
 		}
@@ -457,6 +461,9 @@ func (s *Server) createQueue(c echo.Context) error {
 	}
 	if msg := dlq.TopicNameProblem(b.Name); msg != "" {
 		return invalidParam("name", msg)
+	}
+	if err := mayQueue(principal(c), auth.ActionConfigure, b.Name); err != nil {
+		return err
 	}
 	noteAudit(c, b.Name, nil, nil)
 	if file := s.queues.DeclaredIn(b.Name); file != "" {

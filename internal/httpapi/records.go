@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
@@ -58,6 +59,7 @@ func (s *Server) listRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p.Scope.QueueGlobs = queueGlobs(c, auth.ActionRead)
 	page, err := s.rec.List(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -341,6 +343,9 @@ func (s *Server) getRecord(c echo.Context) error {
 		return notFound("no dead-letter record with id " + id)
 	}
 	if err != nil {
+		return err
+	}
+	if err := mayRecord(c, r); err != nil {
 		return err
 	}
 	if err := s.queues.Refresh(ctx); err != nil {

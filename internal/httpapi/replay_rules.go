@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
@@ -75,9 +77,14 @@ func (s *Server) listReplayRules(c echo.Context) error {
 	for i := range stored {
 		items = append(items, storedRuleJSON(&stored[i]))
 	}
-	if items == nil {
-		items = []replayRuleJSON{}
+	// A caller limited to some queues sees the rules about one of them.
+	shown := []replayRuleJSON{}
+	for _, it := range items {
+		if ruleVisible(c, it) {
+			shown = append(shown, it)
+		}
 	}
+	items = shown
 	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": map[string]any{
 		"total": len(items), "limit": len(items), "has_more": false}})
 }
@@ -88,7 +95,7 @@ func (s *Server) getReplayRule(c echo.Context) error {
 	if errors.Is(err, records.ErrNotFound) {
 		if pr, ok, perr := s.policyRule(c, name); perr != nil {
 			return perr
-		} else if ok {
+		} else if ok && ruleVisible(c, policyRuleJSON(pr)) {
 			return c.JSON(http.StatusOK, policyRuleJSON(pr))
 		}
 		return notFound(fmt.Sprintf("replay rule %q not found", name))
@@ -96,7 +103,37 @@ func (s *Server) getReplayRule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, storedRuleJSON(r))
+	out := storedRuleJSON(r)
+	if !ruleVisible(c, out) {
+		return notFound(fmt.Sprintf("replay rule %q not found", name))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// ruleVisible reports whether the caller may see a replay rule: with read
+// on every queue, any; otherwise a rule whose filter names a queue, or
+// whose policy file names queues, all of which it may read.
+func ruleVisible(c echo.Context, r replayRuleJSON) bool {
+	p := principal(c)
+	if p.AllQueues(auth.ActionRead) {
+		return true
+	}
+	queues := r.Queues
+	var f struct {
+		Queue string `json:"queue"`
+	}
+	if json.Unmarshal(r.Filter, &f) == nil && f.Queue != "" {
+		queues = append(slices.Clip(queues), f.Queue)
+	}
+	if len(queues) == 0 {
+		return false
+	}
+	for _, q := range queues {
+		if !p.Allowed(auth.ActionRead, q) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) createReplayRule(c echo.Context) error {

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/records"
+	ssopkg "github.com/redrive/redrive/internal/sso"
 )
 
 // BasePath is the prefix of the OJS API routes.
@@ -58,6 +59,9 @@ type Config struct {
 	Keys *auth.Keys
 	// AuthDisabled serves every route without a key (redrive dev).
 	AuthDisabled bool
+	// SSO accepts bearer JWTs of the identity provider and console
+	// session cookies beside the keys (docs/security.md). Nil: keys only.
+	SSO *ssopkg.SSO
 	// NextPruneAt is when the pruner runs next; nil or returning nil shows null.
 	NextPruneAt func() *time.Time
 	// Events publishes queue.* events and streams every lifecycle event at
@@ -147,6 +151,9 @@ type route struct {
 	action string
 	// headerOnlyXAPIKey accepts only X-API-Key (the compatibility routes).
 	headerOnlyXAPIKey bool
+	// perm is what the caller's grants must allow (auth.go). Unset: read
+	// on every queue for GET, admin on every queue otherwise.
+	perm perm
 }
 
 func (s *Server) add(g *echo.Group, prefix string, r route) {
@@ -154,6 +161,12 @@ func (s *Server) add(g *echo.Group, prefix string, r route) {
 		r.scope = auth.ScopeRead
 		if r.method != http.MethodGet {
 			r.scope = auth.ScopeWrite
+		}
+	}
+	if r.perm == (perm{}) {
+		r.perm = needAll(auth.ActionAdmin)
+		if r.method == http.MethodGet {
+			r.perm = needAll(auth.ActionRead)
 		}
 	}
 	s.routes[r.method+" "+prefix+r.path] = r
@@ -172,19 +185,19 @@ func (s *Server) add(g *echo.Group, prefix string, r route) {
 // from the method, and an action makes the call audited.
 func (s *Server) apiRoutes() []route {
 	return []route{
-		{method: http.MethodGet, path: "/whoami", handler: s.whoami},
+		{method: http.MethodGet, path: "/whoami", handler: s.whoami, perm: needNothing},
 
-		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords},
-		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
-		{method: http.MethodGet, path: "/dead-letter/error-types", handler: s.listErrorTypes},
-		{method: http.MethodGet, path: "/dead-letter/filter-keys", handler: s.listFilterKeys},
-		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
-		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
-		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
-		{method: http.MethodGet, path: "/dead-letter/:id/raw", handler: s.getRaw},
-		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry"},
-		{method: http.MethodPost, path: "/dead-letter/:id/payload/check", handler: s.checkPayload, scope: auth.ScopeRead},
-		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete"},
+		{method: http.MethodGet, path: "/dead-letter", handler: s.listRecords, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/dead-letter/error-types", handler: s.listErrorTypes, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/dead-letter/filter-keys", handler: s.listFilterKeys, perm: needNothing},
+		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry", perm: needSome(auth.ActionRetry)},
+		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge", perm: needSome(auth.ActionPurge)},
+		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/dead-letter/:id/raw", handler: s.getRaw, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry", perm: needSome(auth.ActionRetry)},
+		{method: http.MethodPost, path: "/dead-letter/:id/payload/check", handler: s.checkPayload, scope: auth.ScopeRead, perm: needSome(auth.ActionRead)},
+		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete", perm: needSome(auth.ActionPurge)},
 
 		// The worker API (jobs.go): write scope, not audited (data plane).
 		{method: http.MethodPost, path: "/jobs", handler: s.publishJob},
@@ -193,30 +206,30 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/workers/ack", handler: s.ackJob},
 		{method: http.MethodPost, path: "/workers/nack", handler: s.nackJob},
 
-		{method: http.MethodGet, path: "/tasks", handler: s.listTasks},
-		{method: http.MethodGet, path: "/tasks/:id", handler: s.getTask},
-		{method: http.MethodPost, path: "/tasks/:id/cancel", handler: s.cancelTask, action: "task.cancel"},
+		{method: http.MethodGet, path: "/tasks", handler: s.listTasks, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/tasks/:id", handler: s.getTask, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/tasks/:id/cancel", handler: s.cancelTask, action: "task.cancel", perm: needSome(auth.ActionRead)},
 
-		{method: http.MethodGet, path: "/queues", handler: s.listQueues},
-		{method: http.MethodPost, path: "/queues", handler: s.createQueue, action: "queue.create"},
-		{method: http.MethodGet, path: "/queues/:name", handler: s.getQueue},
-		{method: http.MethodDelete, path: "/queues/:name", handler: s.deleteQueue, action: "queue.delete"},
-		{method: http.MethodGet, path: "/queues/:name/config", handler: s.getQueueConfig},
-		{method: http.MethodGet, path: "/queues/:name/activity", handler: s.queueActivity},
-		{method: http.MethodPut, path: "/queues/:name/config", handler: s.putQueueConfig, action: "queue.config"},
-		{method: http.MethodPost, path: "/queues/:name/pause", handler: s.setQueueState(policy.TopicPaused), action: "queue.pause"},
-		{method: http.MethodPost, path: "/queues/:name/resume", handler: s.setQueueState(policy.TopicActive), action: "queue.resume"},
-		{method: http.MethodPost, path: "/queues/:name/drain", handler: s.setQueueState(policy.TopicDraining), action: "queue.drain"},
+		{method: http.MethodGet, path: "/queues", handler: s.listQueues, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/queues", handler: s.createQueue, action: "queue.create", perm: needSome(auth.ActionConfigure)},
+		{method: http.MethodGet, path: "/queues/:name", handler: s.getQueue, perm: needParam(auth.ActionRead, "name")},
+		{method: http.MethodDelete, path: "/queues/:name", handler: s.deleteQueue, action: "queue.delete", perm: needParam(auth.ActionConfigure, "name")},
+		{method: http.MethodGet, path: "/queues/:name/config", handler: s.getQueueConfig, perm: needParam(auth.ActionRead, "name")},
+		{method: http.MethodGet, path: "/queues/:name/activity", handler: s.queueActivity, perm: needParam(auth.ActionRead, "name")},
+		{method: http.MethodPut, path: "/queues/:name/config", handler: s.putQueueConfig, action: "queue.config", perm: needParam(auth.ActionConfigure, "name")},
+		{method: http.MethodPost, path: "/queues/:name/pause", handler: s.setQueueState(policy.TopicPaused), action: "queue.pause", perm: needParam(auth.ActionConfigure, "name")},
+		{method: http.MethodPost, path: "/queues/:name/resume", handler: s.setQueueState(policy.TopicActive), action: "queue.resume", perm: needParam(auth.ActionConfigure, "name")},
+		{method: http.MethodPost, path: "/queues/:name/drain", handler: s.setQueueState(policy.TopicDraining), action: "queue.drain", perm: needParam(auth.ActionConfigure, "name")},
 
-		{method: http.MethodGet, path: "/incidents", handler: s.listIncidents},
-		{method: http.MethodGet, path: "/incidents/:id", handler: s.getIncident},
-		{method: http.MethodGet, path: "/incidents/:id/activity", handler: s.incidentActivity},
-		{method: http.MethodPost, path: "/incidents/:id/redrive-when-quiet", handler: s.markQuiet, action: "incident.redrive_when_quiet"},
-		{method: http.MethodDelete, path: "/incidents/:id/redrive-when-quiet", handler: s.withdrawQuiet, action: "incident.redrive_when_quiet.withdraw"},
+		{method: http.MethodGet, path: "/incidents", handler: s.listIncidents, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/incidents/:id", handler: s.getIncident, perm: needSome(auth.ActionRead)},
+		{method: http.MethodGet, path: "/incidents/:id/activity", handler: s.incidentActivity, perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/incidents/:id/redrive-when-quiet", handler: s.markQuiet, action: "incident.redrive_when_quiet", perm: needAll(auth.ActionRetry)},
+		{method: http.MethodDelete, path: "/incidents/:id/redrive-when-quiet", handler: s.withdrawQuiet, action: "incident.redrive_when_quiet.withdraw", perm: needAll(auth.ActionRetry)},
 
-		{method: http.MethodGet, path: "/activity", handler: s.activity},
+		{method: http.MethodGet, path: "/activity", handler: s.activity, perm: needSome(auth.ActionRead)},
 
-		{method: http.MethodGet, path: "/audit", handler: s.listAudit},
+		{method: http.MethodGet, path: "/audit", handler: s.listAudit, perm: needAudit},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/records"
 )
 
@@ -149,7 +150,7 @@ func (s *Server) getTask(c echo.Context) error {
 		return err
 	}
 	t, err := s.rec.GetTask(c.Request().Context(), id)
-	if errors.Is(err, records.ErrNotFound) {
+	if errors.Is(err, records.ErrNotFound) || err == nil && !taskVisible(c, t) {
 		return notFound("no task with id " + id)
 	}
 	if err != nil {
@@ -160,6 +161,20 @@ func (s *Server) getTask(c echo.Context) error {
 
 var taskStates = map[records.TaskState]bool{records.TaskPending: true, records.TaskRunning: true, records.TaskCompleted: true,
 	records.TaskCancelled: true, records.TaskFailed: true, records.TaskAborted: true}
+
+// taskVisible reports whether the caller may see task t: with read on every
+// queue, any; otherwise the tasks it created and those whose filter names a
+// queue it may read.
+func taskVisible(c echo.Context, t *records.Task) bool {
+	p := principal(c)
+	if p.AllQueues(auth.ActionRead) || t.CreatedBy == keyName(c) {
+		return true
+	}
+	var f struct {
+		Queue string `json:"queue"`
+	}
+	return json.Unmarshal(t.Filter, &f) == nil && f.Queue != "" && p.Allowed(auth.ActionRead, f.Queue)
+}
 
 func (s *Server) listTasks(c echo.Context) error {
 	q := c.QueryParams()
@@ -183,9 +198,13 @@ func (s *Server) listTasks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]taskJSON, len(ts))
+	items := make([]taskJSON, 0, len(ts))
 	for i := range ts {
-		items[i] = toTaskJSON(&ts[i])
+		// A caller limited to some queues sees the tasks it created and
+		// those of a queue it may read: a page may hold fewer than limit.
+		if taskVisible(c, &ts[i]) {
+			items = append(items, toTaskJSON(&ts[i]))
+		}
 	}
 	pg := paginationJSON{Total: int64(len(items)), Limit: p.Limit, HasMore: more}
 	if more {
@@ -200,6 +219,9 @@ func (s *Server) cancelTask(c echo.Context) error {
 	id, err := taskID(c)
 	if err != nil {
 		return err
+	}
+	if cur, err := s.rec.GetTask(c.Request().Context(), id); err == nil && !taskVisible(c, cur) {
+		return notFound("no task with id " + id)
 	}
 	t, err := s.rec.CancelTask(c.Request().Context(), id)
 	switch {

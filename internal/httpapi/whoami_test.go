@@ -40,7 +40,9 @@ func TestWhoamiWithAuthDisabled(t *testing.T) {
 	b := start(t, options{env: map[string]string{"REDRIVE_AUTH_DISABLED": "true"}})
 	r := b.do(t, req{method: http.MethodGet, path: "/ojs/v1/whoami"})
 	wantStatus(t, r, http.StatusOK)
-	if string(r.body) != `{"auth":false,"key":null,"scope":"write"}`+"\n" {
+	want := `{"auth":false,"key":null,"scope":"write","kind":"anonymous","name":"anonymous (auth disabled)","email":null,` +
+		`"roles":["anonymous"],"grants":[{"role":"anonymous","actions":["admin"],"queues":["*"]}],"login":false}` + "\n"
+	if string(r.body) != want {
 		t.Errorf("whoami with auth disabled = %s", r.body)
 	}
 }

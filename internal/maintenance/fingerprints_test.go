@@ -146,7 +146,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 		t.Errorf("KeyError: 'amount': fingerprint %q, %v", r.Fingerprint, err)
 	}
 	// The old incidents are still there to look up, with no records.
-	if in, err := b.store.GetIncident(ctx, "00000000000000a0"); err != nil || in.Count != 0 {
+	if in, err := b.store.GetIncident(ctx, &store.IncidentParams{ID: "00000000000000a0"}); err != nil || in.Count != 0 {
 		t.Errorf("old incident: %+v, %v; want it with count 0", in, err)
 	}
 	// Their activity went to the incident their records joined (not the

@@ -31,6 +31,10 @@ type BulkParams struct {
 	// Target, for a retry, replaces each record's redelivery target:
 	// "group" or "topic" ("": each record's policy).
 	Target string
+	// QueueGlobs, when non-nil, are the queues the caller's roles allow
+	// this operation on: counts, the dry run and every batch of the task
+	// leave other queues' records alone. Nil: every queue.
+	QueueGlobs []string
 }
 
 // BulkResult is what a bulk operation would do, and the task doing it.
@@ -56,16 +60,18 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	var err error
 	switch p.Kind {
 	case TaskRetry:
-		all, err := s.store.CountRetryable(ctx, &p.Filter, filter.Scope{})
+		all, err := s.store.CountRetryable(ctx, &p.Filter, filter.Scope{QueueGlobs: p.QueueGlobs})
 		if err != nil {
 			return nil, err
 		}
-		if res.N, err = s.store.CountRetryable(ctx, &p.Filter, s.RetryScope()); err != nil {
+		sc := s.RetryScope()
+		sc.QueueGlobs = p.QueueGlobs
+		if res.N, err = s.store.CountRetryable(ctx, &p.Filter, sc); err != nil {
 			return nil, err
 		}
 		res.Skipped = all - res.N
 	case TaskPurge:
-		if res.N, err = s.store.Count(ctx, &p.Filter); err != nil {
+		if res.N, err = s.store.CountScoped(ctx, &p.Filter, filter.Scope{QueueGlobs: p.QueueGlobs}); err != nil {
 			return nil, err
 		}
 	default:
@@ -86,7 +92,7 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 	}
 	if !p.Confirm {
 		if p.Patch != nil {
-			if res.Patch, err = s.dryRunPatch(ctx, &p.Filter, p.Patch); err != nil {
+			if res.Patch, err = s.dryRunPatch(ctx, &p.Filter, p.QueueGlobs, p.Patch); err != nil {
 				return nil, err
 			}
 		}
@@ -101,7 +107,8 @@ func (s *Service) Bulk(ctx context.Context, p *BulkParams) (*BulkResult, error) 
 		batch = 500
 	}
 	if res.Task, err = s.store.CreateTask(ctx, &store.CreateTaskParams{Kind: p.Kind, Filter: p.Filter.Canonical(), RateLimit: p.RateLimit,
-		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Canary: res.Canary, Target: p.Target}); err != nil {
+		BatchSize: batch, Total: res.N, CreatedBy: p.CreatedBy, Patch: patch, Canary: res.Canary, Target: p.Target,
+		QueueGlobs: p.QueueGlobs}); err != nil {
 		return nil, err
 	}
 	s.cfg.KickTasks()

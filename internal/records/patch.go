@@ -260,11 +260,13 @@ const (
 
 // dryRunPatch evaluates p over the first MaxPatchDryRun records a bulk
 // retry of f would retry, in batches.
-func (s *Service) dryRunPatch(ctx context.Context, f *filter.Filter, p *Patch) (*PatchDryRun, error) {
+func (s *Service) dryRunPatch(ctx context.Context, f *filter.Filter, queueGlobs []string, p *Patch) (*PatchDryRun, error) {
 	out := &PatchDryRun{Errors: []PatchError{}, Samples: []PatchSample{}}
 	after := ""
+	sc := s.RetryScope()
+	sc.QueueGlobs = queueGlobs
 	for out.Evaluated < MaxPatchDryRun {
-		recs, err := s.store.RetryCandidates(ctx, f, s.RetryScope(), after, int(min(patchReadBatch, MaxPatchDryRun-out.Evaluated)))
+		recs, err := s.store.RetryCandidates(ctx, f, sc, after, int(min(patchReadBatch, MaxPatchDryRun-out.Evaluated)))
 		if err != nil {
 			return nil, err
 		}

@@ -29,12 +29,19 @@ func (s *Service) RecordPart(ctx context.Context, id, part string) ([]byte, erro
 
 // Stats counts the records of queue ("": every queue).
 func (s *Service) Stats(ctx context.Context, queue string) (*Stats, error) {
-	return s.store.Stats(ctx, queue)
+	return s.store.Stats(ctx, queue, nil)
 }
 
-// ErrorTypes counts records by error type.
-func (s *Service) ErrorTypes(ctx context.Context, queue, search string, limit int) ([]ErrorTypeCount, int64, error) {
-	return s.store.ErrorTypes(ctx, queue, search, limit)
+// StatsIn counts the records of queue ("": every queue) among the queues
+// matching queueGlobs (nil: every queue).
+func (s *Service) StatsIn(ctx context.Context, queue string, queueGlobs []string) (*Stats, error) {
+	return s.store.Stats(ctx, queue, queueGlobs)
+}
+
+// ErrorTypes counts records by error type, among the queues matching
+// queueGlobs (nil: every queue).
+func (s *Service) ErrorTypes(ctx context.Context, queue, search string, limit int, queueGlobs []string) ([]ErrorTypeCount, int64, error) {
+	return s.store.ErrorTypes(ctx, queue, search, limit, queueGlobs)
 }
 
 // QueueCounts counts every queue's records by state.
@@ -118,9 +125,10 @@ func (s *Service) ListIncidents(ctx context.Context, p *IncidentParams) ([]Incid
 	return s.store.ListIncidents(ctx, p)
 }
 
-// GetIncident reads one incident (ErrNotFound).
-func (s *Service) GetIncident(ctx context.Context, id string) (*Incident, error) {
-	return s.store.GetIncident(ctx, id)
+// GetIncident reads one incident (ErrNotFound), counting the records of
+// p.QueueGlobs only when set.
+func (s *Service) GetIncident(ctx context.Context, p *IncidentParams) (*Incident, error) {
+	return s.store.GetIncident(ctx, p)
 }
 
 // Activity reads failures stored and records redelivered over time.

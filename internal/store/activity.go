@@ -151,6 +151,9 @@ type ActivityParams struct {
 	// TopQueues is how many queues get a series of their own, those with
 	// the most failures in the range.
 	TopQueues int
+	// QueueGlobs, when non-nil, keeps only the queues matching one (the
+	// caller's roles).
+	QueueGlobs []string
 }
 
 // ActivitySeries is activity per bucket: Added[i] and Retried[i] count
@@ -204,7 +207,7 @@ func (s *Store) Activity(ctx context.Context, p ActivityParams) (*ActivitySeries
 	byQueue := map[string]*QueueSeries{}
 	for _, r := range rows {
 		bucket := int(r.Bucket)
-		if bucket < 0 || bucket >= n {
+		if bucket < 0 || bucket >= n || !inGlobs(p.QueueGlobs, r.Queue) {
 			continue
 		}
 		out.Added[bucket] += r.Added

@@ -29,6 +29,11 @@ type AuditEntry struct {
 	// API config, a replay rule) before and after the call; nil where there
 	// was none (created, deleted) and for other calls.
 	Before, After json.RawMessage
+	// ActorKind is the kind of caller (key, oidc, anonymous; "" before
+	// it was recorded); ActorSubject and ActorEmail the token's subject
+	// and email of a person signed in through the identity provider.
+	ActorKind                string
+	ActorSubject, ActorEmail *string
 }
 
 // AddAudit appends an entry to the audit log.
@@ -39,11 +44,20 @@ func (s *Store) AddAudit(ctx context.Context, e *AuditEntry) error {
 	// columns get valid UTF-8 without NUL.
 	err := s.q.AuditAdd(ctx, s.pool, dbsqlc.AuditAddParams{KeyName: clean(e.KeyName), Action: e.Action, Method: e.Method,
 		Path: clean(e.Path), Target: clean(e.Target), Filter: filter, Count: e.Count, Status: int32(e.Status),
-		RequestID: clean(e.RequestID), Before: before, After: after})
+		RequestID: clean(e.RequestID), Before: before, After: after, ActorKind: e.ActorKind,
+		ActorSubject: cleanPtr(e.ActorSubject), ActorEmail: cleanPtr(e.ActorEmail)})
 	if err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	return nil
+}
+
+func cleanPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := clean(*s)
+	return &v
 }
 
 // auditJSON is JSON for a jsonb column of the audit log: NULL when empty,
@@ -99,14 +113,15 @@ func (s *Store) Audit(ctx context.Context, p *AuditParams) ([]AuditEntry, int64,
 		add("before_id", "id < @before_id", p.BeforeID)
 	}
 	args["limit"] = p.Limit + 1
-	rows, err := s.pool.Query(ctx, `SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after
-		FROM redrive_audit WHERE `+conds+` ORDER BY id DESC LIMIT @limit`, args)
+	rows, err := s.pool.Query(ctx, `SELECT id, at, key_name, action, method, path, target, filter, count, status, request_id, before, after,
+		actor_kind, actor_subject, actor_email FROM redrive_audit WHERE `+conds+` ORDER BY id DESC LIMIT @limit`, args)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("read audit log: %w", err)
 	}
 	es, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEntry, error) {
 		var e AuditEntry
-		err := row.Scan(&e.ID, &e.At, &e.KeyName, &e.Action, &e.Method, &e.Path, &e.Target, &e.Filter, &e.Count, &e.Status, &e.RequestID, &e.Before, &e.After)
+		err := row.Scan(&e.ID, &e.At, &e.KeyName, &e.Action, &e.Method, &e.Path, &e.Target, &e.Filter, &e.Count, &e.Status, &e.RequestID, &e.Before, &e.After,
+			&e.ActorKind, &e.ActorSubject, &e.ActorEmail)
 		return e, err
 	})
 	if err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrorTypeCount is an error type and how many records' latest error has it.
@@ -17,8 +19,12 @@ type ErrorTypeCount struct {
 // when it is set; with how many distinct error types match in all. It reads
 // the count table (a row per queue, type, error type, state and
 // incident), never the records.
-func (s *Store) ErrorTypes(ctx context.Context, queue, search string, limit int) ([]ErrorTypeCount, int64, error) {
-	rows, err := s.q.ErrorTypes(ctx, s.pool, queue, search, int32(limit))
+func (s *Store) ErrorTypes(ctx context.Context, queue, search string, limit int, queueGlobs []string) ([]ErrorTypeCount, int64, error) {
+	var likes []string
+	if queueGlobs != nil {
+		likes = LikePatterns(queueGlobs)
+	}
+	rows, err := s.q.ErrorTypes(ctx, s.pool, dbsqlc.ErrorTypesParams{Queue: queue, Search: search, Max: int32(limit), QueueLikes: likes})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list error types: %w", err)
 	}

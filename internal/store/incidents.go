@@ -146,6 +146,10 @@ type IncidentParams struct {
 	Limit int
 	// ID, when set, reads that incident alone, with or without live records.
 	ID string
+	// QueueGlobs, when non-nil, counts only the records of the queues
+	// matching one (the caller's roles); an incident with none of them
+	// is not listed.
+	QueueGlobs []string
 }
 
 // Incident sorts.
@@ -166,8 +170,12 @@ func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Inciden
 	if limit <= 0 {
 		limit = 100
 	}
+	var likes []string
+	if p.QueueGlobs != nil {
+		likes = LikePatterns(p.QueueGlobs)
+	}
 	rows, err := s.q.IncidentList(ctx, s.pool, dbsqlc.IncidentListParams{Queue: p.Queue, State: p.State, Since: since,
-		Sort: p.Sort, Max: int32(limit), ID: p.ID})
+		Sort: p.Sort, Max: int32(limit), ID: p.ID, QueueLikes: likes})
 	if err != nil {
 		return nil, fmt.Errorf("list incidents: %w", err)
 	}
@@ -186,8 +194,8 @@ func (s *Store) ListIncidents(ctx context.Context, p *IncidentParams) ([]Inciden
 }
 
 // GetIncident returns one incident, or ErrNotFound.
-func (s *Store) GetIncident(ctx context.Context, id string) (*Incident, error) {
-	out, err := s.ListIncidents(ctx, &IncidentParams{ID: id, Limit: 1})
+func (s *Store) GetIncident(ctx context.Context, p *IncidentParams) (*Incident, error) {
+	out, err := s.ListIncidents(ctx, &IncidentParams{ID: p.ID, Limit: 1, QueueGlobs: p.QueueGlobs})
 	if err != nil {
 		return nil, err
 	}

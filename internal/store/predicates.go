@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"path"
 	"strconv"
 	"strings"
 
@@ -149,6 +150,11 @@ var predicates = []predicate{
 			}
 			return "(state <> 'available' OR unacknowledged_at IS NULL)"
 		}},
+	{keys: []string{"QueueGlobs"}, counted: true,
+		on: func(_ *filter.Filter, sc *filter.Scope) bool { return sc.QueueGlobs != nil },
+		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
+			return "queue LIKE ANY(" + bind("queue_globs", LikePatterns(sc.QueueGlobs)) + "::text[])"
+		}},
 	{keys: []string{"InFlight"},
 		on: func(_ *filter.Filter, sc *filter.Scope) bool { return sc.InFlight != nil },
 		sql: func(_ *filter.Filter, sc *filter.Scope, _ binder) string {
@@ -157,6 +163,46 @@ var predicates = []predicate{
 			}
 			return "NOT " + inFlightSQL
 		}},
+}
+
+// LikePatterns turns queue globs ('*' any run of characters, '?' one, as
+// auth validates them) into SQL LIKE patterns, escaping LIKE's own '%',
+// '_' and '\\' (a topic name may hold '_'). Never nil.
+func LikePatterns(globs []string) []string {
+	out := make([]string, 0, len(globs))
+	for _, g := range globs {
+		var b strings.Builder
+		for _, c := range g {
+			switch c {
+			case '*':
+				b.WriteByte('%')
+			case '?':
+				b.WriteByte('_')
+			case '%', '_', '\\':
+				b.WriteByte('\\')
+				b.WriteRune(c)
+			default:
+				b.WriteRune(c)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// inGlobs reports whether queue matches one of globs (nil: every queue),
+// as the QueueGlobs predicate does: for statements that read rows per
+// queue (statistics, activity), whose rows are kept or left whole.
+func inGlobs(globs []string, queue string) bool {
+	if globs == nil {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, queue); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // suffix numbers the values of a repeated predicate.

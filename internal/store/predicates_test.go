@@ -77,7 +77,8 @@ func TestEveryFilterKeyHasAPredicate(t *testing.T) {
 	}
 	yes := true
 	sample := filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "01936f0e-7b2a-7000-8000-000000000001",
-		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes}
+		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes,
+		QueueGlobs: []string{"payments.*"}}
 	st := reflect.TypeOf(sample)
 	for i := range st.NumField() {
 		name := st.Field(i).Name
@@ -110,7 +111,7 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 	f.IDs = []string{"01936f0e-7b2a-7000-8000-000000000001"}
 	no := false
 	sc := &filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "x", NotQueues: []string{"a"}, NotInternal: true,
-		NotErrorTypes: []string{"filtered"}, InFlight: &no}
+		NotErrorTypes: []string{"filtered"}, InFlight: &no, QueueGlobs: []string{"pay_*"}}
 	args := pgx.NamedArgs{}
 	a, b := where(&f, sc, "a_", args), where(&f, sc, "b_", args)
 	if strings.Contains(a+b, "$") {
@@ -124,5 +125,19 @@ func TestWhereNamesEveryArgument(t *testing.T) {
 	if countable(&f, sc) || !countable(&filter.Filter{Queue: "q", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter},
 		&filter.Scope{States: sc.States, NotQueues: sc.NotQueues, NotInternal: true, NotErrorTypes: sc.NotErrorTypes}) {
 		t.Error("countable is wrong")
+	}
+}
+
+// Queue globs become LIKE patterns with LIKE's own characters escaped: a
+// topic name's '_' matches '_' only, as path.Match reads it.
+func TestLikePatternsEscape(t *testing.T) {
+	t.Parallel()
+	got := LikePatterns([]string{"pay_*", "a?b", `x%\`})
+	want := []string{`pay\_%`, "a_b", `x\%\\`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LikePatterns = %q, want %q", got, want)
+	}
+	if !inGlobs(nil, "any") || !inGlobs([]string{"pay_*"}, "pay_eu") || inGlobs([]string{"pay_*"}, "payXeu") || inGlobs([]string{}, "any") {
+		t.Error("inGlobs is wrong")
 	}
 }

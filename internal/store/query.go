@@ -38,6 +38,9 @@ type ListParams struct {
 	// Offset skips that many records; used only without a cursor, and only
 	// by sorts read in one index scan (not next_retry_at or failed_at).
 	Offset int
+	// Scope narrows the listing and its total beyond the filter (the
+	// queues the caller may read); zero: not narrowed.
+	Scope filter.Scope
 }
 
 // Page is one page of a listing.
@@ -83,7 +86,7 @@ type listTotal struct {
 func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns string, scan pgx.RowToFunc[T]) ([]T, listTotal, error) {
 	var total listTotal
 	var err error
-	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter, nil)
+	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter, &p.Scope)
 	if err != nil {
 		return nil, total, err
 	}
@@ -211,6 +214,11 @@ const inFlightIDsSQL = "(id, claim_token) IN (SELECT unnest(c.ids), c.token FROM
 // Count returns how many records match the filter, exactly.
 func (s *Store) Count(ctx context.Context, f *filter.Filter) (int64, error) {
 	return s.count(ctx, f, nil)
+}
+
+// CountScoped returns how many records match f narrowed by sc, exactly.
+func (s *Store) CountScoped(ctx context.Context, f *filter.Filter, sc filter.Scope) (int64, error) {
+	return s.count(ctx, f, &sc)
 }
 
 // count returns how many records match f narrowed by sc, exactly.

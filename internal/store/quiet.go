@@ -54,7 +54,7 @@ func (s *Store) SetQuietRequest(ctx context.Context, q *QuietRequest) (*QuietReq
 	if err != nil {
 		return nil, fmt.Errorf("encode canary: %w", err)
 	}
-	if _, err := s.GetIncident(ctx, q.Incident); err != nil {
+	if _, err := s.GetIncident(ctx, &IncidentParams{ID: q.Incident}); err != nil {
 		return nil, err
 	}
 	if _, err := s.q.QuietRequestSet(ctx, s.pool, dbsqlc.QuietRequestSetParams{Fingerprint: q.Incident,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
@@ -28,7 +29,7 @@ type Stats struct {
 // CompactCounts folds plus the deltas the triggers appended since),
 // restricted to one source topic when queue is not empty. It costs a scan of
 // a few hundred rows, whatever the number of records.
-func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
+func (s *Store) Stats(ctx context.Context, queue string, queueGlobs []string) (*Stats, error) {
 	st := &Stats{ByQueue: map[string]int64{}, ByErrorType: map[string]int64{}, ByState: map[string]int64{},
 		ByExhaustion: map[string]int64{}, ByQueueState: map[string]map[string]int64{}}
 	var rows []dbsqlc.StatsCountsRow
@@ -47,6 +48,9 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 	}
 	for _, r := range rows {
 		q, et, state, exh, n := r.Queue, r.ErrorType, r.State, r.Exhaustion, r.N
+		if !inGlobs(queueGlobs, q) {
+			continue
+		}
 		st.Total += n
 		st.ByQueue[q] += n
 		st.ByErrorType[et] += n
@@ -74,6 +78,13 @@ func (s *Store) Stats(ctx context.Context, queue string) (*Stats, error) {
 		q = `SELECT (SELECT created_at FROM redrive_record WHERE queue >= $1 AND queue <= $1 ORDER BY queue, id LIMIT 1),
 			(SELECT created_at FROM redrive_record WHERE queue >= $1 AND queue <= $1 ORDER BY queue DESC, id DESC LIMIT 1)`
 		args = append(args, queue)
+	}
+	if queueGlobs != nil {
+		// The caller's queues only (roles): one bounded scan of theirs.
+		f := filter.Filter{Queue: queue}
+		nargs := pgx.NamedArgs{}
+		q = `SELECT min(created_at), max(created_at) FROM redrive_record WHERE ` + where(&f, &filter.Scope{QueueGlobs: queueGlobs}, "", nargs)
+		args = []any{nargs}
 	}
 	if err := s.pool.QueryRow(ctx, q, args...).Scan(&st.OldestAt, &st.NewestAt); err != nil {
 		return nil, fmt.Errorf("read stats bounds: %w", err)

@@ -37,7 +37,7 @@ func insertBatches(s *store.Store, from, batches int) error {
 func checkCounts(t *testing.T, pool *pgxpool.Pool, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := s.Stats(ctx, "")
+	st, err := s.Stats(ctx, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,10 @@ type Task struct {
 	// ("group" or "topic"); empty keeps each record's policy.
 	Target string
 	// TargetQueue is the queue a queue_move task re-homes the records to.
-	TargetQueue     string
+	TargetQueue string
+	// QueueGlobs, when non-nil, are the queues the task may touch (its
+	// creator's roles): each batch is narrowed to them.
+	QueueGlobs      []string
 	Errors          []TaskError
 	CursorID        *string
 	MaxID           *string
@@ -100,7 +103,7 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 		BatchSize: int(r.BatchSize), Total: r.Total, Processed: r.Processed, Skipped: r.Skipped, CursorID: r.CursorID,
 		MaxID: r.MaxID, CancelRequested: r.CancelRequested, CreatedBy: r.CreatedBy, LeaseOwner: r.LeaseOwner,
 		LeaseToken: r.LeaseToken, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch}
+		UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Patch: r.Patch, QueueGlobs: r.QueueGlobs}
 	if r.RedeliveryTarget != nil {
 		t.Target = *r.RedeliveryTarget
 	}
@@ -154,6 +157,8 @@ type CreateTaskParams struct {
 	Target string
 	// TargetQueue is a queue_move's target queue ("": none).
 	TargetQueue string
+	// QueueGlobs, when non-nil, restricts the task to these queues.
+	QueueGlobs []string
 }
 
 // CreateTask stores a pending task. Records created after it (a greater id)
@@ -178,7 +183,7 @@ func (s *Store) CreateTask(ctx context.Context, p *CreateTaskParams) (*Task, err
 	}
 	params := dbsqlc.TaskCreateParams{ID: id.String(), Kind: string(p.Kind), Filter: p.Filter,
 		RateLimit: p.RateLimit, BatchSize: int32(p.BatchSize), Total: p.Total, CreatedBy: p.CreatedBy, Patch: p.Patch, Canary: canary,
-		RedeliveryTarget: target, TargetQueue: targetQueue}
+		RedeliveryTarget: target, TargetQueue: targetQueue, QueueGlobs: p.QueueGlobs}
 	if p.Quiet == nil {
 		t, err := oneTask(s.q.TaskCreate(ctx, s.pool, params))
 		if err != nil {

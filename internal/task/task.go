@@ -381,6 +381,9 @@ func Selection(t *store.Task, retry *filter.Scope) (filter.Filter, filter.Scope,
 	if t.MaxID != nil {
 		scope.MaxID = *t.MaxID
 	}
+	if t.QueueGlobs != nil {
+		scope.QueueGlobs = t.QueueGlobs
+	}
 	return f, scope, nil
 }
 

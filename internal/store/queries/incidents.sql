@@ -19,6 +19,7 @@ ORDER BY fingerprint LIMIT @max;
 WITH c AS (
     SELECT fingerprint, queue, state, sum(n)::bigint AS n FROM redrive_record_count
     WHERE fingerprint <> '' AND (@queue::text = '' OR queue = @queue::text) AND (@id::text = '' OR fingerprint = @id::text)
+      AND (sqlc.narg(queue_likes)::text[] IS NULL OR queue LIKE ANY(sqlc.narg(queue_likes)::text[]))
     GROUP BY 1, 2, 3 HAVING sum(n) <> 0),
 q AS (SELECT fingerprint, array_agg(DISTINCT queue ORDER BY queue) AS queues FROM c GROUP BY 1),
 t AS (SELECT fingerprint, state, sum(n)::bigint AS n FROM c GROUP BY 1, 2),

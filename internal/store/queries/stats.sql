@@ -43,4 +43,5 @@ WHERE queue = @queue GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0;
 -- name: ErrorTypes :many
 SELECT error_type, sum(n)::bigint AS n, count(*) OVER () AS total FROM redrive_record_count
 WHERE (@queue::text = '' OR queue = @queue::text) AND (@search::text = '' OR strpos(lower(error_type), lower(@search::text)) > 0)
+  AND (sqlc.narg(queue_likes)::text[] IS NULL OR queue LIKE ANY(sqlc.narg(queue_likes)::text[]))
 GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT @max;

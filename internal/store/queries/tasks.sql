@@ -2,11 +2,11 @@
 
 -- name: TaskCreate :one
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue)
+    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue, queue_globs)
 VALUES (@id, @kind, 'pending', @filter, @rate_limit, @batch_size, @total, @created_by,
     (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb,
     sqlc.narg(canary)::jsonb, CASE WHEN sqlc.narg(canary)::jsonb IS NULL THEN NULL ELSE 'sample' END,
-    sqlc.narg(redelivery_target)::text, sqlc.narg(target_queue)::text)
+    sqlc.narg(redelivery_target)::text, sqlc.narg(target_queue)::text, sqlc.narg(queue_globs)::text[])
 RETURNING *;
 
 -- name: TaskGet :one

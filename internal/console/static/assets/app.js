@@ -37,7 +37,7 @@ let current = new AbortController();
 function route() {
   current.abort();
   current = new AbortController();
-  if (session.auth && !storedKey()) return askKey();
+  if (session.auth && !storedKey() && !session.login) return askKey();
   markNav();
   const path = location.pathname.replace(/\/+$/, "");
   for (const [pattern, page] of ROUTES) {
@@ -61,14 +61,21 @@ function markNav() {
   }
 }
 
-// askKey shows the key prompt; a good key leads back to the page asked for.
+// askKey shows the key prompt, and the single sign-on login when the
+// server offers one; a good key or a login leads back to the page asked for.
 function askKey(note) {
   current.abort();
+  session.login = false;
+  // Nothing to forget or log out of until a key or login works.
+  document.getElementById("signout").hidden = true;
   const input = el("input", { id: "key", type: "password", autocomplete: "off", required: true });
+  const back = encodeURIComponent(location.pathname + location.search);
   render(
-    el("h1", {}, "API key"),
-    el("p", {}, "This server wants an API key. It is kept in this browser tab only and sent with each request."),
+    el("h1", {}, session.loginOffered ? "Log in" : "API key"),
     note ? el("p", { class: "error", role: "alert" }, note) : null,
+    session.loginOffered ? el("p", {}, el("a", { id: "sso-login", class: "button", href: `/auth/login?return=${back}` }, "Log in with single sign-on")) : null,
+    el("p", {}, session.loginOffered ? "Or use an API key: it is kept in this browser tab only and sent with each request."
+      : "This server wants an API key. It is kept in this browser tab only and sent with each request."),
     el("form", { id: "key-form", class: "inline", onsubmit: async (e) => {
       e.preventDefault();
       storeKey(input.value.trim());
@@ -79,7 +86,8 @@ function askKey(note) {
   input.focus();
 }
 
-// whoami learns the key's name and scope; false when the key was refused.
+// whoami learns who the caller is (a key's name and scope, a person's
+// roles and grants); false when the key or session was refused.
 async function whoami() {
   try {
     Object.assign(session, await api("/ojs/v1/whoami"));
@@ -88,16 +96,45 @@ async function whoami() {
     return false;
   }
   const banner = document.getElementById("readonly");
-  banner.hidden = session.scope === "write";
-  banner.textContent = readOnlyReason();
   const who = document.getElementById("who");
-  who.textContent = session.auth ? `key: ${session.key} (${session.scope})` : "";
+  const out = document.getElementById("signout");
+  out.hidden = !session.auth;
+  // The audit log is for admins of every queue (API keys: any scope).
+  document.querySelector('header nav a[href="/ui/audit"]').hidden = session.kind === "oidc" &&
+    !session.grants.some((g) => g.actions.includes("admin") && g.queues.includes("*"));
+  if (session.kind === "oidc") {
+    const roles = session.roles.length ? session.roles.join(", ") : "no role";
+    who.textContent = `${session.email || session.name} (${roles})`;
+    const queues = [...new Set(session.grants.flatMap((g) => g.queues))];
+    banner.hidden = queues.includes("*");
+    banner.textContent = session.grants.length
+      ? `Your roles (${roles}) reach the queues ${queues.join(", ")}: you see only their records, and act only as each role allows.`
+      : "You are signed in but in no role: ask an administrator for one.";
+    out.textContent = session.login ? "Log out" : "Forget token";
+  } else {
+    banner.hidden = session.scope === "write";
+    banner.textContent = readOnlyReason();
+    who.textContent = session.auth ? `key: ${session.key} (${session.scope})` : "";
+    out.textContent = "Forget key";
+  }
   return true;
+}
+
+// signOut ends a single sign-on session (the cookie is HttpOnly: the
+// server clears it) or forgets the key.
+async function signOut() {
+  if (session.login) {
+    await fetch("/auth/logout", { method: "POST", headers: { "Content-Type": "application/json" } }).catch(() => {});
+    session.login = false;
+  }
+  forgetKey();
+  askKey();
 }
 
 async function boot() {
   // The server says in the page whether its API wants a key.
   session.auth = document.documentElement.dataset.auth === "on";
+  session.loginOffered = document.documentElement.dataset.login === "on";
   if (!session.auth) {
     session.scope = "write";
     const banner = document.getElementById("banner");
@@ -106,7 +143,7 @@ async function boot() {
   } else {
     const out = document.getElementById("signout");
     out.hidden = false;
-    out.addEventListener("click", () => { forgetKey(); askKey(); });
+    out.addEventListener("click", () => { signOut(); });
   }
   setUnauthorizedHandler(askKey);
   // The header's links route in place, as every link of the pages does.
@@ -124,6 +161,17 @@ async function boot() {
   window.addEventListener("pagehide", () => current.abort());
   window.addEventListener("pageshow", (e) => { if (e.persisted) route(); });
   if (session.auth && storedKey() && !(await whoami())) return;
+  // A session cookie of a single sign-on login (the callback lands here):
+  // whoami answers without a key.
+  if (session.auth && !storedKey() && session.loginOffered) {
+    const probe = await fetch("/ojs/v1/whoami");
+    if (!probe.ok) {
+      const body = await probe.json().catch(() => null);
+      const expired = /session has expired/.test(body?.error?.message || "");
+      return askKey(expired ? "Your session has ended; log in again." : undefined);
+    }
+    if (!(await whoami())) return;
+  }
   route();
 }
 

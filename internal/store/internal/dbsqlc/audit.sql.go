@@ -12,22 +12,27 @@ import (
 
 const auditAdd = `-- name: AuditAdd :exec
 
-INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id, before, after)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+INSERT INTO redrive_audit (key_name, action, method, path, target, filter, count, status, request_id, before, after,
+    actor_kind, actor_subject, actor_email)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+    $12, $13::text, $14::text)
 `
 
 type AuditAddParams struct {
-	KeyName   string
-	Action    string
-	Method    string
-	Path      string
-	Target    string
-	Filter    json.RawMessage
-	Count     *int64
-	Status    int32
-	RequestID string
-	Before    json.RawMessage
-	After     json.RawMessage
+	KeyName      string
+	Action       string
+	Method       string
+	Path         string
+	Target       string
+	Filter       json.RawMessage
+	Count        *int64
+	Status       int32
+	RequestID    string
+	Before       json.RawMessage
+	After        json.RawMessage
+	ActorKind    string
+	ActorSubject *string
+	ActorEmail   *string
 }
 
 // The audit log (audit.go). Reading it is filtered, in Go.
@@ -44,6 +49,9 @@ func (q *Queries) AuditAdd(ctx context.Context, db DBTX, arg AuditAddParams) err
 		arg.RequestID,
 		arg.Before,
 		arg.After,
+		arg.ActorKind,
+		arg.ActorSubject,
+		arg.ActorEmail,
 	)
 	return err
 }

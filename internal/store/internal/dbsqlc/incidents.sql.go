@@ -15,11 +15,12 @@ const incidentList = `-- name: IncidentList :many
 WITH c AS (
     SELECT fingerprint, queue, state, sum(n)::bigint AS n FROM redrive_record_count
     WHERE fingerprint <> '' AND ($5::text = '' OR queue = $5::text) AND ($1::text = '' OR fingerprint = $1::text)
+      AND ($6::text[] IS NULL OR queue LIKE ANY($6::text[]))
     GROUP BY 1, 2, 3 HAVING sum(n) <> 0),
 q AS (SELECT fingerprint, array_agg(DISTINCT queue ORDER BY queue) AS queues FROM c GROUP BY 1),
 t AS (SELECT fingerprint, state, sum(n)::bigint AS n FROM c GROUP BY 1, 2),
 u AS (SELECT fingerprint, jsonb_object_agg(state, n) AS states,
-             coalesce(sum(n) FILTER (WHERE $6::text = '' OR state = $6::text), 0)::bigint AS matching
+             coalesce(sum(n) FILTER (WHERE $7::text = '' OR state = $7::text), 0)::bigint AS matching
       FROM t GROUP BY 1)
 SELECT i.fingerprint, i.error_type, i.signature, coalesce(u.matching, 0)::bigint AS count, coalesce(q.queues, '{}')::text[] AS queues,
        coalesce(u.states, '{}')::jsonb AS states, i.first_seen, i.last_seen, i.sample_id::text AS sample_id, i.sample_message, i.frames
@@ -32,12 +33,13 @@ LIMIT $4
 `
 
 type IncidentListParams struct {
-	ID    string
-	Since *time.Time
-	Sort  string
-	Max   int32
-	Queue string
-	State string
+	ID         string
+	Since      *time.Time
+	Sort       string
+	Max        int32
+	Queue      string
+	QueueLikes []string
+	State      string
 }
 
 type IncidentListRow struct {
@@ -61,6 +63,7 @@ func (q *Queries) IncidentList(ctx context.Context, db DBTX, arg IncidentListPar
 		arg.Sort,
 		arg.Max,
 		arg.Queue,
+		arg.QueueLikes,
 		arg.State,
 	)
 	if err != nil {

@@ -19,19 +19,22 @@ type RedriveArchiveTopic struct {
 }
 
 type RedriveAudit struct {
-	ID        int64
-	At        time.Time
-	KeyName   string
-	Action    string
-	Method    string
-	Path      string
-	Target    string
-	Filter    json.RawMessage
-	Count     *int64
-	Status    int32
-	RequestID string
-	Before    json.RawMessage
-	After     json.RawMessage
+	ID           int64
+	At           time.Time
+	KeyName      string
+	Action       string
+	Method       string
+	Path         string
+	Target       string
+	Filter       json.RawMessage
+	Count        *int64
+	Status       int32
+	RequestID    string
+	Before       json.RawMessage
+	After        json.RawMessage
+	ActorKind    string
+	ActorSubject *string
+	ActorEmail   *string
 }
 
 type RedriveClaim struct {
@@ -229,6 +232,7 @@ type RedriveTask struct {
 	CanaryWatchUntil *time.Time
 	CanaryReport     json.RawMessage
 	TargetQueue      *string
+	QueueGlobs       []string
 }
 
 type RedriveTaskSample struct {

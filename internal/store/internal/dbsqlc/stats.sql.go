@@ -58,8 +58,16 @@ func (q *Queries) CompactCountsZeros(ctx context.Context, db DBTX) error {
 const errorTypes = `-- name: ErrorTypes :many
 SELECT error_type, sum(n)::bigint AS n, count(*) OVER () AS total FROM redrive_record_count
 WHERE ($1::text = '' OR queue = $1::text) AND ($2::text = '' OR strpos(lower(error_type), lower($2::text)) > 0)
-GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT $3
+  AND ($3::text[] IS NULL OR queue LIKE ANY($3::text[]))
+GROUP BY error_type HAVING sum(n) > 0 ORDER BY 2 DESC, 1 LIMIT $4
 `
+
+type ErrorTypesParams struct {
+	Queue      string
+	Search     string
+	QueueLikes []string
+	Max        int32
+}
 
 type ErrorTypesRow struct {
 	ErrorType string
@@ -67,8 +75,13 @@ type ErrorTypesRow struct {
 	Total     int64
 }
 
-func (q *Queries) ErrorTypes(ctx context.Context, db DBTX, queue string, search string, max int32) ([]ErrorTypesRow, error) {
-	rows, err := db.Query(ctx, errorTypes, queue, search, max)
+func (q *Queries) ErrorTypes(ctx context.Context, db DBTX, arg ErrorTypesParams) ([]ErrorTypesRow, error) {
+	rows, err := db.Query(ctx, errorTypes,
+		arg.Queue,
+		arg.Search,
+		arg.QueueLikes,
+		arg.Max,
+	)
 	if err != nil {
 		return nil, err
 	}

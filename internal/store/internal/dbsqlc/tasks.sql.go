@@ -42,7 +42,7 @@ UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce
     skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 type TaskAdvanceParams struct {
@@ -98,6 +98,7 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
@@ -109,7 +110,7 @@ UPDATE redrive_task SET canary_phase = coalesce($1::text, canary_phase),
     canary_report = coalesce($4::jsonb, canary_report),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 type TaskCanaryUpdateParams struct {
@@ -165,6 +166,7 @@ func (q *Queries) TaskCanaryUpdate(ctx context.Context, db DBTX, arg TaskCanaryU
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
@@ -174,7 +176,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -212,6 +214,7 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
@@ -232,7 +235,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -270,6 +273,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
@@ -277,12 +281,12 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 const taskCreate = `-- name: TaskCreate :one
 
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
-    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue)
+    max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue, queue_globs)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
     (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
     $9::jsonb, CASE WHEN $9::jsonb IS NULL THEN NULL ELSE 'sample' END,
-    $10::text, $11::text)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+    $10::text, $11::text, $12::text[])
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 type TaskCreateParams struct {
@@ -297,6 +301,7 @@ type TaskCreateParams struct {
 	Canary           json.RawMessage
 	RedeliveryTarget *string
 	TargetQueue      *string
+	QueueGlobs       []string
 }
 
 // Bulk tasks (task.go). Each statement returns the whole task row.
@@ -313,6 +318,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		arg.Canary,
 		arg.RedeliveryTarget,
 		arg.TargetQueue,
+		arg.QueueGlobs,
 	)
 	var i RedriveTask
 	err := row.Scan(
@@ -347,6 +353,7 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
@@ -355,7 +362,7 @@ const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
     lease_until = NULL, lease_owner = NULL, lease_token = NULL
 WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
 `
 
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
@@ -393,12 +400,13 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -436,12 +444,13 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.CanaryWatchUntil,
 		&i.CanaryReport,
 		&i.TargetQueue,
+		&i.QueueGlobs,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -485,6 +494,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
 			&i.TargetQueue,
+			&i.QueueGlobs,
 		); err != nil {
 			return nil, err
 		}
@@ -497,7 +507,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -541,6 +551,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
 			&i.TargetQueue,
+			&i.QueueGlobs,
 		); err != nil {
 			return nil, err
 		}
@@ -553,7 +564,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -597,6 +608,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
 			&i.TargetQueue,
+			&i.QueueGlobs,
 		); err != nil {
 			return nil, err
 		}
@@ -609,7 +621,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -653,6 +665,7 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.CanaryWatchUntil,
 			&i.CanaryReport,
 			&i.TargetQueue,
+			&i.QueueGlobs,
 		); err != nil {
 			return nil, err
 		}

@@ -1,12 +1,18 @@
 // The JSON API and the event stream, with the caller's key. The key lives in
-// sessionStorage (this tab only) and travels in the Authorization header:
-// no cookies, so another site has nothing to ride on.
+// sessionStorage (this tab only) and travels in the Authorization header.
+// A person signed in with single sign-on has instead an HttpOnly session
+// cookie (SameSite=Lax) that the browser sends with every same-origin call;
+// writes still need Content-Type: application/json and a same-origin page,
+// which another site cannot give them.
 
 const KEY = "redrive.key";
 
 // session is what the console knows about the caller: whether the server
-// wants keys, and the key's name and scope (from /ojs/v1/whoami).
-export const session = { auth: true, key: null, scope: "read" };
+// wants keys, whether it offers a single sign-on login, and from
+// /ojs/v1/whoami the key's name and scope, or the person's kind, name,
+// email, roles and grants (actions on queue globs).
+export const session = { auth: true, loginOffered: false, key: null, scope: "read", kind: null, name: null, email: null,
+  roles: [], grants: [], login: false };
 
 // onUnauthorized is called when the server refuses the key (set by app.js).
 let onUnauthorized = () => {};
@@ -16,6 +22,21 @@ export const storedKey = () => sessionStorage.getItem(KEY);
 export const storeKey = (k) => sessionStorage.setItem(KEY, k);
 export const forgetKey = () => sessionStorage.removeItem(KEY);
 export const canWrite = () => session.scope === "write";
+
+// globMatch reads a queue glob as the server does: '*' any run of
+// characters, '?' one, everything else itself.
+function globMatch(glob, s) {
+  const re = glob.replace(/[.+^${}()|[\]\\-]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  return new RegExp(`^${re}$`).test(s);
+}
+
+// can says whether the caller's grants allow action on queue (any queue
+// when queue is undefined): what the console offers; the server decides.
+export function can(action, queue) {
+  if (!session.auth) return true;
+  return (session.grants || []).some((g) => (g.actions.includes(action) || g.actions.includes("admin")) &&
+    (queue === undefined || g.queues.some((q) => globMatch(q, queue))));
+}
 
 export class APIError extends Error {
   constructor(message, status, details) {
@@ -98,7 +119,7 @@ export async function apiBytes(path, { signal } = {}) {
 function refused(resp, data) {
   if (resp.status === 401 && session.auth) {
     forgetKey();
-    onUnauthorized("That key was refused; enter another.");
+    onUnauthorized(session.login ? "Your session has ended; log in again." : "That key was refused; enter another.");
     throw new APIError("unauthorized", 401);
   }
   if (!resp.ok) {
@@ -151,7 +172,7 @@ export function subscribe(query, onEvent, signal, onState = () => {}) {
       document.addEventListener("visibilitychange", hide);
       try {
         const resp = await fetch(url, { headers: headers(), signal: conn.signal });
-        if (resp.status === 401) { forgetKey(); onUnauthorized("That key was refused; enter another."); return; }
+        if (resp.status === 401) { forgetKey(); onUnauthorized(session.login ? "Your session has ended; log in again." : "That key was refused; enter another."); return; }
         if (!resp.ok || !resp.body) throw new Error(`event stream: ${resp.status}`);
         onState("live");
         await readEvents(resp.body, onEvent);
@@ -199,5 +220,8 @@ async function readEvents(body, onEvent) {
   }
 }
 
-// readOnlyReason explains a disabled write control.
-export const readOnlyReason = () => `Read-only key${session.key ? ` "${session.key}"` : ""}: changes need a key with the write scope.`;
+// readOnlyReason explains a disabled write control: for a person, which
+// action their roles do not allow (on which queue).
+export const readOnlyReason = (action, queue) => session.kind === "oidc"
+  ? `Your roles${session.roles.length ? ` (${session.roles.join(", ")})` : ""} do not allow ${action || "changes"}${queue ? ` on ${queue}` : ""}.`
+  : `Read-only key${session.key ? ` "${session.key}"` : ""}: changes need a key with the write scope.`;

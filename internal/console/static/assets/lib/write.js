@@ -3,11 +3,16 @@
 // sees what it could do without meeting a 403.
 
 import { el } from "./dom.js";
-import { canWrite, readOnlyReason } from "./api.js";
+import { can, canWrite, readOnlyReason } from "./api.js";
 
-export function writeButton(label, onclick, attrs = {}) {
-  if (canWrite()) return el("button", { type: "button", ...attrs, onclick }, label);
-  return el("button", { type: "button", ...attrs, disabled: true, title: readOnlyReason(), "data-readonly": true }, label);
+// writeButton is a control that changes something. attrs.need, when given,
+// is [action, queue]: the button is offered only when the caller's grants
+// allow that action on that queue (a person's roles); otherwise the key's
+// scope decides.
+export function writeButton(label, onclick, { need, ...attrs } = {}) {
+  const allowed = need ? can(need[0], need[1]) : canWrite();
+  if (allowed) return el("button", { type: "button", ...attrs, onclick }, label);
+  return el("button", { type: "button", ...attrs, disabled: true, title: need ? readOnlyReason(need[0], need[1]) : readOnlyReason(), "data-readonly": true }, label);
 }
 
 // confirmThen runs action after the browser's confirmation dialog.

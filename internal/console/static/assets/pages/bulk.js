@@ -47,13 +47,13 @@ export function bulkPanel(filterOf, { filtered = true, queue = null, picked = fa
     }
   };
   const node = el("div", { class: "bulkbar" },
-    writeButton(picked ? "Retry selected…" : "Retry all matching…", start("retry"), { id: `${id}-retry` }),
-    writeButton(picked ? "Purge selected…" : "Purge all matching…", start("purge"), { id: `${id}-purge`, class: "danger" }),
+    writeButton(picked ? "Retry selected…" : "Retry all matching…", start("retry"), { id: `${id}-retry`, need: ["retry"] }),
+    writeButton(picked ? "Purge selected…" : "Purge all matching…", start("purge"), { id: `${id}-purge`, class: "danger", need: ["purge"] }),
     writeButton(picked ? "Repair selected with a patch…" : "Repair with a patch…", () => {
       panel.hidden = false;
       fill(panel, patchPanel(filterOf, { filtered, picked, id }, close));
       panel.querySelector("textarea").focus();
-    }, { id: `${id}-patch`, class: "secondary" }),
+    }, { id: `${id}-patch`, class: "secondary", need: ["edit"] }),
     panel);
   node.close = close;
   return node;

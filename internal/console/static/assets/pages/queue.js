@@ -9,7 +9,7 @@
 // layer as a topic.
 
 import { el, fill, link, table, ago, facts, status, duration, plural } from "../lib/dom.js";
-import { api, canWrite, readOnlyReason } from "../lib/api.js";
+import { api, can, readOnlyReason } from "../lib/api.js";
 import { render } from "../lib/page.js";
 import { reload } from "../lib/nav.js";
 import { writeButton, confirmThen } from "../lib/write.js";
@@ -46,7 +46,7 @@ export async function queuePage(signal, name) {
     ]),
     el("div", { class: "actions", role: "group", "aria-label": "Queue state" },
       ACTIONS.map(([action, label, state]) => writeButton(label, setState(action),
-        { id: `queue-${action}`, class: action === "resume" ? "" : "secondary", disabled: q.state === state }))),
+        { id: `queue-${action}`, class: action === "resume" ? "" : "secondary", disabled: q.state === state, need: ["configure", q.name] }))),
     el("p", { class: "muted" }, "Paused: failures are still stored, nothing is redelivered. Draining: scheduled retries go out, replay rules start nothing new."),
     outcome,
     el("h2", {}, "Stats"),
@@ -154,16 +154,17 @@ function configEditor(q, path) {
       reload();
     } catch (e) { refused(e); }
   };
-  if (!canWrite()) text.setAttribute("readonly", "");
+  const mayConfigure = can("configure", q.name);
+  if (!mayConfigure) text.setAttribute("readonly", "");
   return el("div", { class: "field" },
     el("label", { for: "config" }, "The API layer, in policy-file shape (JSON)"), text,
     el("small", { id: "config-help", class: "muted" }, q.name === DEFAULT
       ? "The default layer: every topic inherits what it sets, e.g. {\"dead_letter\": {\"retention\": {\"max_age\": \"P90D\"}}}."
       : "Layered over the policy files' defaults for this topic, e.g. {\"retry\": {\"max_attempts\": 10, \"initial_interval\": \"PT30S\"}}."),
     errors,
-    el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save" }),
+    el("div", { class: "actions" }, writeButton("Save config", save, { id: "config-save", need: ["configure", q.name] }),
       q.source === "api" && q.name !== DEFAULT
         ? writeButton("Remove API config", confirmThen(`Remove the API config of ${q.name}? It then follows its policy files and the defaults.`, remove),
-          { id: "config-remove", class: "secondary" }) : null),
-    canWrite() ? null : el("p", { class: "muted" }, readOnlyReason()));
+          { id: "config-remove", class: "secondary", need: ["configure", q.name] }) : null),
+    mayConfigure ? null : el("p", { class: "muted" }, readOnlyReason("configure", q.name)));
 }

@@ -81,7 +81,7 @@ export async function record(signal, id) {
     el("h1", { id: "record-title" }, "Record ", r.key != null ? [r.key_encoding === "base64" ? [base64Tag(), " "] : null, cut(r.key, KEY_TITLE)] : r.id),
     recordFacts(r, exact),
     el("div", { class: "actions" },
-      writeButton("Retry now", retryNow, { id: "retry-now", disabled: !!cannot, title: cannot }),
+      writeButton("Retry now", retryNow, { id: "retry-now", disabled: !!cannot, title: cannot, need: ["retry", r.queue] }),
       writeButton("Retry with edit…", () => {
         editor.hidden = false;
         // A value decoded from the Schema Registry wire format is edited as
@@ -92,8 +92,8 @@ export async function record(signal, id) {
           ? payloadEditor(r, exact.payload, outcome, closeEditor, signal)
           : retryEditor(r, kind, outcome, closeEditor, signal));
         editor.querySelector("textarea")?.focus();
-      }, { id: "retry-edit", class: "secondary", disabled: !!cannot, title: cannot }),
-      writeButton("Delete", confirmThen(`Delete record ${r.id}? This cannot be undone.`, remove), { id: "delete", class: "danger" }),
+      }, { id: "retry-edit", class: "secondary", disabled: !!cannot, title: cannot, need: ["edit", r.queue] }),
+      writeButton("Delete", confirmThen(`Delete record ${r.id}? This cannot be undone.`, remove), { id: "delete", class: "danger", need: ["purge", r.queue] }),
       r.key != null ? el("button", { type: "button", id: "download-key", class: "secondary", onclick: download("key"),
         title: `The key as stored, ${sizeText(r.key_size)}, as a file` }, "Download key") : null),
     cannot ? el("p", { class: "muted" }, cannot) : null,

@@ -351,7 +351,7 @@ function rowActions(r, outcome) {
       e.target.disabled = false;
     }
   }, { class: "small secondary", title: r.state === "completed" ? "A completed record has nothing left to retry" : `Retry ${name} now`,
-    disabled: r.state === "completed" });
+    disabled: r.state === "completed", need: ["retry", r.queue] });
   const del = writeButton("Delete", async (e) => {
     if (!window.confirm(`Delete record ${name}? This cannot be undone.`)) return;
     e.target.disabled = true;
@@ -363,7 +363,7 @@ function rowActions(r, outcome) {
       outcome.fail(`${name}: ${err.message}`);
       e.target.disabled = false;
     }
-  }, { class: "small danger", title: `Delete ${name}` });
+  }, { class: "small danger", title: `Delete ${name}`, need: ["purge", r.queue] });
   return [retry, del];
 }
 
