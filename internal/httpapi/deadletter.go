@@ -73,6 +73,12 @@ func (s *Server) retryRecord(c echo.Context) error {
 	if err := s.checkRecord(c, id, need...); err != nil {
 		return err
 	}
+	if o := b.Override; o != nil && o.Queue != nil {
+		// Redelivering to another topic is a retry into that queue too.
+		if pr := principal(c); !pr.Allowed(auth.ActionRetry, *o.Queue) {
+			return forbidden(pr, auth.ActionRetry, *o.Queue, "override.queue redelivers the record there")
+		}
+	}
 	p := &records.RetryParams{ID: id}
 	if o := b.Override; o != nil {
 		if err := parseOverride(o, p); err != nil {

@@ -222,6 +222,17 @@ func TestOIDCRetryNeedsTheRetryAction(t *testing.T) {
 	viewer := is.UserToken(idptest.User{Subject: "u-view", Groups: []string{"payments"}})
 	// payments may not read orders: 404; the admin group retries it.
 	wantError(t, "payments retries orders", b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/" + ids[0] + "/retry", key: viewer}), 404, "not_found", "")
+	// Nor send one of its own records into orders: that is a retry there too.
+	own := b.seed(t, rec{queue: "payments.card", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, value: `{}`})
+	into := func(q string) req {
+		return req{method: "POST", path: "/ojs/v1/dead-letter/" + own[0] + "/retry", key: viewer, body: map[string]any{"override": map[string]any{"queue": q}}}
+	}
+	r := b.do(t, into("orders"))
+	wantError(t, "payments redelivers into orders", r, 403, "forbidden", "")
+	if e := r.err(t); e.Error.Details["required_action"] != "retry" || e.Error.Details["queue"] != "orders" {
+		t.Errorf("403 details = %v", e.Error.Details)
+	}
+	wantStatus(t, b.do(t, into("payments.wallet")), 200)
 	// Replay rules: a person limited to payments.* sees the rules of its
 	// queues only, and may not create one (configure on every queue).
 	root := is.UserToken(idptest.User{Subject: "u-root", Groups: []string{"sre"}})
@@ -243,7 +254,7 @@ func TestOIDCRetryNeedsTheRetryAction(t *testing.T) {
 		body: map[string]any{"name": "mine", "filter": map[string]any{"queue": "payments.card"}, "delay": "PT1H", "max_replays": 1}}), 403, "forbidden", "")
 
 	nobody := is.UserToken(idptest.User{Subject: "u-none", Groups: []string{"interns"}})
-	r := b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: nobody})
+	r = b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: nobody})
 	wantError(t, "a person in no role lists records", r, 403, "forbidden", "")
 	wantStatus(t, b.do(t, req{method: "GET", path: "/ojs/v1/whoami", key: nobody}), 200)
 }
