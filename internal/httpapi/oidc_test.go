@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -295,12 +296,22 @@ func TestOIDCTokensAreChecked(t *testing.T) {
 	wantError(t, "a token signed by another key", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: forged}), 401, "unauthorized", "")
 
 	// Key rotation: the issuer publishes a new key; a token signed with it
-	// is accepted (go-oidc fetches the key set again for an unknown kid),
+	// is accepted (an unknown kid makes the key set be fetched again),
 	// and one signed with the retired key no longer is.
 	old := is.Token(user)
 	is.Rotate()
 	wantStatus(t, b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: is.Token(user)}), 200)
 	wantError(t, "a token of the retired key", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: old}), 401, "unauthorized", "")
+	// Forged tokens with made-up key ids do not make each request fetch the
+	// issuer's key set: the set is fetched again a few times, then once every 10 s, whatever the ids.
+	before := is.Fetches()
+	for i := range 40 {
+		made := idptest.Sign(k, fmt.Sprintf("made-up-%d", i), with(map[string]any{"iss": is.URL, "aud": "redrive", "exp": time.Now().Add(time.Hour).Unix()}))
+		wantError(t, "a token of a made-up key id", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: made}), 401, "unauthorized", "")
+	}
+	if n := is.Fetches() - before; n > 3 {
+		t.Errorf("40 tokens of made-up key ids fetched the key set %d times, want at most 3", n)
+	}
 
 	// API keys keep working beside tokens.
 	wantStatus(t, b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: readKey}), 200)

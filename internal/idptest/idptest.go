@@ -44,6 +44,8 @@ type Issuer struct {
 	// Logins counts authorization requests (a test checks the console
 	// went through the provider).
 	Logins int
+	// KeyFetches counts requests for the key set.
+	KeyFetches int
 }
 
 type grant struct {
@@ -77,6 +79,13 @@ func (is *Issuer) Rotate() {
 	defer is.mu.Unlock()
 	is.gen++
 	is.key, is.kid = k, fmt.Sprintf("test-key-%d", is.gen)
+}
+
+// Fetches is how many times the key set was fetched.
+func (is *Issuer) Fetches() int {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.KeyFetches
 }
 
 // SetUser chooses who the next logins are.
@@ -156,6 +165,7 @@ func (is *Issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 func (is *Issuer) keys(w http.ResponseWriter, _ *http.Request) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
+	is.KeyFetches++
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "RS256", Use: "sig"}}})
 }
 

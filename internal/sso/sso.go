@@ -147,8 +147,16 @@ func (s *SSO) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 		s.failedAt, s.lastErr = time.Now(), err
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	var meta struct {
+		JWKSURL string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&meta); err != nil || meta.JWKSURL == "" {
+		s.failedAt, s.lastErr = time.Now(), fmt.Errorf("the discovery document names no jwks_uri (%v)", err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, s.lastErr)
+	}
 	s.provider = p
-	s.verifier = p.VerifierContext(pctx, &oidc.Config{ClientID: s.cfg.ClientID, Now: s.cfg.Now})
+	keys := newKeySet(meta.JWKSURL, s.cfg.HTTPClient, s.cfg.Now)
+	s.verifier = oidc.NewVerifier(s.cfg.Issuer, keys, &oidc.Config{ClientID: s.cfg.ClientID, Now: s.cfg.Now})
 	return s.verifier, nil
 }
 
