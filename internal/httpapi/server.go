@@ -115,7 +115,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, rec: cfg.Records, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
+	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
@@ -147,6 +147,11 @@ type route struct {
 	action string
 	// headerOnlyXAPIKey accepts only X-API-Key (the compatibility routes).
 	headerOnlyXAPIKey bool
+	// bodyType is the media type a write's body must have; empty:
+	// application/json.
+	bodyType string
+	// maxBody bounds the body; 0: MaxBodyBytes.
+	maxBody int64
 }
 
 func (s *Server) add(g *echo.Group, prefix string, r route) {
@@ -178,6 +183,9 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats},
 		{method: http.MethodGet, path: "/dead-letter/error-types", handler: s.listErrorTypes},
 		{method: http.MethodGet, path: "/dead-letter/filter-keys", handler: s.listFilterKeys},
+		{method: http.MethodGet, path: "/dead-letter/export", handler: s.exportRecords, action: "dead_letter.export"},
+		{method: http.MethodPost, path: "/dead-letter/import", handler: s.importRecords, action: "dead_letter.import",
+			bodyType: ndjsonType, maxBody: MaxImportBytes},
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry"},
 		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge"},
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord},
