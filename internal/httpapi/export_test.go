@@ -43,10 +43,10 @@ func variedRecords(n int, now time.Time) []dlq.Record {
 		at := now.Add(-time.Duration(n-i) * time.Millisecond).Truncate(time.Microsecond).Add(time.Duration(i%1000) * time.Nanosecond * 1000)
 		r := dlq.Record{ID: id, Queue: "orders", Type: fmt.Sprintf("order.v%d", i%3), State: dlq.StateDiscarded,
 			Exhaustion: dlq.ExhaustionDeadLetter, Attempt: 1 + i%5, MaxAttempts: 5, Format: dlq.FormatRedrive,
-			Source: dlq.Source{Topic: "orders", Partition: int32(i % 4), Offset: int64(1000 + i), Timestamp: at.Add(-time.Second), Group: "billing"},
-			DLQ:    dlq.Coord{Topic: dlqTopic, Partition: int32(i % 3), Offset: dlqOffset.Add(1), Timestamp: at},
-			Key:    fmt.Appendf(nil, "key-%d", i),
-			Value:  fmt.Appendf(nil, `{"n":%d,"amount":12345678901234567890.123456789,"big":1e400,"s":"<b>&ü"}`, i),
+			Source:  dlq.Source{Topic: "orders", Partition: int32(i % 4), Offset: int64(1000 + i), Timestamp: at.Add(-time.Second), Group: "billing"},
+			DLQ:     dlq.Coord{Topic: dlqTopic, Partition: int32(i % 3), Offset: dlqOffset.Add(1), Timestamp: at},
+			Key:     fmt.Appendf(nil, "key-%d", i),
+			Value:   fmt.Appendf(nil, `{"n":%d,"amount":12345678901234567890.123456789,"big":1e400,"s":"<b>&ü"}`, i),
 			Headers: []dlq.Header{{Key: "tenant", Value: fmt.Appendf(nil, "t%d", i%7)}},
 			Errors: []dlq.ErrorEntry{
 				{Attempt: 1, Type: "db.timeout", Message: fmt.Sprintf("timeout after %dms", i%50), Code: dlq.CodeRetry, OccurredAt: at.Add(-time.Minute)},
