@@ -69,7 +69,7 @@ func TestExportTrailerTellsACutExport(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, body, err string
-		n           int64
+		n               int64
 	}{
 		{"whole", "{\"id\":1}\n{\"export\":{\"count\":1,\"complete\":true,\"filter\":{}}}\n", "", 1},
 		{"cut mid-line", "{\"id\":1}\n{\"id\":", "without its trailer", 0},
