@@ -167,7 +167,9 @@ func TestExportImportTenThousandRecordsIdenticalByContent(t *testing.T) {
 	if _, err := src.store.InsertRecords(context.Background(), want); err != nil {
 		t.Fatal(err)
 	}
-	lines, tr, _ := src.export(t, "")
+	began := time.Now()
+	lines, tr, exported := src.export(t, "")
+	t.Logf("exported %d records, %d bytes, in %v", len(lines), len(exported.body), time.Since(began))
 	if tr.Export.Count != len(want) || !tr.Export.Complete || len(lines) != len(want) || string(tr.Export.Filter) != "{}" {
 		t.Fatalf("trailer %+v after %d lines, want count %d complete, filter {}", tr.Export, len(lines), len(want))
 	}
@@ -184,7 +186,9 @@ func TestExportImportTenThousandRecordsIdenticalByContent(t *testing.T) {
 	trailer, _ := json.Marshal(tr)
 	export = append(append(export, trailer...), '\n')
 
+	began = time.Now()
 	r := dst.importNDJSON(t, "", export)
+	t.Logf("imported them in %v", time.Since(began))
 	wantStatus(t, r, http.StatusOK)
 	var res importResult
 	r.json(t, &res)
@@ -210,6 +214,18 @@ func TestExportImportTenThousandRecordsIdenticalByContent(t *testing.T) {
 		if last := w.LastError(); g.Fingerprint != fingerprint.Of(last.Type, last.Message, last.Backtrace) {
 			t.Fatalf("record %d has incident %q, want its latest error's", i, g.Fingerprint)
 		}
+	}
+
+	// Their incident is listed, as ingest would have noted it.
+	var incidents struct {
+		Items []struct {
+			ID    string `json:"id"`
+			Count int    `json:"count"`
+		} `json:"items"`
+	}
+	dst.get(t, "/ojs/v1/incidents", &incidents)
+	if len(incidents.Items) != 1 || incidents.Items[0].Count != 10_000 || incidents.Items[0].ID != got[0].Fingerprint {
+		t.Errorf("incidents after the import: %+v, want one of 10000 records", incidents.Items)
 	}
 
 	// Again: nothing more is stored.

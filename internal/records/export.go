@@ -91,13 +91,56 @@ func (s *Service) PrepareImport(r *dlq.Record, state dlq.State, now time.Time) e
 
 // Import stores records another Redrive exported, all or nothing
 // (store.ImportRecords): next gives batches of records made ready by
-// PrepareImport, and nil at the end. Retryable records wake the scheduler.
+// PrepareImport, and nil at the end. Then the incidents of the records are
+// noted, as ingest notes those of the failures it stores (so that the
+// incident list shows them; no incident.opened: they are not new
+// failures), and retryable records wake the scheduler.
 func (s *Service) Import(ctx context.Context, next func() ([]dlq.Record, error)) (ImportResult, error) {
-	res, err := s.store.ImportRecords(ctx, next)
-	if err == nil && res.Imported > 0 {
+	seen := map[string]store.IncidentSeen{}
+	res, err := s.store.ImportRecords(ctx, func() ([]dlq.Record, error) {
+		batch, err := next()
+		for i := range batch {
+			noteIncident(seen, &batch[i])
+		}
+		return batch, err
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(seen) > 0 {
+		incidents := make([]store.IncidentSeen, 0, len(seen))
+		for _, in := range seen {
+			incidents = append(incidents, in)
+		}
+		if _, err := s.store.RecordIncidents(ctx, incidents); err != nil {
+			// The records are stored; their incidents are noted again by
+			// the next import of them.
+			s.log.Error("import: noting the incidents of the imported records failed", "incidents", len(incidents), "err", err)
+		}
+	}
+	if res.Imported > 0 {
 		s.cfg.Wake()
 	}
-	return res, err
+	return res, nil
+}
+
+// noteIncident notes the incident of r's latest error in seen: one sample
+// per incident, seen when its latest failure happened.
+func noteIncident(seen map[string]store.IncidentSeen, r *dlq.Record) {
+	if r.Fingerprint == "" {
+		return
+	}
+	last := r.LastError()
+	if in, ok := seen[r.Fingerprint]; ok {
+		if last.OccurredAt.After(in.SeenAt) {
+			in.SeenAt = last.OccurredAt
+			seen[r.Fingerprint] = in
+		}
+		return
+	}
+	seen[r.Fingerprint] = store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: last.Type,
+		Signature: fingerprint.Normalize(last.Message), Frames: fingerprint.TopFrames(last.Backtrace),
+		Queue: r.Queue, SeenAt: last.OccurredAt, SampleID: r.ID, SampleMessage: last.Message}
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
