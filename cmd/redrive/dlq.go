@@ -95,7 +95,8 @@ func dlqCmd() *cobra.Command {
 with the key in REDRIVE_API_KEY (or --api-key). Output is a table, or JSON with -o json.`,
 	}
 	cf.register(cmd.PersistentFlags())
-	cmd.AddCommand(dlqListCmd(&cf), dlqShowCmd(&cf), dlqRawCmd(&cf), dlqRetryCmd(&cf), dlqPurgeCmd(&cf), dlqStatsCmd(&cf))
+	cmd.AddCommand(dlqListCmd(&cf), dlqShowCmd(&cf), dlqRawCmd(&cf), dlqRetryCmd(&cf), dlqPurgeCmd(&cf), dlqStatsCmd(&cf),
+		dlqExportCmd(&cf), dlqImportCmd(&cf))
 	return cmd
 }
 

@@ -49,21 +49,33 @@ func (s *Server) guardWrites(next echo.HandlerFunc) echo.HandlerFunc {
 				Message: msg + "; state-changing calls are accepted only from this server's own pages and from clients outside a browser",
 				Details: map[string]any{"parameter": "Origin"}}
 		}
+		if r.bodyType != "" {
+			// A route of its own media type (an import's NDJSON): no form
+			// or simple fetch can send it either.
+			if mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); err != nil || mt != r.bodyType {
+				return &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeInvalidRequest,
+					Message: "Content-Type: must be " + r.bodyType + ", got " + contentTypeOf(req),
+					Details: map[string]any{"parameter": "Content-Type"}}
+			}
+			return next(c)
+		}
 		if !jsonMediaType(req.Header.Get(echo.HeaderContentType)) &&
 			!(r.headerOnlyXAPIKey && strings.TrimSpace(req.Header.Get("X-API-Key")) != "") {
-			got := req.Header.Get(echo.HeaderContentType)
-			if got == "" {
-				got = "none"
-			} else {
-				got = jsonString(got)
-			}
 			return &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeInvalidRequest,
 				Message: "Content-Type: must be application/json on every " + req.Method +
-					" (also one without a body), got " + got,
+					" (also one without a body), got " + contentTypeOf(req),
 				Details: map[string]any{"parameter": "Content-Type"}}
 		}
 		return next(c)
 	}
+}
+
+// contentTypeOf is a request's Content-Type as an error quotes it.
+func contentTypeOf(req *http.Request) string {
+	if got := req.Header.Get(echo.HeaderContentType); got != "" {
+		return jsonString(got)
+	}
+	return "none"
 }
 
 func isWrite(method string) bool {

@@ -15,22 +15,29 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// bodyLimit refuses bodies over MaxBodyBytes with 413 naming "body", whether
-// the client declared the length or not.
-func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+// bodyLimit refuses bodies over MaxBodyBytes (or the route's own bound, an
+// import's) with 413 naming "body", whether the client declared the length
+// or not.
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > MaxBodyBytes {
-			return tooLarge()
+		limit := int64(MaxBodyBytes)
+		if r, ok := s.routeOf(c); ok && r.maxBody > 0 {
+			limit = r.maxBody
 		}
-		req.Body = http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes)
+		if req.ContentLength > limit {
+			return tooLargeThan(limit)
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)
 		return next(c)
 	}
 }
 
-func tooLarge() *APIError {
+func tooLarge() *APIError { return tooLargeThan(MaxBodyBytes) }
+
+func tooLargeThan(limit int64) *APIError {
 	return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeInvalidRequest,
-		Message: fmt.Sprintf("body: larger than the limit of %d bytes", MaxBodyBytes), Details: map[string]any{"parameter": "body"}}
+		Message: fmt.Sprintf("body: larger than the limit of %d bytes", limit), Details: map[string]any{"parameter": "body"}}
 }
 
 // readBody reads the request body; empty is allowed when optional. Its

@@ -119,7 +119,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, rec: cfg.Records, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
+	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
@@ -154,6 +154,11 @@ type route struct {
 	// perm is what the caller's grants must allow (auth.go). Unset: read
 	// on every queue for GET, admin on every queue otherwise.
 	perm perm
+	// bodyType is the media type a write's body must have; empty:
+	// application/json.
+	bodyType string
+	// maxBody bounds the body; 0: MaxBodyBytes.
+	maxBody int64
 }
 
 func (s *Server) add(g *echo.Group, prefix string, r route) {
@@ -191,6 +196,9 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodGet, path: "/dead-letter/stats", handler: s.stats, perm: needSome(auth.ActionRead)},
 		{method: http.MethodGet, path: "/dead-letter/error-types", handler: s.listErrorTypes, perm: needSome(auth.ActionRead)},
 		{method: http.MethodGet, path: "/dead-letter/filter-keys", handler: s.listFilterKeys, perm: needNothing},
+		{method: http.MethodGet, path: "/dead-letter/export", handler: s.exportRecords, action: "dead_letter.export", perm: needSome(auth.ActionRead)},
+		{method: http.MethodPost, path: "/dead-letter/import", handler: s.importRecords, action: "dead_letter.import",
+			bodyType: ndjsonType, maxBody: MaxImportBytes, perm: needSome(auth.ActionAdmin)},
 		{method: http.MethodPost, path: "/dead-letter/retry", handler: s.bulkRetry, action: "dead_letter.bulk_retry", perm: needSome(auth.ActionRetry)},
 		{method: http.MethodDelete, path: "/dead-letter", handler: s.bulkPurge, action: "dead_letter.purge", perm: needSome(auth.ActionPurge)},
 		{method: http.MethodGet, path: "/dead-letter/:id", handler: s.getRecord, perm: needSome(auth.ActionRead)},

@@ -25,3 +25,24 @@ function save(blob, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
+
+// exportPath is the export of the records a list's filter (query, as the
+// API takes it) selects.
+export const exportPath = (query) => `/ojs/v1/dead-letter/export${query.toString() ? "?" + query : ""}`;
+
+// exportRecords fetches the export of query with the caller's key and has
+// the browser save it; it resolves to the file's name, size and the
+// trailer's count. An export without its trailer, or whose trailer says it
+// is incomplete, is refused (nothing is saved): it was cut short.
+export async function exportRecords(query, signal) {
+  const { blob, filename } = await apiBytes(exportPath(query), { signal });
+  const tail = await blob.slice(Math.max(0, blob.size - 65536)).text();
+  const last = tail.trimEnd().split("\n").pop();
+  let trailer = null;
+  try { trailer = JSON.parse(last).export; } catch { /* no trailer */ }
+  if (!trailer) throw new Error("the export was cut short (it has no trailer line); export again");
+  if (!trailer.complete) throw new Error(`the export stopped after ${trailer.count} records (${trailer.error || "no reason given"}); export again`);
+  const name = filename || "redrive-export.ndjson";
+  save(blob, name);
+  return { name, size: blob.size, count: trailer.count };
+}

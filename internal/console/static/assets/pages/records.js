@@ -12,6 +12,7 @@ import { go } from "../lib/nav.js";
 import { writeButton } from "../lib/write.js";
 import { filterKeys, choices } from "../lib/filter.js";
 import { bulkPanel, bulkFilter } from "./bulk.js";
+import { exportPath, exportRecords } from "../lib/download.js";
 
 // BAR are the filters in the bar; the list's other filter keys go under
 // "More filters". Every field comes from the server's key table
@@ -82,6 +83,7 @@ export async function records(signal) {
     el("div", { class: "listbar" },
       el("p", { class: "muted", id: "total" }, `${pg.total.toLocaleString("en")}${pg.total_capped ? "+" : ""}${pg.total_estimated ? " (estimated)" : ""} matching`,
         params.get("cursor") ? ["; ", link(here(), "first page")] : null),
+      exportAction(query, filtered, signal),
       bulkPanel(() => bulkFilter(query, keys), { filtered, queue: onlyQueue(query) })),
     picked.bar,
     outcome,
@@ -89,6 +91,32 @@ export async function records(signal) {
     pager(pg, here),
   );
   subscribe(eventQuery(query), (ev) => { if (ev.type === "dead_letter.added") fresh.add(); }, signal);
+}
+
+// exportAction offers the records the filter matches (every record when
+// none is set) as an NDJSON file: a link to the export, fetched with the
+// caller's key (a plain link could not carry it) and saved under the name
+// the server gives it. Reads only: any key may export.
+function exportAction(query, filtered, signal) {
+  const saved = status();
+  saved.id = "export-status";
+  const a = el("a", { href: exportPath(query), id: "export", class: "button secondary",
+    title: `Download ${filtered ? "the matching records" : "every record"} as NDJSON, whole (redrive dlq import reads it back)` },
+  filtered ? "Export matching" : "Export all");
+  a.addEventListener("click", async (e) => {
+    e.preventDefault();
+    if (a.getAttribute("aria-busy")) return;
+    a.setAttribute("aria-busy", "true");
+    saved.clear();
+    saved.textContent = "Exporting…";
+    try {
+      const { name, size, count } = await exportRecords(query, signal);
+      saved.ok(`Exported ${plural(count, "record")} as ${name}: ${sizeText(size)}.`);
+    } catch (err) {
+      if (err.name !== "AbortError") saved.fail(`Export: ${err.message}`);
+    } finally { a.removeAttribute("aria-busy"); }
+  });
+  return [a, saved];
 }
 
 // apiQuery is the API's query for a view: a time preset becomes since=.
