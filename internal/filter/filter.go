@@ -96,6 +96,10 @@ type Scope struct {
 	// InFlight, when set, keeps only records a scheduler is producing right
 	// now (true) or only the others (false).
 	InFlight *bool
+	// OnlyQueues, when non-nil, keeps only records of these queues (none
+	// when empty): the queues whose content the caller may search
+	// (masking, docs/security.md).
+	OnlyQueues []string
 }
 
 // Canonical is the filter as stored on tasks and replay rules: a JSON object

@@ -58,6 +58,10 @@ func (s *Server) listRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	m := s.maskerOf(c)
+	if p.Scope, err = s.searchScope(c.Request().Context(), m, &p.Filter); err != nil {
+		return err
+	}
 	page, err := s.rec.List(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -86,7 +90,7 @@ func (s *Server) listRecords(c echo.Context) error {
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
 			Limit: p.Limit, HasMore: hasNext}}
 	for i := range recs {
-		out.Items[i] = toPreviewJSON(&recs[i], !s.cfg.ArchiveDisabled)
+		out.Items[i] = toPreviewJSON(m.preview(&recs[i]), !s.cfg.ArchiveDisabled)
 	}
 	if len(recs) > 0 {
 		after := func(n int64) int64 {
@@ -347,9 +351,10 @@ func (s *Server) getRecord(c echo.Context) error {
 		return err
 	}
 	s.rec.InSchemaOrder(r)
+	sched := policy.ScheduleOf(s.rec.Policy(r))
+	r = s.maskerOf(c).record(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight
-	sched := policy.ScheduleOf(s.rec.Policy(r))
 	out.Schedule = &sched
 	return writeRecord(c, http.StatusOK, r, out)
 }

@@ -38,6 +38,9 @@ type ListParams struct {
 	// Offset skips that many records; used only without a cursor, and only
 	// by sorts read in one index scan (not next_retry_at or failed_at).
 	Offset int
+	// Scope, when set, narrows the filter (the queues whose content the
+	// caller may search).
+	Scope *filter.Scope
 }
 
 // Page is one page of a listing.
@@ -83,7 +86,7 @@ type listTotal struct {
 func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns string, scan pgx.RowToFunc[T]) ([]T, listTotal, error) {
 	var total listTotal
 	var err error
-	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter, nil)
+	total.n, total.capped, total.estimated, err = s.countFor(ctx, &p.Filter, p.Scope)
 	if err != nil {
 		return nil, total, err
 	}

@@ -202,7 +202,7 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 	seg := segs[i]
 	ascending := sort.Asc != p.Backward
 	args := pgx.NamedArgs{"limit": n}
-	cond := where(&p.Filter, nil, "", args)
+	cond := where(&p.Filter, p.Scope, "", args)
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
 	}
