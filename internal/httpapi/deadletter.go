@@ -85,6 +85,7 @@ func (s *Server) retryRecord(c echo.Context) error {
 	s.rec.InSchemaOrder(r)
 	r = m.record(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	out.Masked = m.masks(r.Queue)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
 	return writeRecord(c, http.StatusOK, r, out)
 }

@@ -64,6 +64,9 @@ func (m *masker) of(queue string) *mask.Rules {
 // record is r as the caller sees it (r itself when nothing is masked).
 func (m *masker) record(r *dlq.Record) *dlq.Record { return m.of(r.Queue).Record(r) }
 
+// masks reports whether the caller sees queue's records masked.
+func (m *masker) masks(queue string) bool { return m.of(queue).Active() }
+
 // preview is a listed record as the caller sees it: its key and value are
 // prefixes (records.RecordPreview), masked as prefixes when they were cut.
 func (m *masker) preview(p *records.RecordPreview) *records.RecordPreview {

@@ -185,3 +185,30 @@ func TestEditKeepsMaskedFields(t *testing.T) {
 		t.Errorf("stored edit %s", rec.Redelivery.Payload)
 	}
 }
+
+// Events are written once for every subscriber: a key masked from anyone
+// is masked in them; other queues' keys are not.
+func TestEventsMaskKeys(t *testing.T) {
+	b, pay, ord := maskingSetup(t)
+	events := b.stream(t, "type=dead_letter.retried")
+	for _, id := range []string{pay, ord} {
+		wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+id+"/retry", nil, nil), http.StatusOK)
+	}
+	want := map[string]string{pay: "***", ord: "order-1"}
+	deadline := time.After(30 * time.Second)
+	for len(want) > 0 {
+		select {
+		case ev := <-events:
+			w, ok := want[ev.Data.ID]
+			if !ok {
+				continue
+			}
+			if ev.Data.Key == nil || *ev.Data.Key != w {
+				t.Errorf("event of %s carries key %v, want %q", ev.Data.ID, ev.Data.Key, w)
+			}
+			delete(want, ev.Data.ID)
+		case <-deadline:
+			t.Fatalf("no event for %v", want)
+		}
+	}
+}

@@ -91,6 +91,7 @@ func (s *Server) listRecords(c echo.Context) error {
 			Limit: p.Limit, HasMore: hasNext}}
 	for i := range recs {
 		out.Items[i] = toPreviewJSON(m.preview(&recs[i]), !s.cfg.ArchiveDisabled)
+		out.Items[i].Masked = m.masks(recs[i].Record.Queue)
 	}
 	if len(recs) > 0 {
 		after := func(n int64) int64 {
@@ -352,9 +353,11 @@ func (s *Server) getRecord(c echo.Context) error {
 	}
 	s.rec.InSchemaOrder(r)
 	sched := policy.ScheduleOf(s.rec.Policy(r))
-	r = s.maskerOf(c).record(r)
+	m := s.maskerOf(c)
+	r = m.record(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight
+	out.Masked = m.masks(r.Queue)
 	out.Schedule = &sched
 	return writeRecord(c, http.StatusOK, r, out)
 }
