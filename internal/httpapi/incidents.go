@@ -86,8 +86,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 		return err
 	}
 	items := make([]incidentJSON, len(list))
+	m := s.maskerOf(c)
 	for i := range list {
-		items[i] = toIncidentJSON(&list[i])
+		items[i] = m.incident(toIncidentJSON(&list[i]))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }
@@ -109,7 +110,7 @@ func (s *Server) getIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, incidentDetailJSON{incidentJSON: toIncidentJSON(in), RedriveWhenQuiet: quiet})
+	return c.JSON(http.StatusOK, incidentDetailJSON{incidentJSON: s.maskerOf(c).incident(toIncidentJSON(in)), RedriveWhenQuiet: quiet})
 }
 
 // incidentDetailJSON is one incident with its "redrive when quiet" request

@@ -83,6 +83,11 @@ func (m *masker) preview(p *records.RecordPreview) *records.RecordPreview {
 	} else if r.Value != nil {
 		out.ValueSize = len(mr.Value)
 	}
+	if p.ErrorCut && len(mr.Errors) > 0 {
+		// The latest error's message was cut: a match may have been too.
+		last := &mr.Errors[len(mr.Errors)-1]
+		last.Message = string(rules.TextPrefix([]byte(r.Errors[len(r.Errors)-1].Message)))
+	}
 	if r.Key != nil && len(r.Key) < p.KeySize {
 		mr.Key = rules.KeyPrefix(r.Key, true)
 		out.KeySize = max(p.KeySize, len(mr.Key)+1)
@@ -158,4 +163,17 @@ func (s *Server) checkBulkMasking(c echo.Context, f *filter.Filter, patch bool) 
 		}
 	}
 	return nil
+}
+
+// incident masks an incident's sample message and signature (a consumer's
+// error often quotes what failed) with the patterns of each of its queues
+// the caller sees masked.
+func (m *masker) incident(in incidentJSON) incidentJSON {
+	for _, q := range in.Queues {
+		if r := m.of(q); r != nil {
+			in.Sample.Message = string(r.Text([]byte(in.Sample.Message)))
+			in.Signature = string(r.Text([]byte(in.Signature)))
+		}
+	}
+	return in
 }

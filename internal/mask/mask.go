@@ -77,8 +77,7 @@ func (r *Rules) Value(v []byte) []byte {
 // ValuePrefix masks the first bytes of a value cut to a preview. A JSON
 // prefix is masked token by token up to its last whole token (a string or
 // number cut at the end could be the start of something masked); any other
-// prefix is masked whole, as a pattern's match cut at the end cannot be
-// found.
+// prefix is masked whole under path rules (as Value), else as TextPrefix.
 func (r *Rules) ValuePrefix(prefix []byte) []byte {
 	if !r.MasksValue() || len(prefix) == 0 {
 		return prefix
@@ -86,7 +85,44 @@ func (r *Rules) ValuePrefix(prefix []byte) []byte {
 	if out, ok := r.jsonPrefix(prefix); ok {
 		return out
 	}
-	return []byte(Marker)
+	if len(r.Paths) > 0 {
+		return []byte(Marker)
+	}
+	return r.TextPrefix(prefix)
+}
+
+// maxCutRun bounds what TextPrefix drops: more than any card number or
+// email address.
+const maxCutRun = 320
+
+// TextPrefix masks text cut at its end: what the patterns find, less the
+// word the text ends with (letters, digits, the punctuation of emails, at
+// most 320 bytes) and the groups of digits before it separated by single
+// spaces or dashes: a card number or email cut by the end could have begun
+// there.
+func (r *Rules) TextPrefix(b []byte) []byte {
+	if r == nil || len(r.Patterns) == 0 {
+		return b
+	}
+	out := r.Text(b)
+	i := len(out)
+	for i > 0 && len(out)-i < maxCutRun && inWord(out[i-1]) {
+		i--
+	}
+	// Digit groups before it: "4111 1111 1111 11".
+	for i > 1 && (out[i-1] == ' ' || out[i-1] == '-') && isDigit(out[i-2]) && len(out)-i < maxCutRun {
+		i--
+		for i > 0 && isDigit(out[i-1]) {
+			i--
+		}
+	}
+	return out[:i]
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func inWord(c byte) bool {
+	return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 || strings.IndexByte("-._%+@", c) >= 0
 }
 
 // JSON masks a JSON document by the paths and patterns. A document that is

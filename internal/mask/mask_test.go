@@ -250,3 +250,19 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestTextPrefixDropsWhatACutMayHaveSplit(t *testing.T) {
+	r := &Rules{Patterns: []*Pattern{builtin(t, "card_number"), builtin(t, "email")}}
+	for in, want := range map[string]string{
+		"declined: card 4111 1111 1111 11":       "declined: card",
+		"declined: 4111111111111111, mail ann@ex": "declined: ***, mail",
+		"no match here.":                          "no match here.",
+	} {
+		if got := string(r.TextPrefix([]byte(in))); !strings.HasPrefix(want, strings.TrimSpace(got)) || strings.Contains(got, "1111") || strings.Contains(got, "ann") {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
+	if got := string(r.ValuePrefix([]byte("plain 4111 1111 11"))); got != "plain" && got != "plain " {
+		t.Errorf("text value prefix: %q", got)
+	}
+}
