@@ -207,7 +207,7 @@ func explainMasking(r *mask.Rules, row func(k string, v any)) {
 	for _, rx := range s.Regexes {
 		row("masking.regexes."+rx.Name, rx.Pattern)
 	}
-	row("masking applies to", "callers without unmask on the topic (read-only API keys; OIDC roles without unmask)")
+	row("masking applies to", "callers without unmask on the topic (read-only API keys, keys with unmask: false)")
 }
 
 // checkMaskingAPI refuses a masking section in a config set through the

@@ -127,7 +127,7 @@ topics:
 		"masking.keys                cust-*\n",
 		"masking.patterns            email\n",
 		"masking.regexes.ssn         [0-9]{3}-[0-9]{2}-[0-9]{4}\n",
-		"masking applies to          callers without unmask on the topic",
+		"masking applies to          callers without unmask on the topic (read-only API keys, keys with unmask: false)",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("explain lacks %q:\n%s", want, buf.String())
