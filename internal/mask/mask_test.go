@@ -254,7 +254,7 @@ func FuzzJSON(f *testing.F) {
 func TestTextPrefixDropsWhatACutMayHaveSplit(t *testing.T) {
 	r := &Rules{Patterns: []*Pattern{builtin(t, "card_number"), builtin(t, "email")}}
 	for in, want := range map[string]string{
-		"declined: card 4111 1111 1111 11":       "declined: card",
+		"declined: card 4111 1111 1111 11":        "declined: card",
 		"declined: 4111111111111111, mail ann@ex": "declined: ***, mail",
 		"no match here.":                          "no match here.",
 	} {
