@@ -177,3 +177,16 @@ func (m *masker) incident(in incidentJSON) incidentJSON {
 	}
 	return in
 }
+
+// maskAudit masks an audit entry's JSON (a filter, an override, a config)
+// by rules; JSON it cannot walk is masked whole.
+func maskAudit(rules *mask.Rules, doc []byte) []byte {
+	if len(doc) == 0 {
+		return doc
+	}
+	out, err := rules.JSON(doc)
+	if err != nil {
+		return []byte(`"` + mask.Marker + `"`)
+	}
+	return out
+}

@@ -212,3 +212,20 @@ func TestEventsMaskKeys(t *testing.T) {
 		}
 	}
 }
+
+// The audit log records what callers sent: an edit's payload typed by a
+// write key is masked for a read key.
+func TestAuditShowsEditsMasked(t *testing.T) {
+	b, _, ord := maskingSetup(t)
+	wantStatus(t, b.send(t, http.MethodPost, "/ojs/v1/dead-letter/"+ord+"/retry",
+		`{"override":{"payload":{"card":{"number":"`+card+`"},"mail":"ann@example.com","n":1.50}}}`, nil), http.StatusOK)
+	for key, want := range map[string]bool{readKey: false, writeKey: true} {
+		r := b.getAs(t, key, "/ojs/v1/audit?action=dead_letter.retry", nil)
+		if strings.Contains(string(r.body), card) != want || strings.Contains(string(r.body), "ann@example.com") != want {
+			t.Errorf("%s: the audit log shows %s", key, r.body)
+		}
+		if !want && !strings.Contains(string(r.body), `"n":1.50`) {
+			t.Errorf("%s: the rest of the entry changed: %s", key, r.body)
+		}
+	}
+}

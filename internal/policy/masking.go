@@ -276,3 +276,38 @@ func (s *Set) Masking(topic string) *mask.Rules {
 	s.masks.mu.Unlock()
 	return r
 }
+
+// MaskingUnion is every masking rule of every file at once: the patterns
+// and header globs of every entry, and each path both as it is and under
+// "payload" (where an operator's edit carries it). It masks what is not
+// about one queue, such as the audit log's record of an edit; nil when no
+// file masks anything.
+func (s *Set) MaskingUnion() *mask.Rules {
+	if !s.Masks() {
+		return nil
+	}
+	var acc MaskingSpec
+	entries := slices.Concat([]*entry{s.def}, s.globs)
+	for _, e := range s.exact {
+		entries = append(entries, e)
+	}
+	for _, e := range entries {
+		if e == nil || e.spec.Masking == nil {
+			continue
+		}
+		m := e.spec.Masking
+		for _, p := range m.Paths {
+			acc.Paths = append(acc.Paths, p, "payload."+p)
+		}
+		acc.Headers = append(acc.Headers, m.Headers...)
+		acc.Keys = append(acc.Keys, m.Keys...)
+		for _, name := range m.Patterns {
+			if !slices.Contains(acc.Patterns, name) {
+				acc.Patterns = append(acc.Patterns, name)
+			}
+		}
+		acc.Regexes = append(acc.Regexes, m.Regexes...)
+	}
+	a := maskingAcc{spec: acc, set: true}
+	return a.rules()
+}
