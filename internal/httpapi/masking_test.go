@@ -229,3 +229,14 @@ func TestAuditShowsEditsMasked(t *testing.T) {
 		}
 	}
 }
+
+// Reading a job is not the data plane: its args are masked as the record.
+func TestJobArgsMasked(t *testing.T) {
+	b, pay, _ := maskingSetup(t)
+	for key, want := range map[string]bool{readKey: false, writeKey: true} {
+		r := b.getAs(t, key, "/ojs/v1/jobs/"+pay, nil)
+		if strings.Contains(string(r.body), card) != want || !strings.Contains(string(r.body), "12345678901234567890.10") {
+			t.Errorf("%s: GET /jobs shows %s", key, r.body)
+		}
+	}
+}
