@@ -266,3 +266,37 @@ func TestTextPrefixDropsWhatACutMayHaveSplit(t *testing.T) {
 		t.Errorf("text value prefix: %q", got)
 	}
 }
+
+// Hostile values of a megabyte each go through every entry point: nesting
+// past MaxDepth is masked whole, long digit and address runs are scanned
+// once. (Their cost is linear by construction; this proves they end.)
+func TestHostileValues(t *testing.T) {
+	r := rules(t)
+	const n = 1 << 20
+	for name, in := range map[string][]byte{
+		"deep arrays":  bytes.Repeat([]byte("["), n),
+		"deep objects": bytes.Repeat([]byte(`{"a":`), n/5),
+		"digit groups": bytes.Repeat([]byte("1 "), n/2),
+		"one number":   append(append([]byte(`{"n":`), bytes.Repeat([]byte("9"), n)...), '}'),
+		"at signs":     bytes.Repeat([]byte("a@b."), n/4),
+		"escapes":      append(append([]byte(`"`), bytes.Repeat([]byte(`\u0034`), n/6)...), '"'),
+		"invalid utf8": bytes.Repeat([]byte{0xff, 0xfe, '4'}, n/3),
+	} {
+		v := r.Value(in)
+		p := r.ValuePrefix(in[:len(in)/2])
+		if _, err := r.Restore(in, in); err != nil && json.Valid(in) {
+			t.Errorf("%s: Restore: %v", name, err)
+		}
+		if len(v) > len(in)+16 || len(p) > len(in) {
+			t.Errorf("%s: masked to %d and %d bytes from %d", name, len(v), len(p), len(in))
+		}
+	}
+	deep := bytes.Repeat([]byte("["), MaxDepth+1)
+	deep = append(deep, bytes.Repeat([]byte("]"), MaxDepth+1)...)
+	if _, err := r.JSON(deep); !errors.Is(err, errDepth) {
+		t.Errorf("nested past MaxDepth: %v", err)
+	}
+	if got := string(r.Value(deep)); got != `"***"` {
+		t.Errorf("Value of a document nested past MaxDepth: %q", got)
+	}
+}
