@@ -75,6 +75,16 @@ func (a *App) initEvents(kopts []kgo.Opt) error {
 			if ev.Type == events.DeadLetterRetried {
 				dl.Retried(ev.Queue, 1)
 			}
+		},
+		// Events are written once for every subscriber: a key masked from
+		// anyone is masked in them (docs/security.md, "Data masking").
+		MaskKey: func(queue, prefix string, truncated bool) bool {
+			set := a.policies.Current()
+			if !set.Masks() {
+				return false
+			}
+			r := set.Masking(queue)
+			return r != nil && (truncated && len(r.Keys) > 0 || r.KeyMasked([]byte(prefix)))
 		}})
 	// The publisher flushes to the client when it stops; the client closes after.
 	a.services.Add(service.WithRelease(m.events, m.closeClient))

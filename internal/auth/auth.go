@@ -39,7 +39,20 @@ type Key struct {
 	Name   string `yaml:"name"`
 	Scope  Scope  `yaml:"scope"`
 	SHA256 string `yaml:"sha256"`
+	// Unmask says whether the key sees masked fields in clear
+	// (docs/security.md, "Data masking"). Default: a write key does, a
+	// read key does not; `unmask: false` makes a write key for automation
+	// that retries and edits without ever seeing them.
+	Unmask *bool `yaml:"unmask,omitempty"`
 	digest []byte
+}
+
+// Unmasks reports whether the key sees masked fields in clear.
+func (k Key) Unmasks() bool {
+	if k.Unmask != nil {
+		return *k.Unmask
+	}
+	return k.Scope == ScopeWrite
 }
 
 // Keys is a loaded keys file. It may hold no key (every call is refused).

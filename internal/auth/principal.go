@@ -90,11 +90,19 @@ type Principal struct {
 var Anonymous = Principal{Kind: "anonymous", Name: "anonymous (auth disabled)",
 	Grants: []Grant{{Role: "anonymous", Actions: []Action{ActionAdmin}, Queues: []string{"*"}}}}
 
-// KeyPrincipal is the principal of an authenticated API key.
+// KeyPrincipal is the principal of an authenticated API key: read grants
+// read on every queue, write every action; the key's unmask setting adds
+// or takes away unmask (a write key without it has every action but
+// unmask and admin, which would imply it).
 func KeyPrincipal(k Key) Principal {
 	g := Grant{Role: "scope:" + string(k.Scope), Actions: []Action{ActionRead}, Queues: []string{"*"}}
 	if k.Scope == ScopeWrite {
 		g.Actions = []Action{ActionAdmin}
+		if !k.Unmasks() {
+			g.Actions = []Action{ActionRead, ActionRetry, ActionEdit, ActionPurge, ActionConfigure}
+		}
+	} else if k.Unmasks() {
+		g.Actions = append(g.Actions, ActionUnmask)
 	}
 	return Principal{Kind: "key", Name: k.Name, Grants: []Grant{g}}
 }

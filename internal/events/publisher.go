@@ -3,6 +3,7 @@ package events
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -43,6 +44,12 @@ type Config struct {
 	// can be dropped (the app counts ojs_dead_letter_retried_total with it).
 	// It must be cheap and must not keep the event.
 	Observe func(*Event)
+	// MaskKey, if set, says whether the record keys of queue's events are
+	// masked (docs/security.md, "Data masking"): such an event carries the
+	// marker "***" for its key, to every subscriber and on the events
+	// topic alike (an event is written once for all of them). It must be
+	// cheap: it is asked for every record event.
+	MaskKey func(queue string, prefix string, truncated bool) bool
 }
 
 // ProducerOpts are the options of an events client: a bounded buffer (Publish
@@ -125,6 +132,9 @@ func (p *Publisher) Publish(_ context.Context, evs ...Event) {
 		}
 		if p.cfg.Observe != nil {
 			p.cfg.Observe(&evs[i])
+		}
+		if p.cfg.MaskKey != nil {
+			maskKey(&evs[i], p.cfg.MaskKey)
 		}
 	}
 	select {
@@ -219,4 +229,29 @@ func (p *Publisher) produced(_ *kgo.Record, err error) {
 	if !errors.Is(err, context.Canceled) && now-last > int64(time.Minute) && p.lastWarn.CompareAndSwap(last, now) {
 		p.log.Warn("produce event (repeats are counted in redrive_events_failed_total, not logged)", "topic", p.cfg.Topic, "err", err)
 	}
+}
+
+// KeyMarker replaces a masked record key in an event.
+const KeyMarker = "***"
+
+// maskKey replaces the record key of a record event when masked says so.
+func maskKey(ev *Event, masked func(queue, prefix string, truncated bool) bool) {
+	d, ok := ev.Data.(RecordData)
+	if !ok || d.RecordKeyData == nil {
+		return
+	}
+	k := d.RecordKeyData
+	prefix := k.Key
+	if k.KeyEncoding == "base64" {
+		b, err := base64.StdEncoding.DecodeString(k.Key)
+		if err != nil {
+			b = nil
+		}
+		prefix = string(b)
+	}
+	if !masked(ev.Queue, prefix, k.KeyTruncated) {
+		return
+	}
+	d.RecordKeyData = &RecordKeyData{Key: KeyMarker, KeyEncoding: "utf8", KeySize: k.KeySize}
+	ev.Data = d
 }

@@ -101,6 +101,10 @@ type Scope struct {
 	// the caller's roles allow (docs/security.md). Empty but non-nil keeps
 	// nothing. Nil does not narrow.
 	QueueGlobs []string
+	// OnlyQueues, when non-nil, keeps only records of these queues (none
+	// when empty): the queues whose content the caller may search
+	// (masking, docs/security.md).
+	OnlyQueues []string
 }
 
 // Canonical is the filter as stored on tasks and replay rules: a JSON object

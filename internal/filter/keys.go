@@ -154,7 +154,7 @@ var table = []Key{
 		Doc: "a substring of the value, byte for byte, case-sensitive",
 		set: func(f *Filter, vs []string) string { f.Q = vs[0]; return "" },
 		get: func(f *Filter) (any, bool) { return f.Q, f.Q != "" }},
-	{Name: "path", Kind: String, MaxBytes: 1024, MaxDepth: 32, Sources: List | Bulk | Rule, Label: "JSON path",
+	{Name: "path", Kind: String, MaxBytes: 1024, MaxDepth: MaxPathDepth, Sources: List | Bulk | Rule, Label: "JSON path",
 		Doc: "dot-separated keys into the JSON payload (with value)", Example: "customer.id",
 		set: setPath,
 		get: func(f *Filter) (any, bool) { return strings.Join(f.Path, "."), len(f.Path) > 0 }},
@@ -260,12 +260,27 @@ func setPath(f *Filter, vs []string) string {
 	if v == "" {
 		return ""
 	}
-	segs := strings.Split(v, ".")
-	if slices.Contains(segs, "") {
-		return "must be dot-separated keys like customer.id, without empty segments"
+	segs, problem := ParsePath(v)
+	if problem != "" {
+		return problem
 	}
 	f.Path = segs
 	return ""
+}
+
+// MaxPathDepth bounds how many keys a JSON path holds (the path key's MaxDepth).
+const MaxPathDepth = 32
+
+// ParsePath reads a JSON path as the path key takes it: dot-separated
+// object keys, outermost first (customer.id). problem says what is wrong
+// with it, or is empty. The depth and size bounds are the caller's: the
+// key table checks them for filters, masking rules for theirs.
+func ParsePath(v string) (segs []string, problem string) {
+	segs = strings.Split(v, ".")
+	if v == "" || slices.Contains(segs, "") {
+		return nil, "must be dot-separated keys like customer.id, without empty segments"
+	}
+	return segs, ""
 }
 
 func setHeaders(f *Filter, vs []string) string {

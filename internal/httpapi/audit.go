@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/internal/mask"
 	"github.com/redrive/redrive/internal/records"
 )
 
@@ -197,7 +198,17 @@ func (s *Server) listAudit(c echo.Context) error {
 		return err
 	}
 	items := make([]auditJSON, len(es))
+	// An entry records what a caller sent (an edit's payload, a filter's
+	// search): a caller who may not unmask every queue sees it masked by
+	// every queue's rules, since an entry is not about one queue.
+	var union *mask.Rules
+	if m := s.maskerOf(c); m != nil {
+		union = m.files.MaskingUnion()
+	}
 	for i, e := range es {
+		if union != nil {
+			e.Filter, e.Before, e.After = maskAudit(union, e.Filter), maskAudit(union, e.Before), maskAudit(union, e.After)
+		}
 		items[i] = auditJSON{ID: e.ID, At: jsonTime(e.At), KeyName: e.KeyName, Action: e.Action, Method: e.Method,
 			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID,
 			Before: e.Before, After: e.After, Actor: actorJSON{Kind: e.ActorKind, Subject: e.ActorSubject, Email: e.ActorEmail}}

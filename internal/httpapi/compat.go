@@ -155,8 +155,9 @@ func (s *Server) compatJobs(c echo.Context) error {
 		return err
 	}
 	items := make([]jobFailureJSON, len(page.Records))
+	m := s.maskerOf(c)
 	for i := range page.Records {
-		items[i] = toJobFailurePreview(&page.Records[i])
+		items[i] = toJobFailurePreview(m.preview(&page.Records[i]))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"queue_name": name, "items": items,
 		"pagination": map[string]any{"total": page.Total, "limit": limit, "offset": start, "has_more": page.HasMore}})
@@ -198,7 +199,7 @@ func (s *Server) compatRequeue(all bool) echo.HandlerFunc {
 		} else {
 			out["message"] = fmt.Sprintf("Job requeued from %s to %s", name, topic)
 			if r, err := s.rec.Get(ctx, ids[0]); err == nil {
-				out["job"] = toJobFailure(r).OriginalJob
+				out["job"] = toJobFailure(s.maskerOf(c).record(r)).OriginalJob
 			}
 		}
 		return c.JSON(http.StatusOK, out)

@@ -86,12 +86,20 @@ func (s *Server) retryRecord(c echo.Context) error {
 		}
 	}
 	noteAudit(c, id, b.Override, count64(1))
+	m := s.maskerOf(c)
+	if m != nil {
+		// What the caller did not see, it sends back masked: the record
+		// keeps it (records.RetryParams.Masking).
+		p.Masking = m.of
+	}
 	r, err := s.rec.Retry(c.Request().Context(), p)
 	if err != nil {
 		return retryError(id, err)
 	}
 	s.rec.InSchemaOrder(r)
+	r = m.record(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	out.Masked = m.masks(r.Queue)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
 	return writeRecord(c, http.StatusOK, r, out)
 }
@@ -429,6 +437,9 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 	globs := queueGlobs(c, action)
 	if patch != nil {
 		globs = intersectGlobs(globs, queueGlobs(c, auth.ActionEdit))
+	}
+	if err := s.checkBulkMasking(c, &f, patch != nil); err != nil {
+		return err
 	}
 	res, err := s.rec.Bulk(c.Request().Context(), &records.BulkParams{Kind: kind, Filter: f, Confirm: b.Confirm,
 		RateLimit: rate, CreatedBy: keyName(c), Patch: patch, Canary: canary, Target: target, QueueGlobs: globs})

@@ -46,6 +46,9 @@ const dlqTopic = "dead_letter_queue"
 const (
 	readKey  = "rdk_read_key_for_tests"
 	writeKey = "rdk_write_key_for_tests"
+	// botKey is a write key with unmask: false: it retries and edits
+	// without seeing masked fields.
+	botKey = "rdk_bot_key_for_tests"
 )
 
 // filePolicy declares topic payments in a policy file: read-only over the API.
@@ -101,8 +104,8 @@ func start(t *testing.T, o options) *bundle {
 	}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "keys.yaml")
-	writeFile(t, keyFile, fmt.Sprintf("keys:\n  - {name: ops-read, scope: read, sha256: %s}\n  - {name: ops-write, scope: write, sha256: %s}\n",
-		auth.Digest(readKey), auth.Digest(writeKey)))
+	writeFile(t, keyFile, fmt.Sprintf("keys:\n  - {name: ops-read, scope: read, sha256: %s}\n  - {name: ops-write, scope: write, sha256: %s}\n"+
+		"  - {name: ops-bot, scope: write, unmask: false, sha256: %s}\n", auth.Digest(readKey), auth.Digest(writeKey), auth.Digest(botKey)))
 	polDir := filepath.Join(dir, "policies")
 	if err := os.Mkdir(polDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -92,8 +92,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 		return err
 	}
 	items := make([]incidentJSON, len(list))
+	m := s.maskerOf(c)
 	for i := range list {
-		items[i] = toIncidentJSON(&list[i])
+		items[i] = m.incident(toIncidentJSON(&list[i]))
 		if p.QueueGlobs != nil {
 			items[i].Sample = restrictedSample
 		}
@@ -120,7 +121,7 @@ func (s *Server) getIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := incidentDetailJSON{incidentJSON: toIncidentJSON(in), RedriveWhenQuiet: quiet}
+	out := incidentDetailJSON{incidentJSON: s.maskerOf(c).incident(toIncidentJSON(in)), RedriveWhenQuiet: quiet}
 	if globs != nil {
 		out.Sample = restrictedSample
 	}

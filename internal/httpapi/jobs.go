@@ -243,6 +243,13 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Reading a job is not the data plane (a fetch is): its args are masked
+	// as the record is (docs/security.md, "Data masking").
+	if m := s.maskerOf(c); m.masks(j.Record.Queue) {
+		masked := *j
+		masked.Record = m.record(j.Record)
+		j = &masked
+	}
 	return c.JSON(http.StatusOK, map[string]any{"job": toJobJSON(j)})
 }
 

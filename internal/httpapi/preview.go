@@ -239,6 +239,20 @@ func (s *Server) getRaw(c echo.Context) error {
 		}
 		return err
 	}
+	if m := s.maskerOf(c); m != nil && b != nil {
+		// The download is masked as the record is shown: its queue says how.
+		r, err := s.rec.Get(c.Request().Context(), id)
+		if errors.Is(err, records.ErrNotFound) {
+			return notFound("no dead-letter record with id " + id)
+		} else if err != nil {
+			return err
+		}
+		if part == "key" {
+			b = m.of(r.Queue).Key(b)
+		} else {
+			b = m.of(r.Queue).Value(b)
+		}
+	}
 	if b == nil {
 		what := "a null key"
 		if part == "value" {

@@ -182,6 +182,8 @@ type recordJSON struct {
 	Archive *archiveJSON `json:"archive"`
 	// PayloadOmitted says why a JSON value is not searchable (dlq.Record.PayloadOmitted).
 	PayloadOmitted *string `json:"payload_omitted"`
+	// Masked says the record is shown masked to the caller (masking.go).
+	Masked bool `json:"masked,omitempty"`
 	// ValueSchema and KeySchema say how the value and key were decoded
 	// from the Schema Registry wire format (docs/schema-registry.md); null
 	// when they were not.

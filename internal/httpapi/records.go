@@ -60,6 +60,10 @@ func (s *Server) listRecords(c echo.Context) error {
 		return err
 	}
 	p.Scope.QueueGlobs = queueGlobs(c, auth.ActionRead)
+	m := s.maskerOf(c)
+	if p.Scope.OnlyQueues, err = s.searchScope(c.Request().Context(), m, &p.Filter); err != nil {
+		return err
+	}
 	page, err := s.rec.List(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -88,7 +92,8 @@ func (s *Server) listRecords(c echo.Context) error {
 		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
 			Limit: p.Limit, HasMore: hasNext}}
 	for i := range recs {
-		out.Items[i] = toPreviewJSON(&recs[i], !s.cfg.ArchiveDisabled)
+		out.Items[i] = toPreviewJSON(m.preview(&recs[i]), !s.cfg.ArchiveDisabled)
+		out.Items[i].Masked = m.masks(recs[i].Record.Queue)
 	}
 	if len(recs) > 0 {
 		after := func(n int64) int64 {
@@ -352,9 +357,12 @@ func (s *Server) getRecord(c echo.Context) error {
 		return err
 	}
 	s.rec.InSchemaOrder(r)
+	sched := policy.ScheduleOf(s.rec.Policy(r))
+	m := s.maskerOf(c)
+	r = m.record(r)
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.InFlight = &r.InFlight
-	sched := policy.ScheduleOf(s.rec.Policy(r))
+	out.Masked = m.masks(r.Queue)
 	out.Schedule = &sched
 	return writeRecord(c, http.StatusOK, r, out)
 }

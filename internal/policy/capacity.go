@@ -217,6 +217,9 @@ func (s *TopicSpec) CheckAPIConfig(isDefault bool) error {
 		errs = append(errs, &FieldError{Path: "filters",
 			Msg: "ingest filters are set in policy files only (_default or a topics entry), where redrive policy validate reviews them"})
 	}
+	if e := checkMaskingAPI(s); e != nil {
+		errs = append(errs, e)
+	}
 	if len(errs) == 0 {
 		return nil
 	}

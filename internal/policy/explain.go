@@ -101,6 +101,7 @@ func explain(t Topic, env *string, w io.Writer) error {
 		row("completion", "redelivered (a record is completed once it is produced back; a repeat failure re-opens it)")
 	}
 	explainIngestRules(t, env, row)
+	explainMasking(t.Masking, row)
 	if len(t.ReplayRules) == 0 {
 		row("replay_rules", "none")
 	}

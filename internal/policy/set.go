@@ -20,6 +20,7 @@ type Set struct {
 	globs  []*entry          // most specific first
 	global []layer           // top-level replay_rules, one layer per file
 	types  map[string]bool   // type names with an override in some topics entry
+	masks  *maskCache        // masking rules by topic (masking.go)
 }
 
 // entry is one _default or topics entry.
@@ -121,7 +122,7 @@ func load(sources []source) (*Set, error) { return loadWithin(sources, DefaultLi
 
 // loadWithin is load with retry policies within lim.
 func loadWithin(sources []source, lim Limits) (*Set, error) {
-	s := &Set{exact: map[string]*entry{}, types: map[string]bool{}}
+	s := &Set{exact: map[string]*entry{}, types: map[string]bool{}, masks: &maskCache{}}
 	l := &errorList{limits: &lim}
 	topicFile := map[string]string{}
 	ruleFile := map[string]string{}

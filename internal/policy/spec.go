@@ -96,6 +96,9 @@ type TopicSpec struct {
 	// Filters merge by name onto the inherited filters, as replay rules do;
 	// policy files only (_default and topics entries).
 	Filters []FilterSpec `json:"filters,omitempty"`
+	// Masking is what callers without unmask do not see of the records
+	// (masking.go); policy files only, per topic.
+	Masking *MaskingSpec `json:"masking,omitempty"`
 }
 
 // DeadLetterSpec is the dead_letter section (OJS dead-letter spec §5).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/mask"
 )
 
 // Topic is the effective policy for one source topic (and optionally one record
@@ -67,6 +68,10 @@ type Topic struct {
 	// Filters are the ingest filters, merged by name across layers, in
 	// declaration order. Disabled filters are included.
 	Filters []Filter
+
+	// Masking is what callers without unmask on the topic do not see of
+	// its records (masking.go); nil when nothing is masked. Default nil.
+	Masking *mask.Rules
 }
 
 // DeadLetter is the dead_letter section of an effective Topic.
@@ -243,6 +248,11 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 	}
 	var retryFrom *layer // last layer that set an interval
 	filters := newFilterMerge(base.Filters)
+	var masking maskingAcc
+	if base.Masking != nil {
+		masking.add(maskingSpecOf(base.Masking))
+	}
+	maskingSet := false
 	for i := range layers {
 		ly := &layers[i]
 		if ly.label != "" {
@@ -311,6 +321,10 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		}
 		mergeIngestRules(&t, s)
 		filters.add(s.Filters, ly)
+		if s.Masking != nil {
+			masking.add(s.Masking)
+			maskingSet = true
+		}
 		for j, rs := range s.ReplayRules {
 			path := index(child(ly.name, "replay_rules"), j)
 			k := slices.IndexFunc(rules, func(a *ruleAcc) bool { return a.spec.Name == rs.Name })
@@ -338,6 +352,9 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 		l.checkDefaultLimits(t.Retry)
 	}
 	t.Filters = filters.result(l)
+	if maskingSet {
+		t.Masking = masking.rules()
+	}
 	t.ReplayRules = nil
 	for _, a := range rules {
 		r, missing := ruleOf(a.spec)
@@ -455,6 +472,9 @@ func (t Topic) Spec() *TopicSpec {
 		ReplayRules:   rules,
 	}
 	t.ingestSpec(spec)
+	if t.Masking != nil {
+		spec.Masking = maskingSpecOf(t.Masking)
+	}
 	return spec
 }
 
@@ -487,6 +507,8 @@ type topicJSON struct {
 	AckTimeout  Duration         `json:"ack_timeout"`
 	ReplayRules []replayRuleJSON `json:"replay_rules"`
 	ingestJSON
+	// Masking is shown when the topic masks anything.
+	Masking *MaskingSpec `json:"masking,omitempty"`
 }
 
 type replayRuleJSON struct {
@@ -526,5 +548,8 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 			RateLimit: r.RateLimit, Window: r.WindowSpec}
 	}
 	j.ingestJSON = t.ingestJSON()
+	if t.Masking != nil {
+		j.Masking = maskingSpecOf(t.Masking)
+	}
 	return json.Marshal(j)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/mask"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/tracing"
@@ -35,6 +36,10 @@ type RetryParams struct {
 	// record's schema, or as JSON text, it becomes the redelivered value
 	// (see EncodePayload). Redelivery must not set a value too.
 	Payload json.RawMessage
+	// Masking, when set, is what the operator saw of each queue's records
+	// masked: the edit's masked values sent back as shown are replaced by
+	// the record's own (keepMasked). Nil: the operator saw everything.
+	Masking func(queue string) *mask.Rules
 }
 
 // Retry retries one record: it becomes available, attempt 0, redelivered as
@@ -83,6 +88,11 @@ func retryAttrs(cur *dlq.Record, p *RetryParams) []attribute.KeyValue {
 
 // retry is Retry of the record as read (cur).
 func (s *Service) retry(ctx context.Context, cur *dlq.Record, p *RetryParams, target string) (*dlq.Record, error) {
+	if p.Masking != nil {
+		if err := keepMasked(p.Masking(cur.Queue), cur, p); err != nil {
+			return nil, err
+		}
+	}
 	sp := &store.RetryParams{ID: p.ID, Redelivery: p.Redelivery, Meta: p.Meta}
 	if p.Payload != nil {
 		enc, err := s.EncodePayload(ctx, cur, p.Payload)

@@ -67,6 +67,11 @@ var predicates = []predicate{
 		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
 			return "error_type <> ALL(" + bind("not_error_types", sc.NotErrorTypes) + ")"
 		}},
+	{keys: []string{"OnlyQueues"}, counted: true,
+		on: func(_ *filter.Filter, sc *filter.Scope) bool { return sc.OnlyQueues != nil },
+		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
+			return "queue = ANY(" + bind("only_queues", sc.OnlyQueues) + "::text[])"
+		}},
 	{keys: []string{"NotInternal"}, counted: true,
 		on:  func(_ *filter.Filter, sc *filter.Scope) bool { return sc.NotInternal },
 		sql: func(*filter.Filter, *filter.Scope, binder) string { return "left(queue, 2) <> '__'" }},

@@ -78,7 +78,7 @@ func TestEveryFilterKeyHasAPredicate(t *testing.T) {
 	yes := true
 	sample := filter.Scope{States: []dlq.State{dlq.StateDiscarded}, MaxID: "01936f0e-7b2a-7000-8000-000000000001",
 		NotQueues: []string{"redrive.events"}, NotInternal: true, NotErrorTypes: []string{"filtered"}, InFlight: &yes,
-		QueueGlobs: []string{"payments.*"}}
+		QueueGlobs: []string{"payments.*"}, OnlyQueues: []string{"orders"}}
 	st := reflect.TypeOf(sample)
 	for i := range st.NumField() {
 		name := st.Field(i).Name

@@ -162,6 +162,8 @@ function recordFacts(r, exact) {
     ["Redelivery", redeliveryText(r), true],
     ["Archive", archiveText(r), true],
     ["Trace", traceFact(r), true],
+    ...(r.masked ? [["Masked", el("span", { id: "record-masked", class: "muted" },
+      `fields shown as *** are masked: this key may not unmask queue ${r.queue}; sent back unchanged in Retry with edit, they keep their values`), true]] : []),
     ["Id", el("code", {}, r.id), true],
   ];
   return el("dl", { class: "facts", id: "record-facts" }, facts.map(([k, v, wide]) => [el("dt", {}, k), el("dd", { class: wide ? "wide" : null }, v)]));
