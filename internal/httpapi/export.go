@@ -54,6 +54,10 @@ func optExportTime(t *time.Time) *exportTime {
 
 // exportLine is one exported record.
 type exportLine struct {
+	// Masked says key, value, headers or errors are shown masked (the
+	// caller may not unmask the queue): such a line is not the record, and
+	// an import refuses it.
+	Masked      bool            `json:"masked,omitempty"`
 	ID          string          `json:"id"`
 	Queue       string          `json:"queue"`
 	Type        string          `json:"type"`
@@ -178,6 +182,13 @@ func (s *Server) exportRecords(c echo.Context) error {
 	if err := exportAllowed(who, &f); err != nil {
 		return err
 	}
+	// Masked content is neither shown nor searched for a caller who may not
+	// unmask it (masking.go), exactly as in the list.
+	m := s.maskerOf(c)
+	sc := filter.Scope{QueueGlobs: queueGlobs(c, auth.ActionRead)}
+	if sc.OnlyQueues, err = s.searchScope(c.Request().Context(), m, &f); err != nil {
+		return err
+	}
 	canon := f.Canonical()
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, ndjsonType)
@@ -189,7 +200,7 @@ func (s *Server) exportRecords(c echo.Context) error {
 	ctx := c.Request().Context()
 	// The first page is read before the answer starts, so that a failure
 	// to read is an error answer, not an export that stops at once.
-	page, err := s.rec.ExportPage(ctx, &f, "", exportPageSize)
+	page, err := s.rec.ExportPage(ctx, &f, sc, "", exportPageSize)
 	if err != nil {
 		return err
 	}
@@ -211,7 +222,10 @@ func (s *Server) exportRecords(c echo.Context) error {
 			if !who.Allowed(auth.ActionRead, r.Queue) {
 				continue // never with exportAllowed's answer; kept as the last word
 			}
-			if err := enc.Encode(toExportLine(r, toRecordJSON(r, archiving))); err != nil {
+			shown := m.record(r)
+			line := toExportLine(shown, toRecordJSON(shown, archiving))
+			line.Masked = m.masks(r.Queue)
+			if err := enc.Encode(line); err != nil {
 				summary.Error = "record " + r.ID + " could not be written: " + err.Error()
 				break
 			}
@@ -227,7 +241,7 @@ func (s *Server) exportRecords(c echo.Context) error {
 		if summary.Error != "" || len(page) < exportPageSize {
 			break
 		}
-		if page, err = s.rec.ExportPage(ctx, &f, page[len(page)-1].ID, exportPageSize); err != nil {
+		if page, err = s.rec.ExportPage(ctx, &f, sc, page[len(page)-1].ID, exportPageSize); err != nil {
 			if ctx.Err() != nil {
 				s.log.Info("export stopped: the client is gone", "records", n)
 				noteAudit(c, "export", canon, &n)

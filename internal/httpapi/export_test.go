@@ -117,7 +117,7 @@ func storedRecords(t *testing.T, st *store.Store) []dlq.Record {
 	var out []dlq.Record
 	after := ""
 	for {
-		page, err := st.ExportPage(context.Background(), &filter.Filter{}, after, 1000)
+		page, err := st.ExportPage(context.Background(), &filter.Filter{}, filter.Scope{}, after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,6 +46,7 @@ const (
 // completed_at describe the record where it was exported from: the import
 // decides them (records.PrepareImport).
 type importLine struct {
+	Masked        bool             `json:"masked"`
 	ID            *string          `json:"id"`
 	Queue         *string          `json:"queue"`
 	Type          string           `json:"type"`
@@ -325,6 +326,9 @@ func parseImportLine(line []byte) (dlq.Record, error) {
 	}
 	var r dlq.Record
 	bad := func(field, msg string) (dlq.Record, error) { return dlq.Record{}, invalidParam(field, msg) }
+	if l.Masked {
+		return bad("masked", "the record was exported masked (its exporter may not unmask the queue): it is not the record; export it with a key or role that may unmask")
+	}
 	if l.ID == nil {
 		return bad("id", "required: the record's id (a UUID)")
 	}

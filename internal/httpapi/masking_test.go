@@ -240,3 +240,37 @@ func TestJobArgsMasked(t *testing.T) {
 		}
 	}
 }
+
+// An export shows records as the list does: masked for a caller without
+// unmask (and so marked), with searches of masked content finding nothing;
+// a masked line is not the record, and an import refuses it.
+func TestExportMaskedAndImportRefusesIt(t *testing.T) {
+	b, _, _ := maskingSetup(t)
+	export := func(key, query string) string {
+		t.Helper()
+		return string(b.getAs(t, key, "/ojs/v1/dead-letter/export?"+query, nil).body)
+	}
+	masked := export(readKey, "queue=payments")
+	if strings.Contains(masked, card) || strings.Contains(masked, "ann@example.com") || strings.Contains(masked, "cust-42") {
+		t.Errorf("the read key's export holds masked content:\n%s", masked)
+	}
+	if !strings.Contains(masked, `"masked":true`) || !strings.Contains(masked, `"count":1,"complete":true`) {
+		t.Errorf("the read key's export is not marked masked, or not whole:\n%s", masked)
+	}
+	clear := export(writeKey, "queue=payments")
+	if !strings.Contains(clear, card) || strings.Contains(clear, `"masked"`) {
+		t.Errorf("the write key's export:\n%s", clear)
+	}
+	for key, want := range map[string]string{readKey: `"count":0,`, writeKey: `"count":1,`} {
+		if got := export(key, "q="+card); !strings.Contains(got, want) {
+			t.Errorf("%s searching the card number exports %s, want %s", key, got, want)
+		}
+	}
+
+	r := b.do(t, req{method: http.MethodPost, path: "/ojs/v1/dead-letter/import", key: writeKey, body: masked,
+		rawBody: true, header: http.Header{"Content-Type": {"application/x-ndjson"}}})
+	wantError(t, "import of a masked export", r, http.StatusUnprocessableEntity, "validation_error", "body")
+	if e := r.err(t); e.Error.Details["field"] != "masked" || e.Error.Details["line"] != float64(1) {
+		t.Errorf("refusal details %v, want line 1, field masked", e.Error.Details)
+	}
+}

@@ -19,8 +19,8 @@ import (
 
 // ExportPage reads up to limit whole records matching f, oldest first, after
 // the record afterID ("": from the first).
-func (s *Service) ExportPage(ctx context.Context, f *filter.Filter, afterID string, limit int) ([]dlq.Record, error) {
-	return s.store.ExportPage(ctx, f, afterID, limit)
+func (s *Service) ExportPage(ctx context.Context, f *filter.Filter, sc filter.Scope, afterID string, limit int) ([]dlq.Record, error) {
+	return s.store.ExportPage(ctx, f, sc, afterID, limit)
 }
 
 // ImportResult counts what an import did (store.ImportResult).

@@ -13,8 +13,8 @@ import (
 // so that every page of a long export costs the same one index range scan.
 // Records are shown as people see them (a record in flight as it was before
 // its claim).
-func (s *Store) ExportPage(ctx context.Context, f *filter.Filter, afterID string, limit int) ([]dlq.Record, error) {
-	p := &ListParams{Filter: *f, Limit: limit, Sort: Sort{Field: SortCreated, Asc: true}}
+func (s *Store) ExportPage(ctx context.Context, f *filter.Filter, sc filter.Scope, afterID string, limit int) ([]dlq.Record, error) {
+	p := &ListParams{Filter: *f, Scope: sc, Limit: limit, Sort: Sort{Field: SortCreated, Asc: true}}
 	if afterID != "" {
 		p.After = &Position{ID: afterID}
 	}
