@@ -185,7 +185,7 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 	}
 	// Statistics taken while every record was retryable, as autovacuum
 	// may still have them.
-	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		t.Fatal(err)
 	}
 	now := recs[len(recs)-1].NextRetryAt.Add(time.Second)
@@ -217,8 +217,8 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
-			strings.Contains(p, "Seq Scan on redrive_record ") || failed > 0 && !strings.Contains(p, "redrive_record_pkey") {
+		if strings.Contains(p, "redrive_lifecycle_completed") || strings.Contains(p, "redrive_lifecycle_state_id") ||
+			strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") || failed > 0 && !strings.Contains(p, "redrive_lifecycle_pkey") {
 			t.Errorf("settling a claim with %d failed records reads more than their ids:\n%s", failed, p)
 		}
 	}
@@ -233,8 +233,8 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
-			strings.Contains(p, "Seq Scan on redrive_record ") {
+		if strings.Contains(p, "redrive_lifecycle_completed") || strings.Contains(p, "redrive_lifecycle_state_id") ||
+			strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") {
 			t.Errorf("the rescue at %v reads more than the records of expired claims:\n%s", at.Sub(now), p)
 		}
 	}

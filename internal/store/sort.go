@@ -202,7 +202,8 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 	seg := segs[i]
 	ascending := sort.Asc != p.Backward
 	args := pgx.NamedArgs{"limit": n}
-	cond := where(&p.Filter, nil, "", args)
+	// A sort key of the lifecycle is read from its (queue, key, id) index.
+	cond := render(&p.Filter, nil, "", args, renderOpts{lifecycleQueue: sort.Field == SortAttempt || sort.Field == SortNextRetry})
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
 	}

@@ -147,7 +147,7 @@ func TestFailedAtFollowsTheLatestFailure(t *testing.T) {
 		t.Errorf("after a repeat failure: failed_at %v, want %v", got, again)
 	}
 	// As stored before the column existed: the fill gives them what ingest would.
-	if _, err := pool.Exec(ctx, "UPDATE redrive_record SET failed_at = NULL"); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE redrive_record_data SET failed_at = NULL"); err != nil {
 		t.Fatal(err)
 	}
 	last, n, err := s.FillFailedAt(ctx, "", 1)
@@ -207,7 +207,7 @@ func TestPlannerKnowsErrorTypesBelongToATopic(t *testing.T) {
 	if _, err := s.InsertRecords(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		t.Fatal(err)
 	}
 	var raw []byte
