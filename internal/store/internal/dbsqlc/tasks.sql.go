@@ -706,7 +706,7 @@ SELECT s.record_id::text AS record_id, s.fingerprint, coalesce(s.outcome, '')::t
           WHEN jsonb_array_length(r.errors) > s.errors_len THEN r.errors->s.errors_len
      END)::jsonb AS first_new,
     s.last_error
-FROM redrive_task_sample s LEFT JOIN redrive_record_data r ON r.id = s.record_id
+FROM redrive_task_sample s LEFT JOIN redrive_record r ON r.id = s.record_id
 WHERE s.task_id = $1::uuid
 `
 
