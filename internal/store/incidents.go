@@ -297,11 +297,11 @@ func (s *Store) RecordsOf(ctx context.Context, fps []string, afterFP, afterID st
 // statement).
 func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints, from []string) error {
 	_, err := s.pool.Exec(ctx, `
-		WITH d AS (
-			UPDATE redrive_record_data r SET fingerprint = f.fp
-			FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE r.id = f.id AND r.fingerprint = f.old
-			RETURNING r.id, r.fingerprint)
-		UPDATE redrive_lifecycle l SET fingerprint = d.fingerprint FROM d WHERE l.id = d.id`,
+		WITH l AS (
+			UPDATE redrive_lifecycle l SET fingerprint = f.fp
+			FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE l.id = f.id AND l.fingerprint = f.old
+			RETURNING l.id, l.fingerprint)
+		UPDATE redrive_record_data d SET fingerprint = l.fingerprint FROM l WHERE d.id = l.id`,
 		ids, fingerprints, from)
 	if err != nil {
 		return fmt.Errorf("set fingerprints: %w", err)

@@ -170,7 +170,10 @@ ALTER TABLE redrive_record_data
 
 -- The record as it was: the wide row and its lifecycle, column for column
 -- in the table's old order (then lifecycle_queue). Reads only; the planner
--- starts from whichever side's index serves the filter.
+-- starts from whichever side's index serves the filter. SELECT … FOR UPDATE
+-- on it locks each record's lifecycle, then its wide row (the order of
+-- FROM): every statement that changes both rows writes the lifecycle first,
+-- so two of them never wait on each other crosswise.
 CREATE VIEW redrive_record AS
 SELECT d.id, d.queue, d.type, l.state, l.exhaustion, l.attempt, d.max_attempts,
     d.source_partition, d.source_offset, d.source_timestamp, d.source_group,
@@ -184,7 +187,7 @@ SELECT d.id, d.queue, d.type, l.state, l.exhaustion, l.attempt, d.max_attempts,
     -- The lifecycle's copy of queue (the same value), for the statements
     -- that read the lifecycle's indexes starting with the queue.
     l.queue AS lifecycle_queue
-FROM redrive_record_data d JOIN redrive_lifecycle l ON l.id = d.id;
+FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id;
 
 ANALYZE redrive_lifecycle;
 
