@@ -33,7 +33,8 @@ var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.St
 // makeAvailable is the one definition of "make a record available again"
 // (docs/api.md, OJS dead-letter spec §6.1), the SET list (over the
 // lifecycle, redrive_lifecycle) of every statement that does: a manual retry
-// (RetryRecord, RetryBatch, RetryOldest) and a replay (Replay). The record is available, its attempt reset, redelivered
+// (RetryRecord, RetryBatch, RetryOldest) and a replay (Replay). The record is
+// available, its attempt reset, redelivered
 // as soon as the scheduler sees it, nothing of its exhaustion, completion,
 // acknowledgement or last redelivery failure left; the id and error history
 // are kept. @available_at is the time of the change; NULL is Postgres's now().
