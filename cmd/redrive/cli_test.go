@@ -176,7 +176,7 @@ func TestCLIPreviewsGetAndRaw(t *testing.T) {
 	value := append([]byte(`{"blob":"`), bytes.Repeat([]byte("x"), 100<<10)...)
 	value = append(value, `"}`...)
 	key := []byte{0xff, 0x00, 'k'}
-	if _, err := pool.Exec(context.Background(), "UPDATE redrive_record SET value = $1, key = $2 WHERE id = $3", value, key, id); err != nil {
+	if _, err := pool.Exec(context.Background(), "UPDATE redrive_record_data SET value = $1, key = $2 WHERE id = $3", value, key, id); err != nil {
 		t.Fatal(err)
 	}
 

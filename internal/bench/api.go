@@ -188,7 +188,7 @@ func RunAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 	if err := LoadAPIRecords(ctx, st, n); err != nil {
 		return nil, err
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		return nil, err
 	}
 	if err := st.CompactCounts(ctx); err != nil {

@@ -67,7 +67,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 
 	res := &MemoryResult{Records: n}
 	start := time.Now()
-	if err := waitRows(ctx, pool, "SELECT count(*) = $1 FROM redrive_record", n); err != nil {
+	if err := waitRows(ctx, pool, "SELECT count(*) = $1 FROM redrive_lifecycle", n); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	res.Ingest, res.IngestPeak = time.Since(start), peak.take()
@@ -85,7 +85,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 	// Done when the task has made every record due and the scheduler has
 	// redelivered them all: none is waiting any more.
 	if err := waitRows(ctx, pool, `SELECT count(*) FILTER (WHERE redelivered_at IS NOT NULL AND next_retry_at IS NULL) = $1
-		FROM redrive_record`, n); err != nil {
+		FROM redrive_lifecycle`, n); err != nil {
 		return nil, fmt.Errorf("bulk retry: %w", err)
 	}
 	res.Retry, res.RetryPeak = time.Since(start), peak.take()

@@ -156,7 +156,7 @@ func loadDeadLetters(ctx context.Context, pool *rawbench.DB, n int, at time.Time
 			return fmt.Errorf("load dead letters: %w", err)
 		}
 	}
-	_, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record")
+	_, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record_data, redrive_lifecycle")
 	return err
 }
 

@@ -159,7 +159,7 @@ func loadDue(ctx context.Context, pool *rawbench.DB, n, size int) error {
 			return err
 		}
 	}
-	_, err := pool.Exec(ctx, "ANALYZE redrive_record")
+	_, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle")
 	return err
 }
 
@@ -171,14 +171,14 @@ func timeRawClaimLoop(ctx context.Context, pool *rawbench.DB, workers int) (time
 // makeDueAgain resets the records for the next run and vacuums away the dead
 // tuples of the previous one, so both runs start from the same table.
 func makeDueAgain(ctx context.Context, pool *rawbench.DB) error {
-	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET state = 'retryable', attempt = 1, redelivered_at = NULL,
+	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle SET state = 'retryable', attempt = 1, redelivered_at = NULL,
 		claim_token = NULL, next_retry_at = now() - interval '1 minute'`); err != nil {
 		return err
 	}
 	if _, err := pool.Exec(ctx, `DELETE FROM redrive_claim`); err != nil {
 		return err
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		return err
 	}
 	quiesce(ctx, pool)

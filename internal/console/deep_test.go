@@ -37,14 +37,18 @@ func (s *server) storeAsText(t *testing.T, from, to, value string) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
+	id := uuid.Must(uuid.NewV7()).String()
 	for _, stmt := range []struct {
 		sql  string
 		args []any
 	}{
-		{`CREATE TEMP TABLE deep ON COMMIT DROP AS SELECT * FROM redrive_record WHERE key = $1`, []any{[]byte(from)}},
+		{`CREATE TEMP TABLE deep ON COMMIT DROP AS SELECT * FROM redrive_record_data WHERE key = $1`, []any{[]byte(from)}},
+		{`CREATE TEMP TABLE deep_lifecycle ON COMMIT DROP AS SELECT l.* FROM redrive_lifecycle l JOIN deep d ON d.id = l.id`, nil},
 		{`UPDATE deep SET id = $1, key = $2, value = $3, payload = NULL, dlq_offset = dlq_offset + 1000000`,
-			[]any{uuid.Must(uuid.NewV7()).String(), []byte(to), []byte(value)}},
-		{`INSERT INTO redrive_record SELECT * FROM deep`, nil},
+			[]any{id, []byte(to), []byte(value)}},
+		{`UPDATE deep_lifecycle SET id = $1, bytes = $2`, []any{id, len(to) + len(value)}},
+		{`INSERT INTO redrive_record_data SELECT * FROM deep`, nil},
+		{`INSERT INTO redrive_lifecycle SELECT * FROM deep_lifecycle`, nil},
 	} {
 		if _, err := tx.Exec(ctx, stmt.sql, stmt.args...); err != nil {
 			t.Fatalf("%s: %v", stmt.sql, err)

@@ -30,7 +30,8 @@ func TestTheRecordPageSaysWhenARecordIsNotRoutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE redrive_record SET queue = $1, state = 'retryable', exhaustion = NULL,
+	if _, err := conn.Exec(ctx, `WITH d AS (UPDATE redrive_record_data SET queue = $1 WHERE id = $2)
+		UPDATE redrive_lifecycle SET queue = $1, state = 'retryable', exhaustion = NULL,
 		discarded_at = NULL, next_retry_at = now() WHERE id = $2`, dlqTopic, id); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestOverviewCountsAgreeWithTheirLinks(t *testing.T) {
 		"dead":             `state = 'discarded', exhaustion = 'dead_letter', next_retry_at = NULL, discarded_at = now()`,
 		"discard":          `state = 'discarded', exhaustion = 'discard', next_retry_at = NULL, discarded_at = now()`,
 	} {
-		if _, err := conn.Exec(ctx, "UPDATE redrive_record SET "+set+" WHERE id = $1", ids[k]); err != nil {
+		if _, err := conn.Exec(ctx, "UPDATE redrive_lifecycle SET "+set+" WHERE id = $1", ids[k]); err != nil {
 			t.Fatal(err)
 		}
 	}

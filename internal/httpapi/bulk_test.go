@@ -183,7 +183,7 @@ func TestBulkTaskSurvivesARestart(t *testing.T) {
 		t.Fatalf("the task finished before the restart (%d)", processed)
 	}
 	// Records retried before the restart must not be retried again: mark them.
-	if _, err := b.pool.Exec(t.Context(), "UPDATE redrive_record SET meta = '{\"before_restart\":true}' WHERE state = 'available'"); err != nil {
+	if _, err := b.pool.Exec(t.Context(), "UPDATE redrive_record_data d SET meta = '{\"before_restart\":true}' FROM redrive_lifecycle l WHERE l.id = d.id AND l.state = 'available'"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -31,13 +31,13 @@ func TestRetryTakesEveryRecordNeitherInFlightNorCompleted(t *testing.T) {
 	past, due := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	// Redelivered under completion: ack: one overdue and marked, one still
 	// waiting for its ack, one being produced right now (its claim open).
-	exec(`UPDATE redrive_record SET ack_due_at = $2, unacknowledged_at = $2, redelivered_at = $2 WHERE id = $1`, unacked, past)
-	exec(`UPDATE redrive_record SET ack_due_at = $2, redelivered_at = now() WHERE id = $1`, awaiting, due)
+	exec(`UPDATE redrive_lifecycle SET ack_due_at = $2, unacknowledged_at = $2, redelivered_at = $2 WHERE id = $1`, unacked, past)
+	exec(`UPDATE redrive_lifecycle SET ack_due_at = $2, redelivered_at = now() WHERE id = $1`, awaiting, due)
 	exec(`INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states)
 		VALUES ('01a2155f-0000-7000-8000-000000000001', 'test', 'billing', now(), now() + interval '30 seconds', ARRAY[$1::uuid], ARRAY['retryable'])`, flying)
-	exec(`UPDATE redrive_record SET claim_token = '01a2155f-0000-7000-8000-000000000001', ack_due_at = $2 WHERE id = $1`, flying, due)
-	exec(`UPDATE redrive_record SET completed_by = 'redelivered' WHERE id = $1`, byRedelivery)
-	exec(`UPDATE redrive_record SET completed_by = 'ack' WHERE id = $1`, byAck)
+	exec(`UPDATE redrive_lifecycle SET claim_token = '01a2155f-0000-7000-8000-000000000001', ack_due_at = $2 WHERE id = $1`, flying, due)
+	exec(`UPDATE redrive_lifecycle SET completed_by = 'redelivered' WHERE id = $1`, byRedelivery)
+	exec(`UPDATE redrive_lifecycle SET completed_by = 'ack' WHERE id = $1`, byAck)
 
 	var one struct {
 		recordJSON

@@ -184,7 +184,7 @@ func TestListOfLargeRecordsIsBounded(t *testing.T) {
 		}
 	}
 	edit, _ := json.Marshal(map[string]any{"topic": "orders.retry", "value": strings.Repeat("e", 512<<10), "value_encoding": "utf8"})
-	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET redelivery = $1 WHERE id = ANY($2)", string(edit), heavyIDs); err != nil {
+	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record_data SET redelivery = $1 WHERE id = ANY($2)", string(edit), heavyIDs); err != nil {
 		t.Fatal(err)
 	}
 
@@ -368,7 +368,7 @@ func TestListPreviewsAreValidInTheirEncoding(t *testing.T) {
 	ids := make([]string, len(cases))
 	for i, c := range cases {
 		ids[i] = b.seed(t, rec{queue: "previews", key: strings.Repeat("ü", 600), value: "placeholder"})[0]
-		if _, err := b.pool.Exec(context.Background(), "UPDATE redrive_record SET value = $1 WHERE id = $2", c.value, ids[i]); err != nil {
+		if _, err := b.pool.Exec(context.Background(), "UPDATE redrive_record_data SET value = $1 WHERE id = $2", c.value, ids[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

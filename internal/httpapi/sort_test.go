@@ -48,7 +48,7 @@ func TestTheListSortsAndPagesBothWays(t *testing.T) {
 			at := base.Add(time.Duration(10-i%7) * time.Hour)
 			rows[i].nextRetry = &at
 		}
-		if _, err := b.pool.Exec(context.Background(), `UPDATE redrive_record SET attempt = $2, failed_at = $3, next_retry_at = $4 WHERE id = $1`,
+		if _, err := b.pool.Exec(context.Background(), `WITH d AS (UPDATE redrive_record_data SET failed_at = $3 WHERE id = $1) UPDATE redrive_lifecycle SET attempt = $2, next_retry_at = $4 WHERE id = $1`,
 			id, rows[i].attempt, rows[i].failedAt, rows[i].nextRetry); err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func (b *bundle) oldRules(t *testing.T, fp string, firstSeen, lastSeen time.Time
 	t.Helper()
 	ids := b.insert(t, rs...)
 	ctx := context.Background()
-	if _, err := b.pool.Exec(ctx, `UPDATE redrive_record SET fingerprint = $1 WHERE id = ANY($2::uuid[])`, fp, ids); err != nil {
+	if _, err := b.pool.Exec(ctx, `WITH d AS (UPDATE redrive_record_data SET fingerprint = $1 WHERE id = ANY($2::uuid[])) UPDATE redrive_lifecycle SET fingerprint = $1 WHERE id = ANY($2::uuid[])`, fp, ids); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.pool.Exec(ctx, `INSERT INTO redrive_incident (fingerprint, error_type, signature, first_seen, last_seen, sample_id, sample_message)
@@ -173,7 +173,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, `UPDATE redrive_incident SET last_seen = now() + interval '1 hour' WHERE fingerprint = '00000000000000a1'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.pool.Exec(ctx, `UPDATE redrive_record SET fingerprint = '00000000000000a1' WHERE id = $1`, late[0]); err != nil {
+	if _, err := b.pool.Exec(ctx, `WITH d AS (UPDATE redrive_record_data SET fingerprint = '00000000000000a1' WHERE id = $1) UPDATE redrive_lifecycle SET fingerprint = '00000000000000a1' WHERE id = $1`, late[0]); err != nil {
 		t.Fatal(err)
 	}
 	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))

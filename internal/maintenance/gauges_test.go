@@ -35,7 +35,7 @@ func TestGaugesCountDueRedeliveries(t *testing.T) {
 	)
 	// An operator's retry waits for the scheduler as available, due now.
 	retried := b.insert(t, deadLetter("orders", now.Add(-time.Hour)))
-	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET state = 'available', exhaustion = NULL, discarded_at = NULL, next_retry_at = $2 WHERE id = $1", retried[0], now); err != nil {
+	if _, err := b.pool.Exec(ctx, "UPDATE redrive_lifecycle SET state = 'available', exhaustion = NULL, discarded_at = NULL, next_retry_at = $2 WHERE id = $1", retried[0], now); err != nil {
 		t.Fatal(err)
 	}
 	g, err := maintenance.NewGauges(maintenance.GaugesConfig{Store: b.store, Metrics: m, Clock: b.clock})
@@ -52,7 +52,7 @@ redrive_redelivery_due{queue="orders"} 4
 	}
 
 	// billing's record is claimed (no longer retryable): its series reads 0.
-	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET state = 'available', next_retry_at = NULL WHERE queue = 'billing'"); err != nil {
+	if _, err := b.pool.Exec(ctx, "UPDATE redrive_lifecycle SET state = 'available', next_retry_at = NULL WHERE queue = 'billing'"); err != nil {
 		t.Fatal(err)
 	}
 	mustNoErr(t, g.RunOnce(ctx))

@@ -29,7 +29,7 @@ func (b *bundle) replayer(t *testing.T, pol maintenance.PolicyFunc, cfg maintena
 func (b *bundle) rediscard(t *testing.T, id string) {
 	t.Helper()
 	now := b.clock.Now()
-	_, err := b.pool.Exec(context.Background(), `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter',
+	_, err := b.pool.Exec(context.Background(), `UPDATE redrive_lifecycle SET state = 'discarded', exhaustion = 'dead_letter',
 		discarded_at = $2, next_retry_at = NULL, attempt = 3, updated_at = $2 WHERE id = $1`, id, now)
 	mustNoErr(t, err)
 }
@@ -230,7 +230,7 @@ func TestReplayTwoReplicasNeverReplayTwice(t *testing.T) {
 	}
 
 	// Two Replayers (two replicas) on the same rule, passes at the same time.
-	_, err := b.pool.Exec(ctx, `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = $1, next_retry_at = NULL`, b.clock.Now().Add(-day))
+	_, err := b.pool.Exec(ctx, `UPDATE redrive_lifecycle SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = $1, next_retry_at = NULL`, b.clock.Now().Add(-day))
 	mustNoErr(t, err)
 	pol := connectionRule(true)
 	replicas := []*maintenance.Replayer{

@@ -263,7 +263,7 @@ func TestRetryRefusals(t *testing.T) {
 	if got, _ := b.rec.Get(ctx, ids[0]); got.State != dlq.StateDiscarded {
 		t.Fatalf("a refused retry changed the record: %s", got.State)
 	}
-	_, err = b.pool.Exec(ctx, `UPDATE redrive_record SET state = 'completed', exhaustion = NULL, discarded_at = NULL,
+	_, err = b.pool.Exec(ctx, `UPDATE redrive_lifecycle SET state = 'completed', exhaustion = NULL, discarded_at = NULL,
 		next_retry_at = NULL, completed_at = now(), completed_by = 'ack' WHERE id = $1`, ids[0])
 	if err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 func (b *bundle) dueWith(t *testing.T, queue string, value []byte) dlq.Record {
 	t.Helper()
 	r := b.due(t, queue, 1)[0]
-	if _, err := b.pool.Exec(context.Background(), "UPDATE redrive_record SET value = $2 WHERE id = $1", r.ID, value); err != nil {
+	if _, err := b.pool.Exec(context.Background(), "UPDATE redrive_record_data SET value = $2 WHERE id = $1", r.ID, value); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -119,7 +119,8 @@ func (b *bundle) dueWith(t *testing.T, queue string, value []byte) dlq.Record {
 func (b *bundle) discardedWith(t *testing.T, queue string, value []byte) dlq.Record {
 	t.Helper()
 	r := b.due(t, queue, 1)[0]
-	if _, err := b.pool.Exec(context.Background(), `UPDATE redrive_record SET value = $2, state = 'discarded',
+	if _, err := b.pool.Exec(context.Background(), `WITH d AS (UPDATE redrive_record_data SET value = $2 WHERE id = $1)
+		UPDATE redrive_lifecycle SET state = 'discarded',
 		exhaustion = 'dead_letter', next_retry_at = NULL, discarded_at = now(), archive_state = 'pending' WHERE id = $1`, r.ID, value); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestReservedTargetsAreNeverProducedTo(t *testing.T) {
 	// An operator's override naming the events topic, stored as the API's
 	// retry stores it (the API itself refuses it).
 	viaOverride := b.due(t, "orders", 1)[0]
-	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET state = 'discarded', next_retry_at = NULL WHERE id = $1", viaOverride.ID); err != nil {
+	if _, err := b.pool.Exec(ctx, "UPDATE redrive_lifecycle SET state = 'discarded', next_retry_at = NULL WHERE id = $1", viaOverride.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.store.RetryRecord(ctx, &store.RetryParams{ID: viaOverride.ID, Redelivery: &dlq.Redelivery{Topic: eventsTopic}}); err != nil {

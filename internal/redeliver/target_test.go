@@ -24,14 +24,14 @@ func TestRedeliveryTargetsTheFailingGroup(t *testing.T) {
 	ctx := context.Background()
 	withGroup := func(queue, group string) dlq.Record {
 		r := b.due(t, queue, 1)[0]
-		if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET source_group = $2 WHERE id = $1", r.ID, group); err != nil {
+		if _, err := b.pool.Exec(ctx, "UPDATE redrive_record_data SET source_group = $2 WHERE id = $1", r.ID, group); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
 	// retried makes a record a discarded one retried by an operator with rd.
 	retried := func(r dlq.Record, rd *dlq.Redelivery) {
-		if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET state = 'discarded', next_retry_at = NULL WHERE id = $1", r.ID); err != nil {
+		if _, err := b.pool.Exec(ctx, "UPDATE redrive_lifecycle SET state = 'discarded', next_retry_at = NULL WHERE id = $1", r.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.store.RetryRecord(ctx, &store.RetryParams{ID: r.ID, Redelivery: rd}); err != nil {
@@ -48,7 +48,7 @@ func TestRedeliveryTargetsTheFailingGroup(t *testing.T) {
 	elsewhere := withGroup("orders", "billing")
 	retried(elsewhere, &dlq.Redelivery{Topic: "orders.retry", Target: "group"})
 	bulkTopic := withGroup("orders", "billing")
-	if _, err := b.pool.Exec(ctx, "UPDATE redrive_record SET state = 'discarded', next_retry_at = NULL WHERE id = $1", bulkTopic.ID); err != nil {
+	if _, err := b.pool.Exec(ctx, "UPDATE redrive_lifecycle SET state = 'discarded', next_retry_at = NULL WHERE id = $1", bulkTopic.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.store.WithTx(ctx, func(ctx context.Context, tx *store.Tx) error {

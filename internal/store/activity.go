@@ -67,7 +67,7 @@ type Activity struct {
 const queueActivitySQL = `
 	SELECT q.name, o.created_at, coalesce(a.added, 0), coalesce(a.retried, 0)
 	FROM unnest($1::text[]) AS q(name)
-	LEFT JOIN LATERAL (SELECT created_at FROM redrive_record WHERE queue >= q.name AND queue <= q.name
+	LEFT JOIN LATERAL (SELECT created_at FROM redrive_record_data WHERE queue >= q.name AND queue <= q.name
 		ORDER BY queue, id LIMIT 1) o ON true
 	LEFT JOIN LATERAL (SELECT sum(added)::bigint AS added, sum(retried)::bigint AS retried FROM redrive_queue_activity
 		WHERE queue = q.name AND minute > $2) a ON true`

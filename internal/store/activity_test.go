@@ -119,11 +119,11 @@ func TestQueueActivityUsesTheIndexes(t *testing.T) {
 	if _, err := s.InsertRecords(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `ANALYZE redrive_record; ANALYZE redrive_queue_activity`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE redrive_record_data, redrive_lifecycle, redrive_queue_activity`); err != nil {
 		t.Fatal(err)
 	}
 	if p := explain(t, ctx, pool, store.QueueActivitySQL, []string{"new", "old"}, time.Now()); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
-		strings.Contains(p, "redrive_record_pkey") || strings.Contains(p, "Seq Scan on redrive_record ") {
+		strings.Contains(p, "redrive_record_pkey") || strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") {
 		t.Errorf("the oldest record is not read by the (queue, id) index:\n%s", p)
 	}
 }
@@ -185,7 +185,7 @@ func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
 
 	// Blocked records are read for the queues asked about only.
 	f := dlq.DeliveryFailure{Reason: dlq.ReasonBroker, Message: "down", FailedAt: time.Now().UTC(), Failures: 1, NextAttemptAt: time.Now().Add(time.Minute)}
-	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET redelivery_failure = $1 WHERE queue IN ('q-00001', 'q-00002')`, f); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle SET redelivery_failure = $1 WHERE queue IN ('q-00001', 'q-00002')`, f); err != nil {
 		t.Fatal(err)
 	}
 	blocked, err := s.BlockedQueues(ctx, []string{"q-00002", "q-00003"})

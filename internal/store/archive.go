@@ -24,8 +24,9 @@ type ArchiveClaim struct {
 	Records []dlq.Record
 }
 
-// qualifiedReadColumns are readColumns prefixed with the table alias r.
-var qualifiedReadColumns = readSelect("r", false)
+// claimedReadColumns are readColumns of a claimed lifecycle (claimed) and
+// its wide row (d).
+var claimedReadColumns = readSelectOf("d", "claimed", false)
 
 // ClaimArchive claims up to limit records whose archive copy is due at now,
 // oldest due first, for lease.
@@ -33,12 +34,14 @@ func (s *Store) ClaimArchive(ctx context.Context, now time.Time, limit int, leas
 	token := uuid.Must(uuid.NewV7()).String()
 	recs, err := collect(ctx, s.pool, "claim archive copies", scanRecord, `
 		WITH due AS (
-			SELECT id FROM redrive_record
+			SELECT id FROM redrive_lifecycle
 			WHERE archive_state IN ('pending', 'failed') AND coalesce(archive_retry_at, '-infinity'::timestamptz) <= $1
-			ORDER BY coalesce(archive_retry_at, '-infinity'::timestamptz) LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE redrive_record r SET archive_token = $3, archive_retry_at = $1::timestamptz + $4 * interval '1 millisecond'
-		FROM due WHERE r.id = due.id
-		RETURNING `+qualifiedReadColumns, now, limit, token, lease.Milliseconds())
+			ORDER BY coalesce(archive_retry_at, '-infinity'::timestamptz) LIMIT $2 FOR UPDATE SKIP LOCKED),
+		claimed AS (
+			UPDATE redrive_lifecycle r SET archive_token = $3, archive_retry_at = $1::timestamptz + $4 * interval '1 millisecond'
+			FROM due WHERE r.id = due.id
+			RETURNING r.*)
+		SELECT `+claimedReadColumns+` FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`, now, limit, token, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func (s *Store) SettleArchive(ctx context.Context, c *ArchiveClaim, outcomes []A
 		}
 	}
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE redrive_record r
+		UPDATE redrive_lifecycle r
 		SET archive_state = o.state, archive_reason = o.reason, archive_failure = o.failure,
 		    archive_retry_at = o.retry_at, archive_token = NULL,
 		    archived_at = CASE WHEN o.state = 'done' THEN $7 ELSE r.archived_at END

@@ -91,8 +91,11 @@ func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard fu
 				if overB <= 0 {
 					limit = min(overN, chunk)
 				}
+				// The oldest retryable records are found (and locked) from
+				// the lifecycle's index (queue, id) WHERE retryable.
 				recs, err := collect(ctx, tx, "lock oldest records", scanRecord, "SELECT "+storedSQL+
-					" FROM redrive_record WHERE queue = $1 AND state = 'retryable' AND id > $2 ORDER BY queue, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+					" FROM redrive_record WHERE id IN (SELECT l.id FROM redrive_lifecycle l WHERE l.queue = $1 AND l.state = 'retryable' AND l.id > $2"+
+					" ORDER BY l.queue, l.id LIMIT $3 FOR UPDATE SKIP LOCKED) ORDER BY id",
 					c.Queue, after, limit)
 				if err != nil {
 					return err

@@ -185,7 +185,7 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 	}
 	// Statistics taken while every record was retryable, as autovacuum
 	// may still have them.
-	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		t.Fatal(err)
 	}
 	now := recs[len(recs)-1].NextRetryAt.Add(time.Second)
@@ -217,8 +217,8 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
-			strings.Contains(p, "Seq Scan on redrive_record ") || failed > 0 && !strings.Contains(p, "redrive_record_pkey") {
+		if strings.Contains(p, "redrive_lifecycle_completed") || strings.Contains(p, "redrive_lifecycle_state_id") ||
+			strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") || failed > 0 && !strings.Contains(p, "redrive_lifecycle_pkey") {
 			t.Errorf("settling a claim with %d failed records reads more than their ids:\n%s", failed, p)
 		}
 	}
@@ -233,9 +233,79 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(p, "redrive_record_completed") || strings.Contains(p, "redrive_record_state_id") ||
-			strings.Contains(p, "Seq Scan on redrive_record ") {
+		if strings.Contains(p, "redrive_lifecycle_completed") || strings.Contains(p, "redrive_lifecycle_state_id") ||
+			strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") {
 			t.Errorf("the rescue at %v reads more than the records of expired claims:\n%s", at.Sub(now), p)
 		}
+	}
+}
+
+// A redelivery writes the records' lifecycles alone (migration 00180): its
+// claim, a settle that puts a failed produce back, one that discards a
+// record with nowhere to go, an expired claim's rescue and a produce that
+// cleared a failure leave every wide row (key, value, headers, errors,
+// payload) as ingest wrote it — the same row version.
+func TestARedeliveryNeverWritesTheWideRow(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	recs := make([]dlq.Record, 6)
+	ids := make([]string, len(recs))
+	for i := range recs {
+		recs[i] = newRecord(int64(i), "orders")
+		ids[i] = recs[i].ID
+	}
+	if _, err := s.InsertRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	versions := func() (wide, lifecycle string) {
+		t.Helper()
+		err := pool.QueryRow(ctx, `SELECT (SELECT string_agg(xmin::text || ctid::text, ',' ORDER BY id) FROM redrive_record_data WHERE id = ANY($1)),
+			(SELECT string_agg(xmin::text || ctid::text, ',' ORDER BY id) FROM redrive_lifecycle WHERE id = ANY($1))`, ids).Scan(&wide, &lifecycle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wide, lifecycle
+	}
+	wide, lifecycle := versions()
+	now := recs[len(recs)-1].NextRetryAt.Add(time.Second)
+	failure := func(at time.Time) dlq.DeliveryFailure {
+		return dlq.DeliveryFailure{Reason: dlq.ReasonBroker, Message: "down", FailedAt: at, Failures: 1, NextAttemptAt: at}
+	}
+	// Claimed, then settled: two produced, one failed (put back), one
+	// discarded as not routable.
+	c := claim(t, s, now, time.Minute)
+	if len(c.Records) != len(recs) {
+		t.Fatalf("claimed %d records, want %d", len(c.Records), len(recs))
+	}
+	if err := s.Settle(ctx, c, []store.FailedDelivery{{ID: ids[0], Failure: failure(now)},
+		{ID: ids[1], Failure: failure(now), Discard: true}}, now); err != nil {
+		t.Fatal(err)
+	}
+	// The failed one again, produced this time (its failure cleared), and
+	// one claim that expires and is rescued.
+	now = now.Add(time.Second)
+	if c = claim(t, s, now, time.Minute); len(c.Records) != 1 {
+		t.Fatalf("claimed %d records again, want the failed one", len(c.Records))
+	}
+	if err := s.Settle(ctx, c, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, s, ids[0]); r.RedeliveryFailure != nil || r.State != dlq.StateCompleted {
+		t.Fatalf("produced after a failure: %s, failure %+v", r.State, r.RedeliveryFailure)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle SET state = 'retryable', next_retry_at = $2 WHERE id = $1`, ids[2], now); err != nil {
+		t.Fatal(err)
+	}
+	if c = claim(t, s, now, time.Second); len(c.Records) != 1 {
+		t.Fatalf("claimed %d records, want one", len(c.Records))
+	}
+	if rescued, err := s.RescueExpired(ctx, now.Add(time.Minute)); err != nil || len(rescued) != 1 {
+		t.Fatalf("rescued %v, %v; want one", rescued, err)
+	}
+	if w, l := versions(); w != wide || l == lifecycle {
+		t.Errorf("after the redeliveries: wide rows %s (before %s), lifecycles changed %t; want the wide rows untouched",
+			w, wide, l != lifecycle)
 	}
 }

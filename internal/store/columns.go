@@ -17,7 +17,9 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// recordColumns are redrive_record's columns in the order rows are written and read.
+// recordColumns are the record's columns (of the view redrive_record) in the
+// order rows are read. A record is written as two rows (migration 00180):
+// dataColumns of its wide row and lifecycleColumns of its lifecycle.
 var recordColumns = []string{
 	"id", "queue", "type", "state", "exhaustion", "attempt", "max_attempts",
 	"source_partition", "source_offset", "source_timestamp", "source_group",
@@ -28,7 +30,20 @@ var recordColumns = []string{
 	"value_schema", "key_schema", "key_payload", "decode_error", "decode_pending",
 }
 
-var insertColumns = strings.Join(recordColumns, ", ")
+// lifecycleOnly are the columns of recordColumns that only the lifecycle row
+// has: where a record stands, written by every change of state.
+var lifecycleOnly = []string{"state", "exhaustion", "attempt", "enqueued_at", "next_retry_at", "discarded_at",
+	"completed_at", "updated_at", "archive_state"}
+
+// dataColumns are the columns of a record's wide row (redrive_record_data),
+// in the order rowValues gives them.
+var dataColumns = slices.DeleteFunc(slices.Clone(recordColumns), func(c string) bool { return slices.Contains(lifecycleOnly, c) })
+
+// lifecycleColumns are the columns of a record's lifecycle row
+// (redrive_lifecycle) an insert writes, in the order lifecycleValues gives
+// them: its id, copies of the wide row's dimensions (which the statistics
+// group by) and its state.
+var lifecycleColumns = append([]string{"id", "queue", "type", "error_type", "fingerprint", "format", "bytes"}, lifecycleOnly...)
 
 // readColumns are the columns a Record is read from: payload, error_type and
 // failed_at are derived from value and errors, kept only for search and
@@ -52,20 +67,39 @@ var storedSQL = readSelect("", false)
 // readSelect is readColumns as a select list, each column qualified with
 // alias when it is not empty; shown says whether claim_prior is looked up.
 func readSelect(alias string, shown bool) string {
-	q := ""
-	if alias != "" {
-		q = alias + "."
+	return readSelectOf(alias, alias, shown)
+}
+
+// lifecycleHeld are the record's columns (of the view redrive_record) that
+// its lifecycle row holds; the wide row holds the others.
+var lifecycleHeld = append(slices.Clone(lifecycleOnly), "redelivered_at", "archived_at", "claim_token", "redelivery_failure",
+	"archive_reason", "archive_failure", "archive_retry_at", "archive_token", "completed_by", "ack_due_at",
+	"unacknowledged_at", "fetch_at", "lease_until", "worker_id", "result")
+
+// readSelectOf is readColumns as a select list over a record's wide row
+// (aliased data) and lifecycle (aliased life), for statements that read the
+// two tables, not the view (both "" for the view itself).
+func readSelectOf(data, life string, shown bool) string {
+	dq, lq := "", ""
+	if data != "" {
+		dq = data + "."
+	}
+	if life != "" {
+		lq = life + "."
 	}
 	cols := strings.Split(readColumns, ", ")
 	for i, c := range cols {
-		cols[i] = q + c
+		cols[i] = dq + c
+		if slices.Contains(lifecycleHeld, c) {
+			cols[i] = lq + c
+		}
 		switch c {
 		case "payload":
-			cols[i] = "(CASE WHEN " + q + "value_schema IS NOT NULL THEN " + q + "payload END)::jsonb AS payload"
+			cols[i] = "(CASE WHEN " + dq + "value_schema IS NOT NULL THEN " + dq + "payload END)::jsonb AS payload"
 		case "claim_prior":
 			cols[i] = "NULL::jsonb AS claim_prior"
 			if shown {
-				cols[i] = claimPriorExpr(cmp.Or(alias, "redrive_record"))
+				cols[i] = claimPriorExpr(cmp.Or(life, "redrive_record"))
 			}
 		}
 	}
@@ -241,7 +275,41 @@ func jsonOr(b []byte, fallback string) []byte {
 	return b
 }
 
-// rowValues encodes r as the values of one row, in recordColumns order.
+// dims are a record's dimensions as its rows store them: cleaned, and cut in
+// the minimal form. The wide row and the lifecycle's copies hold the same.
+type dims struct{ queue, typ, errorType, group, fp string }
+
+func dimsOf(r *dlq.Record, mode jsonMode) dims {
+	d := dims{clean(r.Queue), clean(r.Type), clean(r.LastError().Type), clean(r.Source.Group), r.Fingerprint}
+	if mode == asMinimal {
+		d.queue, d.typ, d.errorType = cut(d.queue, maxIdentifierBytes), cut(d.typ, maxIdentifierBytes), cut(d.errorType, maxIdentifierBytes)
+		d.group, d.fp = cut(d.group, maxIdentifierBytes), cut(clean(d.fp), maxIdentifierBytes)
+	}
+	return d
+}
+
+// lifecycleValues are the values of r's lifecycle row, in lifecycleColumns
+// order, for a wide row written in mode.
+func lifecycleValues(r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
+	d := dimsOf(r, mode)
+	return []any{
+		id, d.queue, d.typ, d.errorType, d.fp, string(r.Format), int64(len(r.Key) + len(r.Value)),
+		string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt,
+		r.CompletedAt, r.UpdatedAt, archiveStateOf(r.State),
+	}
+}
+
+// recordID is r's id as a binary uuid (uuid.UUID would be encoded as text
+// through driver.Valuer).
+func recordID(r *dlq.Record) (pgtype.UUID, error) {
+	id, err := uuid.Parse(r.ID)
+	if err != nil {
+		return pgtype.UUID{}, fmt.Errorf("invalid id %q: %w", r.ID, err)
+	}
+	return pgtype.UUID{Bytes: id, Valid: true}, nil
+}
+
+// rowValues encodes r as the values of its wide row, in dataColumns order.
 // reason is why a degraded row (asText, asMinimal) has no payload: it is
 // kept when the value would have had one.
 func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
@@ -253,11 +321,11 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode errors: %w", err)
 	}
-	id, err := uuid.Parse(r.ID) // as bytes: uuid.UUID would be encoded as text through driver.Valuer
+	id, err := recordID(r)
 	if err != nil {
-		return nil, fmt.Errorf("invalid id %q: %w", r.ID, err)
+		return nil, err
 	}
-	queue, typ, errorType, group, fp := clean(r.Queue), clean(r.Type), clean(r.LastError().Type), clean(r.Source.Group), r.Fingerprint
+	d := dimsOf(r, mode)
 	retry, meta := jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}")
 	var payload []byte
 	var omitted string
@@ -276,8 +344,6 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 		payload, keyPayload = nil, nil
 	}
 	if mode == asMinimal {
-		queue, typ, errorType = cut(queue, maxIdentifierBytes), cut(typ, maxIdentifierBytes), cut(errorType, maxIdentifierBytes)
-		group, fp = cut(group, maxIdentifierBytes), cut(clean(fp), maxIdentifierBytes)
 		if !jsonbSafe(retry) {
 			retry = []byte("{}")
 		}
@@ -286,12 +352,11 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 		}
 	}
 	return []any{
-		pgtype.UUID{Bytes: id, Valid: true}, queue, typ, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
-		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), group,
+		id, d.queue, d.typ, r.MaxAttempts,
+		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), d.group,
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
-		r.Key, r.Value, headers, payload, errorType, errs, retry, meta,
-		r.CreatedAt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt, r.CompletedAt, r.UpdatedAt,
-		archiveStateOf(r.State), fp, nullIfEmptyString(omitted), FailedAt(r),
+		r.Key, r.Value, headers, payload, d.errorType, errs, retry, meta,
+		r.CreatedAt, d.fp, nullIfEmptyString(omitted), FailedAt(r),
 		valueSchema, keySchema, keyPayload, nullIfEmptyString(clean(r.DecodeError)), r.DecodePending,
 	}, nil
 }

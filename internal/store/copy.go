@@ -5,46 +5,61 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// recordOIDs are the Postgres types of recordColumns, in order, for encoding
-// rows without asking the server (TestRecordOIDsMatchTheTable checks them
-// against the migrated table).
-var recordOIDs = []uint32{
-	pgtype.UUIDOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.Int4OID, pgtype.Int4OID,
-	pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
-	pgtype.TextOID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
-	pgtype.ByteaOID, pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID,
-	pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID,
-	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TimestamptzOID,
-	pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.BoolOID,
-}
+// dataOIDs and lifecycleOIDs are the Postgres types of dataColumns and
+// lifecycleColumns, in order, for encoding rows without asking the server
+// (TestRecordOIDsMatchTheTables checks them against the migrated tables).
+var (
+	dataOIDs = []uint32{
+		pgtype.UUIDOID, pgtype.TextOID, pgtype.TextOID, pgtype.Int4OID,
+		pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
+		pgtype.TextOID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.TextOID,
+		pgtype.ByteaOID, pgtype.ByteaOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID,
+		pgtype.TimestamptzOID, pgtype.TextOID, pgtype.TextOID, pgtype.TimestamptzOID,
+		pgtype.JSONBOID, pgtype.JSONBOID, pgtype.JSONBOID, pgtype.TextOID, pgtype.BoolOID,
+	}
+	lifecycleOIDs = []uint32{
+		pgtype.UUIDOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.Int8OID,
+		pgtype.TextOID, pgtype.TextOID, pgtype.Int4OID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID,
+		pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TextOID,
+	}
+)
 
-var copyRecordsSQL = "COPY redrive_record (" + insertColumns + ") FROM STDIN (FORMAT binary)"
+var (
+	copyDataSQL      = "COPY redrive_record_data (" + strings.Join(dataColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+	copyLifecycleSQL = "COPY redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+)
 
 // copyHeader opens a binary COPY stream: signature, flags, header extension.
 var copyHeader = []byte("PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000")
 
 // EncodedRecords is a batch of new records together with their rows encoded
-// as one binary COPY stream, made by an Encoder ahead of InsertEncoded: the
-// encoding (JSON checks, headers, error history, binary values) is done
-// before the batch's turn to be written, so the write is a bare COPY.
+// as binary COPY streams (the wide rows, and their lifecycles), made by an
+// Encoder ahead of InsertEncoded: the encoding (JSON checks, headers, error
+// history, binary values) is done before the batch's turn to be written, so
+// the write is two bare COPYs in one transaction.
 type EncodedRecords struct {
-	Records []dlq.Record
-	data    *[]byte // nil when a record could not be encoded: InsertEncoded takes InsertRecords' path
+	Records   []dlq.Record
+	data      *[]byte // nil when a record could not be encoded: InsertEncoded takes InsertRecords' path
+	lifecycle *[]byte
 }
 
-// Release returns the batch's buffer for reuse. The batch must not be
+// Release returns the batch's buffers for reuse. The batch must not be
 // inserted after.
 func (e *EncodedRecords) Release() {
 	if e.data != nil {
 		copyBuffers.Put(e.data)
-		e.data = nil
+		copyBuffers.Put(e.lifecycle)
+		e.data, e.lifecycle = nil, nil
 	}
 }
 
@@ -63,33 +78,48 @@ func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
 // usable, InsertEncoded writes it the slow way (which reports the record).
 func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	out := &EncodedRecords{Records: records}
-	bufp := copyBuffers.Get().(*[]byte)
-	buf := append((*bufp)[:0], copyHeader...)
+	bufp, lbufp := copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte)
+	buf, lbuf := append((*bufp)[:0], copyHeader...), append((*lbufp)[:0], copyHeader...)
+	fail := func(err error) (*EncodedRecords, error) {
+		copyBuffers.Put(bufp)
+		copyBuffers.Put(lbufp)
+		return out, err
+	}
 	for i := range records {
-		vals, err := rowValues(&records[i], asJSONUnchecked, "")
+		r := &records[i]
+		vals, err := rowValues(r, asJSONUnchecked, "")
 		if err != nil {
-			copyBuffers.Put(bufp)
-			return out, fmt.Errorf("encode record %s: %w", records[i].ID, err)
+			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
-		for j, v := range vals {
-			at := len(buf)
-			buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // NULL unless a value follows
-			enc, err := e.types.Encode(recordOIDs[j], pgtype.BinaryFormatCode, v, buf)
-			if err != nil {
-				copyBuffers.Put(bufp)
-				return out, fmt.Errorf("encode record %s: column %s: %w", records[i].ID, recordColumns[j], err)
-			}
-			if enc != nil {
-				buf = enc
-				binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
-			}
+		if buf, err = e.appendRow(buf, vals, dataOIDs, dataColumns); err != nil {
+			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
+		}
+		if lbuf, err = e.appendRow(lbuf, lifecycleValues(r, vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
+			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
 	}
-	buf = binary.BigEndian.AppendUint16(buf, 0xFFFF) // end of stream
-	*bufp = buf
-	out.data = bufp
+	*bufp = binary.BigEndian.AppendUint16(buf, 0xFFFF) // end of stream
+	*lbufp = binary.BigEndian.AppendUint16(lbuf, 0xFFFF)
+	out.data, out.lifecycle = bufp, lbufp
 	return out, nil
+}
+
+// appendRow appends one row of a binary COPY stream to buf.
+func (e *Encoder) appendRow(buf []byte, vals []any, oids []uint32, columns []string) ([]byte, error) {
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
+	for j, v := range vals {
+		at := len(buf)
+		buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // NULL unless a value follows
+		enc, err := e.types.Encode(oids[j], pgtype.BinaryFormatCode, v, buf)
+		if err != nil {
+			return buf, fmt.Errorf("column %s: %w", columns[j], err)
+		}
+		if enc != nil {
+			buf = enc
+			binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+		}
+	}
+	return buf, nil
 }
 
 // InsertEncoded stores a batch made by an Encoder, as InsertRecords does:
@@ -102,12 +132,16 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 	if e.data == nil {
 		return s.InsertRecords(ctx, e.Records)
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return InsertResult{}, fmt.Errorf("copy records: %w", err)
-	}
-	tag, err := conn.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(*e.data), copyRecordsSQL)
-	conn.Release()
+	var tag pgconn.CommandTag
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		pg := tx.Conn().PgConn()
+		var err error
+		if tag, err = pg.CopyFrom(ctx, bytes.NewReader(*e.data), copyDataSQL); err != nil {
+			return err
+		}
+		_, err = pg.CopyFrom(ctx, bytes.NewReader(*e.lifecycle), copyLifecycleSQL)
+		return err
+	})
 	// A value shaped like JSON that is not (the batch was encoded without
 	// the full check) fails the COPY as a row fault: the slow way writes the
 	// batch again checked.

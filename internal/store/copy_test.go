@@ -97,20 +97,29 @@ func TestInsertEncodedFallsBack(t *testing.T) {
 	}
 }
 
-// The encoder writes binary values of the types RecordOIDs names; a column
-// whose type a migration changes must change there too (else every batch
-// would fail its COPY and take the slow path).
-func TestRecordOIDsMatchTheTable(t *testing.T) {
+// The encoder writes binary values of the types DataOIDs and LifecycleOIDs
+// name; a column whose type a migration changes must change there too (else
+// every batch would fail its COPY and take the slow path).
+func TestRecordOIDsMatchTheTables(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
-	var got []uint32
-	if err := pool.QueryRow(context.Background(), `
-		SELECT array_agg(a.atttypid::int8 ORDER BY c.i)
-		FROM unnest($1::text[]) WITH ORDINALITY AS c(name, i)
-		JOIN pg_attribute a ON a.attrelid = 'redrive_record'::regclass AND a.attname = c.name`, store.RecordColumns).Scan(&got); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, store.RecordOIDs) {
-		t.Fatalf("RecordOIDs = %v, the table has %v (columns %v)", store.RecordOIDs, got, store.RecordColumns)
+	for _, tc := range []struct {
+		table   string
+		columns []string
+		oids    []uint32
+	}{
+		{"redrive_record_data", store.DataColumns, store.DataOIDs},
+		{"redrive_lifecycle", store.LifecycleColumns, store.LifecycleOIDs},
+	} {
+		var got []uint32
+		if err := pool.QueryRow(context.Background(), `
+			SELECT array_agg(a.atttypid::int8 ORDER BY c.i)
+			FROM unnest($1::text[]) WITH ORDINALITY AS c(name, i)
+			JOIN pg_attribute a ON a.attrelid = $2::regclass AND a.attname = c.name AND NOT a.attisdropped`, tc.columns, tc.table).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.oids) {
+			t.Fatalf("%s: OIDs = %v, the table has %v (columns %v)", tc.table, tc.oids, got, tc.columns)
+		}
 	}
 }

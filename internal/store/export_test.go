@@ -6,10 +6,12 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 )
 
-// The encoder's column list and types, for TestRecordOIDsMatchTheTable.
+// The encoder's column lists and types, for TestRecordOIDsMatchTheTables.
 var (
-	RecordColumns = recordColumns
-	RecordOIDs    = recordOIDs
+	DataColumns      = dataColumns
+	DataOIDs         = dataOIDs
+	LifecycleColumns = lifecycleColumns
+	LifecycleOIDs    = lifecycleOIDs
 )
 
 // QueueActivitySQL is QueueActivity's statement, for its EXPLAIN.
@@ -43,5 +45,5 @@ var SettleSQL, RescueSQL = settleSQL, rescueSQL
 // cannot answer, for its EXPLAIN.
 func CountScan(f *filter.Filter) (string, []any) {
 	args := pgx.NamedArgs{"count_cap": countCap + 1}
-	return countScanSQL(where(f, nil, "", args)), []any{args}
+	return countScanSQL(recordsFrom(f, nil), where(f, nil, "", args)), []any{args}
 }

@@ -37,7 +37,7 @@ func TestServerFaultsNeverDegradeRows(t *testing.T) {
 			if _, err := pool.Exec(ctx, fmt.Sprintf(`
 				CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN RAISE EXCEPTION 'server trouble' USING ERRCODE = '%s'; END $$;
-				CREATE TRIGGER fail BEFORE INSERT ON redrive_record FOR EACH ROW EXECUTE FUNCTION fail()`, code)); err != nil {
+				CREATE TRIGGER fail BEFORE INSERT ON redrive_record_data FOR EACH ROW EXECUTE FUNCTION fail()`, code)); err != nil {
 				t.Fatal(err)
 			}
 			for _, encoded := range []bool{false, true} {
@@ -47,7 +47,7 @@ func TestServerFaultsNeverDegradeRows(t *testing.T) {
 					t.Fatalf("encoded=%v: InsertRecords = %+v, %v; want the server's error %s", encoded, res, err, code)
 				}
 			}
-			if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_record`); err != nil {
+			if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_record_data`); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := insertBatch(ctx, s, batch, true); err != nil || res.N != len(batch) {
@@ -135,7 +135,8 @@ func checkPayloads(t *testing.T, pool *pgxpool.Pool, batch []dlq.Record, want ..
 
 // A server fault met while the slow path isolates a bad row ends the whole
 // write: nothing of the batch is stored (no good row stored twice, none
-// reported new and lost), and the caller tries the batch again.
+// reported new and lost), and the caller tries the batch again. The fault
+// is the lifecycle's, written after the wide rows: their rows go too.
 func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
@@ -147,7 +148,7 @@ func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 	if _, err := pool.Exec(ctx, `
 		CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.queue = 'doomed' THEN RAISE EXCEPTION 'disk full' USING ERRCODE = '53100'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER fail BEFORE INSERT ON redrive_record FOR EACH ROW EXECUTE FUNCTION fail()`); err != nil {
+		CREATE TRIGGER fail BEFORE INSERT ON redrive_lifecycle FOR EACH ROW EXECUTE FUNCTION fail()`); err != nil {
 		t.Fatal(err)
 	}
 	res, err := insertBatch(ctx, s, batch, true)
@@ -158,7 +159,11 @@ func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 	if n, err := s.Count(ctx, &filter.Filter{}); err != nil || n != 0 {
 		t.Fatalf("%d records stored, %v; want none", n, err)
 	}
-	if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_record`); err != nil {
+	var wide int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record_data").Scan(&wide); err != nil || wide != 0 {
+		t.Fatalf("%d wide rows stored, %v; want none", wide, err)
+	}
+	if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_lifecycle`); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := insertBatch(ctx, s, batch, true); err != nil || res.N != len(batch) {

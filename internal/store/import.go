@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,14 +23,21 @@ type ImportResult struct {
 	Skipped int
 }
 
-// createImportTable is the staging table an import copies its batches into:
-// the record table's columns, dropped at the end of the transaction.
-const createImportTable = "CREATE TEMP TABLE redrive_import (LIKE redrive_record INCLUDING DEFAULTS) ON COMMIT DROP"
+// createImportTables are the staging tables an import copies its batches
+// into, one per record table, dropped at the end of the transaction.
+var createImportTables = []string{
+	"CREATE TEMP TABLE redrive_import_data (LIKE redrive_record_data INCLUDING DEFAULTS) ON COMMIT DROP",
+	"CREATE TEMP TABLE redrive_import_lifecycle (LIKE redrive_lifecycle INCLUDING DEFAULTS) ON COMMIT DROP",
+}
 
-// importRecordsSQL moves the staged records into the record table, leaving
-// out every one whose id or DLQ coordinates are stored already.
-var importRecordsSQL = "INSERT INTO redrive_record (" + insertColumns + ") SELECT " + insertColumns +
-	" FROM redrive_import ORDER BY id ON CONFLICT DO NOTHING"
+// importRecordsSQL moves the staged records into the record tables (the
+// wide rows, then the lifecycle of each wide row stored), leaving out every
+// one whose id or DLQ coordinates are stored already, repeats within the
+// import included.
+var importRecordsSQL = "WITH d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT " +
+	strings.Join(dataColumns, ", ") + " FROM redrive_import_data ORDER BY id ON CONFLICT DO NOTHING RETURNING id) " +
+	"INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT DISTINCT ON (l.id) l." +
+	strings.Join(lifecycleColumns, ", l.") + " FROM redrive_import_lifecycle l JOIN d ON d.id = l.id ORDER BY l.id"
 
 // ImportRecords stores records from another Redrive all or nothing, in one
 // transaction: next gives one batch after another, and a nil batch with no
@@ -43,8 +51,10 @@ func (s *Store) ImportRecords(ctx context.Context, next func() ([]dlq.Record, er
 	var res ImportResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = ImportResult{}
-		if _, err := tx.Exec(ctx, createImportTable); err != nil {
-			return fmt.Errorf("create staging table: %w", err)
+		for _, create := range createImportTables {
+			if _, err := tx.Exec(ctx, create); err != nil {
+				return fmt.Errorf("create staging table: %w", err)
+			}
 		}
 		for {
 			batch, err := next()
@@ -57,9 +67,12 @@ func (s *Store) ImportRecords(ctx context.Context, next func() ([]dlq.Record, er
 			if len(batch) == 0 {
 				continue
 			}
-			n, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_import"}, recordColumns, newRecordSource(batch, nil, asJSON))
+			n, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_import_data"}, dataColumns, newRecordSource(batch, nil, asJSON))
 			if err != nil {
 				return fmt.Errorf("copy records: %w", err)
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_import_lifecycle"}, lifecycleColumns, &lifecycleSource{records: batch, i: -1}); err != nil {
+				return fmt.Errorf("copy records' lifecycles: %w", err)
 			}
 			res.Received += int(n)
 		}

@@ -301,10 +301,15 @@ func (s *Store) RecordsOf(ctx context.Context, fps []string, afterFP, afterID st
 // SetFingerprints sets records' fingerprints where they still have the
 // fingerprint from[i] ("" for none yet): ingest may have set a newer one
 // meanwhile, from a repeat failure. The statistics table follows (its
-// triggers count by fingerprint).
+// triggers count by fingerprint, from the lifecycle's copy, set in the same
+// statement).
 func (s *Store) SetFingerprints(ctx context.Context, ids, fingerprints, from []string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE redrive_record r SET fingerprint = f.fp
-		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE r.id = f.id AND r.fingerprint = f.old`,
+	_, err := s.pool.Exec(ctx, `
+		WITH l AS (
+			UPDATE redrive_lifecycle l SET fingerprint = f.fp
+			FROM unnest($1::uuid[], $2::text[], $3::text[]) AS f(id, fp, old) WHERE l.id = f.id AND l.fingerprint = f.old
+			RETURNING l.id, l.fingerprint)
+		UPDATE redrive_record_data d SET fingerprint = l.fingerprint FROM l WHERE d.id = l.id`,
 		ids, fingerprints, from)
 	if err != nil {
 		return fmt.Errorf("set fingerprints: %w", err)

@@ -9,14 +9,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// insertIgnoringDuplicates stores one row unless its DLQ record (coordinates
-// and timestamp) is already stored.
-var insertIgnoringDuplicates = "INSERT INTO redrive_record (" + insertColumns + ") VALUES (" + placeholders(len(recordColumns)) +
-	") ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING"
+// insertIgnoringDuplicates stores one record (its wide row, then its
+// lifecycle: the values of rowValues, then of lifecycleValues) unless its DLQ
+// record (coordinates and timestamp) is already stored.
+var insertIgnoringDuplicates = "WITH d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") VALUES (" +
+	placeholders(1, dataOIDs) + ") ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING RETURNING 1) " +
+	"INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT " +
+	placeholders(len(dataOIDs)+1, lifecycleOIDs) + " FROM d"
+
+// insertValues are the values of insertIgnoringDuplicates for r, in mode.
+func insertValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
+	vals, err := rowValues(r, mode, reason)
+	if err != nil {
+		return nil, err
+	}
+	return append(vals, lifecycleValues(r, vals[0].(pgtype.UUID), mode)...), nil
+}
 
 // InsertResult says which records of a batch InsertRecords stored.
 type InsertResult struct {
@@ -48,11 +61,17 @@ func (r *InsertResult) add(i int, stored bool) {
 	r.duplicate[i] = true
 }
 
-// placeholders is $1, …, $n: a row's values, in recordColumns' order.
-func placeholders(n int) string {
-	ps := make([]string, n)
-	for i := range ps {
-		ps[i] = "$" + strconv.Itoa(i+1)
+// placeholders is $first, … of a row's values, each cast to its column's
+// type (oids).
+func placeholders(first int, oids []uint32) string {
+	types := pgtype.NewMap()
+	ps := make([]string, len(oids))
+	for i, oid := range oids {
+		t, ok := types.TypeForOID(oid)
+		if !ok {
+			panic("store: no type for oid " + strconv.Itoa(int(oid)))
+		}
+		ps[i] = "$" + strconv.Itoa(first+i) + "::" + t.Name
 	}
 	return strings.Join(ps, ", ")
 }
@@ -72,8 +91,24 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (Insert
 	}
 	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
 	// already ingesting the rows sent before, so encoding overlaps the COPY.
-	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, newRecordSource(records, nil, asJSON))
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = copyRecords(ctx, tx, records, nil)
+		return err
+	})
 	return s.afterCopy(ctx, records, n, err)
+}
+
+// copyRecords COPYs records (all of them, or those at idx) into both
+// tables within tx: their wide rows, then their lifecycles.
+func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int) (int64, error) {
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_data"}, dataColumns, newRecordSource(records, idx, asJSON))
+	if err != nil {
+		return n, err
+	}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"redrive_lifecycle"}, lifecycleColumns, &lifecycleSource{records: records, idx: idx, i: -1})
+	return n, err
 }
 
 // afterCopy finishes a COPY of records: done when it succeeded. A COPY that
@@ -151,7 +186,7 @@ func isolate(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, du
 func writePart(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, dups bool) ([]bool, error) {
 	stored := make([]bool, len(idx))
 	if !dups {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record"}, recordColumns, newRecordSource(records, idx, asJSON))
+		_, err := copyRecords(ctx, tx, records, idx)
 		for k := range stored {
 			stored[k] = true
 		}
@@ -159,7 +194,7 @@ func writePart(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, 
 	}
 	batch := &pgx.Batch{}
 	for k, i := range idx {
-		vals, err := rowValues(&records[i], asJSON, "")
+		vals, err := insertValues(&records[i], asJSON, "")
 		if err != nil {
 			return nil, fmt.Errorf("encode record %s: %w", records[i].ID, err)
 		}
@@ -188,7 +223,7 @@ func insertDegrading(ctx context.Context, tx pgx.Tx, records []dlq.Record, i int
 	for _, mode := range modes {
 		var stored bool
 		err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			vals, err := rowValues(r, mode, reason)
+			vals, err := insertValues(r, mode, reason)
 			if err != nil {
 				return fmt.Errorf("encode record %s: %w", r.ID, err)
 			}
@@ -263,3 +298,36 @@ func (rs *recordSource) Values() ([]any, error) {
 }
 
 func (rs *recordSource) Err() error { return rs.err }
+
+// lifecycleSource feeds the lifecycles of records (all, or those at idx) to
+// COPY, in the form their wide rows were written (asJSON).
+type lifecycleSource struct {
+	records []dlq.Record
+	idx     []int
+	i       int
+	err     error
+}
+
+func (ls *lifecycleSource) Next() bool {
+	ls.i++
+	n := len(ls.records)
+	if ls.idx != nil {
+		n = len(ls.idx)
+	}
+	return ls.err == nil && ls.i < n
+}
+
+func (ls *lifecycleSource) Values() ([]any, error) {
+	r := &ls.records[ls.i]
+	if ls.idx != nil {
+		r = &ls.records[ls.idx[ls.i]]
+	}
+	id, err := recordID(r)
+	if err != nil {
+		ls.err = fmt.Errorf("encode record %s: %w", r.ID, err)
+		return nil, ls.err
+	}
+	return lifecycleValues(r, id, asJSON), nil
+}
+
+func (ls *lifecycleSource) Err() error { return ls.err }

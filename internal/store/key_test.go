@@ -42,7 +42,7 @@ func TestKeyFilterFindsLongKeysThroughThePrefixIndex(t *testing.T) {
 			t.Fatalf("record %s has another key", r.ID)
 		}
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE redrive_record"); err != nil {
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
 		t.Fatal(err)
 	}
 	cond, args := store.Where(&filter.Filter{Key: key}, nil)

@@ -31,6 +31,10 @@ type predicate struct {
 	on func(f *filter.Filter, sc *filter.Scope) bool
 	// sql is its condition over redrive_record, with unqualified columns.
 	sql func(f *filter.Filter, sc *filter.Scope, bind binder) string
+	// lifecycle says the condition reads a column only the lifecycle holds
+	// (lifecycleHeld): a filter without one is answered from the wide rows
+	// alone (recordsFrom).
+	lifecycle bool
 	// counted says the same condition holds over the statistics table
 	// redrive_record_count, whose dimension columns have the same names
 	// and meaning: a filter of counted predicates only is counted there.
@@ -75,17 +79,17 @@ var predicates = []predicate{
 	{keys: []string{"NotInternal"}, counted: true,
 		on:  func(_ *filter.Filter, sc *filter.Scope) bool { return sc.NotInternal },
 		sql: func(*filter.Filter, *filter.Scope, binder) string { return "left(queue, 2) <> '__'" }},
-	{keys: []string{"state"}, counted: true,
+	{keys: []string{"state"}, lifecycle: true, counted: true,
 		on: func(f *filter.Filter, _ *filter.Scope) bool { return f.State != "" },
 		sql: func(f *filter.Filter, _ *filter.Scope, bind binder) string {
 			return "state = " + bind("state", string(f.State))
 		}},
-	{keys: []string{"States"}, counted: true,
+	{keys: []string{"States"}, lifecycle: true, counted: true,
 		on: func(_ *filter.Filter, sc *filter.Scope) bool { return len(sc.States) > 0 },
 		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
 			return "state = ANY(" + bind("states", stateStrings(sc.States)) + ")"
 		}},
-	{keys: []string{"exhaustion"}, counted: true,
+	{keys: []string{"exhaustion"}, lifecycle: true, counted: true,
 		on: func(f *filter.Filter, _ *filter.Scope) bool { return f.Exhaustion != "" },
 		sql: func(f *filter.Filter, _ *filter.Scope, bind binder) string {
 			return "exhaustion = " + bind("exhaustion", string(f.Exhaustion))
@@ -147,7 +151,7 @@ var predicates = []predicate{
 		sql: func(f *filter.Filter, _ *filter.Scope, bind binder) string {
 			return "id = ANY(" + bind("ids", f.IDs) + "::uuid[])"
 		}},
-	{keys: []string{"unacknowledged"},
+	{keys: []string{"unacknowledged"}, lifecycle: true,
 		on: func(f *filter.Filter, _ *filter.Scope) bool { return f.Unacknowledged != nil },
 		sql: func(f *filter.Filter, _ *filter.Scope, _ binder) string {
 			if *f.Unacknowledged {
@@ -160,7 +164,7 @@ var predicates = []predicate{
 		sql: func(_ *filter.Filter, sc *filter.Scope, bind binder) string {
 			return "queue LIKE ANY(" + bind("queue_globs", LikePatterns(sc.QueueGlobs)) + "::text[])"
 		}},
-	{keys: []string{"InFlight"},
+	{keys: []string{"InFlight"}, lifecycle: true,
 		on: func(_ *filter.Filter, sc *filter.Scope) bool { return sc.InFlight != nil },
 		sql: func(_ *filter.Filter, sc *filter.Scope, _ binder) string {
 			if *sc.InFlight {
@@ -231,7 +235,35 @@ func bindTo(args pgx.NamedArgs, prefix string) binder {
 // redrive_record, binding its values into args under names prefixed with
 // prefix. No predicate set is TRUE.
 func where(f *filter.Filter, sc *filter.Scope, prefix string, args pgx.NamedArgs) string {
-	return render(f, sc, prefix, args, false)
+	return render(f, sc, prefix, args, renderOpts{})
+}
+
+// renderOpts say how a condition is rendered.
+type renderOpts struct {
+	// counting renders it over the statistics table.
+	counting bool
+	// lifecycleQueue matches the queue on the lifecycle's copy
+	// (redrive_record.lifecycle_queue), for statements whose plan reads an
+	// index of the lifecycle that starts with the queue (a listing sorted
+	// by attempt or next_retry_at). The planner cannot carry "queue = …"
+	// from one table to the other, and both conditions at once would be
+	// counted as independent (a queue's selectivity squared).
+	lifecycleQueue bool
+}
+
+// recordsFrom is the relation a statement over f narrowed by sc reads:
+// the view redrive_record, or the wide rows alone (redrive_record_data, no
+// join) when no predicate reads a column only the lifecycle holds.
+func recordsFrom(f *filter.Filter, sc *filter.Scope) string {
+	if sc == nil {
+		sc = &filter.Scope{}
+	}
+	for i := range predicates {
+		if p := &predicates[i]; p.lifecycle && p.on(f, sc) {
+			return "redrive_record"
+		}
+	}
+	return "redrive_record_data"
 }
 
 // countable reports whether every predicate f narrowed by sc sets can be
@@ -251,10 +283,10 @@ func countable(f *filter.Filter, sc *filter.Scope) bool {
 // countWhere renders f narrowed by sc over redrive_record_count; it must be
 // countable.
 func countWhere(f *filter.Filter, sc *filter.Scope, args pgx.NamedArgs) string {
-	return render(f, sc, "c_", args, true)
+	return render(f, sc, "c_", args, renderOpts{counting: true})
 }
 
-func render(f *filter.Filter, sc *filter.Scope, prefix string, args pgx.NamedArgs, counting bool) string {
+func render(f *filter.Filter, sc *filter.Scope, prefix string, args pgx.NamedArgs, opts renderOpts) string {
 	if sc == nil {
 		sc = &filter.Scope{}
 	}
@@ -265,8 +297,12 @@ func render(f *filter.Filter, sc *filter.Scope, prefix string, args pgx.NamedArg
 		if !p.on(f, sc) {
 			continue
 		}
-		if counting && !p.counted {
+		if opts.counting && !p.counted {
 			panic("store: counting a filter the count table cannot answer")
+		}
+		if opts.lifecycleQueue && p.keys[0] == "queue" {
+			conds = append(conds, "lifecycle_queue = "+bind("queue", f.Queue))
+			continue
 		}
 		conds = append(conds, p.sql(f, sc, bind))
 	}

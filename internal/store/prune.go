@@ -59,7 +59,7 @@ func (m *Maint) CountPruneSet(ctx context.Context, p *PruneSet) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n); err != nil {
+	if err := m.db.QueryRow(ctx, "SELECT count(*) FROM redrive_lifecycle WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s records of %s: %w", p.State, p.Queue, err)
 	}
 	return n, nil
@@ -112,8 +112,11 @@ func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, err
 	if p.Archived {
 		cond += " AND (archive_state IS NULL OR archive_state = 'done')"
 	}
-	tag, err := m.db.Exec(ctx, `DELETE FROM redrive_record WHERE id IN (
-		SELECT id FROM redrive_record WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`, args)
+	// The set's condition is over the lifecycle; each record is deleted
+	// whole, its lifecycle (which the statistics count) and its wide row.
+	tag, err := m.db.Exec(ctx, `WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (
+		SELECT id FROM redrive_lifecycle WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED) RETURNING id)
+		DELETE FROM redrive_record_data d USING l WHERE d.id = l.id`, args)
 	if err != nil {
 		return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)
 	}
@@ -130,8 +133,8 @@ func (m *Maint) RequestArchive(ctx context.Context, p *PruneBatchParams) (int64,
 	if err != nil {
 		return 0, err
 	}
-	tag, err := m.db.Exec(ctx, `UPDATE redrive_record SET archive_state = 'pending' WHERE id IN (
-		SELECT id FROM redrive_record WHERE `+cond+` AND archive_state IS NULL ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`,
+	tag, err := m.db.Exec(ctx, `UPDATE redrive_lifecycle SET archive_state = 'pending' WHERE id IN (
+		SELECT id FROM redrive_lifecycle WHERE `+cond+` AND archive_state IS NULL ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED)`,
 		args)
 	if err != nil {
 		return 0, fmt.Errorf("request archive copies of %s records of %s: %w", p.State, p.Queue, err)

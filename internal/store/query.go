@@ -127,11 +127,11 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 		if _, err := tx.Exec(ctx, setCountBudget); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, countScanSQL(cond), args).Scan(&n)
+		return tx.QueryRow(ctx, countScanSQL(recordsFrom(f, sc), cond), args).Scan(&n)
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil { // query_canceled: over budget
-		est, err := s.estimate(ctx, "SELECT 1 FROM redrive_record WHERE "+cond, args)
+		est, err := s.estimate(ctx, "SELECT 1 FROM "+recordsFrom(f, sc)+" WHERE "+cond, args)
 		return est, false, true, err
 	}
 	if err != nil {
@@ -143,11 +143,12 @@ func (s *Store) countFor(ctx context.Context, f *filter.Filter, sc *filter.Scope
 	return n, false, false, nil
 }
 
-// countScanSQL counts at most @count_cap records matching cond. A queue and a
-// time range (the list's queue+since) are counted from the (queue,
-// created_at) index (migration 00171).
-func countScanSQL(cond string) string {
-	return "SELECT count(*) FROM (SELECT 1 FROM redrive_record WHERE " + cond + " LIMIT @count_cap) c"
+// countScanSQL counts at most @count_cap records of from (recordsFrom)
+// matching cond. A queue and a time range (the list's queue+since) are
+// counted from the (queue, created_at) index (migration 00171) of the wide
+// rows alone.
+func countScanSQL(from, cond string) string {
+	return "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + cond + " LIMIT @count_cap) c"
 }
 
 // estimate is the planner's row estimate for a query.
@@ -229,7 +230,7 @@ func (s *Store) count(ctx context.Context, f *filter.Filter, sc *filter.Scope) (
 	args := pgx.NamedArgs{}
 	cond := where(f, sc, "", args)
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+recordsFrom(f, sc)+" WHERE "+cond, args).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count records: %w", err)
 	}
 	return n, nil

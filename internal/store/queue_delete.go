@@ -104,14 +104,15 @@ func (s *Store) DiscardQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, e
 		return BatchResult{}, fmt.Errorf("encode error entry: %w", err)
 	}
 	args := pgx.NamedArgs{"now": now, "entry": e, "error_type": clean(entry.Type), "keep": dlq.MaxErrorHistory}
-	set := `state = 'discarded', exhaustion = 'cancelled', discarded_at = @now, updated_at = @now, failed_at = @now,
+	lifeSet := `state = 'discarded', exhaustion = 'cancelled', discarded_at = @now, updated_at = @now,
 		next_retry_at = NULL, fetch_at = NULL, lease_until = NULL, worker_id = NULL, ack_due_at = NULL,
 		unacknowledged_at = NULL, redelivery_failure = NULL, error_type = @error_type,
-		errors = (SELECT coalesce(jsonb_agg(x.e ORDER BY x.i), '[]'::jsonb) FROM (
-			SELECT y.e, y.i FROM jsonb_array_elements(errors || jsonb_set(@entry::jsonb, '{0,attempt}', to_jsonb(attempt)))
-				WITH ORDINALITY AS y(e, i) ORDER BY y.i DESC LIMIT @keep::int) x),
 		` + archiveAgainIf("true")
-	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+set+" WHERE id IN (", ") RETURNING "+batchRowColumns)
+	dataSet := `failed_at = @now, error_type = @error_type,
+		errors = (SELECT coalesce(jsonb_agg(x.e ORDER BY x.i), '[]'::jsonb) FROM (
+			SELECT y.e, y.i FROM jsonb_array_elements(errors || jsonb_set(@entry::jsonb, '{0,attempt}', to_jsonb(l.attempt)))
+				WITH ORDINALITY AS y(e, i) ORDER BY y.i DESC LIMIT @keep::int) x)`
+	return batch(ctx, tx, p, &sc, args, func(sel string) string { return changeSQL(sel, lifeSet, dataSet) })
 }
 
 // MoveQueueBatch re-homes up to Limit of the records a queue delete takes
@@ -125,10 +126,11 @@ func (s *Store) DiscardQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, e
 func (s *Store) MoveQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, target string) (BatchResult, error) {
 	sc := queueDeleteScope(p.Scope)
 	args := pgx.NamedArgs{"available_at": p.availableAt(), "target_queue": target}
-	set := makeAvailable + `, queue = @target_queue::text,
+	lifeSet := makeAvailable + `, queue = @target_queue::text`
+	dataSet := `queue = @target_queue::text,
 		meta = coalesce(meta, '{}'::jsonb) || jsonb_build_object('redrive.moved_from', queue),
 		redelivery = (coalesce(redelivery, '{}'::jsonb) - 'topic') || '{"target": "topic"}'::jsonb`
-	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+set+" WHERE id IN (", ") RETURNING "+batchRowColumns)
+	return batch(ctx, tx, p, &sc, args, func(sel string) string { return changeSQL(sel, lifeSet, dataSet) })
 }
 
 // FinishQueueDelete ends queue delete task t: when no record of its queue
@@ -146,7 +148,7 @@ func (s *Store) FinishQueueDelete(ctx context.Context, t *Task, queue string, at
 			args["max_id"] = *t.MaxID
 			cond += " AND id <= @max_id"
 		}
-		if err := tx.tx.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&remaining); err != nil {
+		if err := tx.tx.QueryRow(ctx, "SELECT count(*) FROM redrive_lifecycle WHERE "+cond, args).Scan(&remaining); err != nil {
 			return fmt.Errorf("count remaining records: %w", err)
 		}
 		if remaining == 0 {

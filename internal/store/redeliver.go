@@ -224,7 +224,7 @@ const undoCompletion = `completed_at = NULL, completed_by = NULL, ack_due_at = N
 var settleSQL = `
 		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
 		undo AS (
-			UPDATE redrive_record r
+			UPDATE redrive_lifecycle r
 			SET state = CASE WHEN f.discard THEN 'discarded' ELSE f.state END,
 			    exhaustion = CASE WHEN f.discard THEN 'dead_letter' ELSE r.exhaustion END,
 			    discarded_at = CASE WHEN f.discard THEN $7 ELSE r.discarded_at END,
@@ -238,7 +238,7 @@ var settleSQL = `
 			WHERE r.id = f.id AND r.id = ANY($2) AND r.claim_token = lease.token AND ` + asClaimed + `
 			RETURNING r.id),
 		cleared AS (
-			UPDATE redrive_record r SET redelivery_failure = NULL
+			UPDATE redrive_lifecycle r SET redelivery_failure = NULL
 			FROM lease WHERE r.id = ANY($11) AND r.claim_token = lease.token AND ` + asClaimed + `),
 		activity AS (
 			INSERT INTO redrive_queue_activity (queue, minute, retried)
@@ -272,7 +272,7 @@ var rescueSQL = `
 		back AS (
 			SELECT e.token, u.id, u.state, u.redelivered_at, e.prior_redelivered_at IS NOT NULL AS known
 			FROM expired e, unnest(e.ids, e.prior_states, e.prior_redelivered_at) AS u(id, state, redelivered_at))
-		UPDATE redrive_record r
+		UPDATE redrive_lifecycle r
 		SET state = back.state, attempt = r.attempt - 1, next_retry_at = $1, updated_at = $1, ` + undoCompletion + `,
 		    -- Claims taken before migration 00150 did not keep it.
 		    redelivered_at = CASE WHEN back.known THEN back.redelivered_at ELSE r.redelivered_at END

@@ -93,8 +93,10 @@ func (m *Maint) Replay(ctx context.Context, sc filter.Scope, p *ReplayParams) ([
 			WHERE state = 'discarded' AND exhaustion = 'dead_letter' AND ` + cond + `
 			ORDER BY discarded_at LIMIT @limit
 			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE redrive_record r SET ` + makeAvailable + `,
+		),
+		l AS (UPDATE redrive_lifecycle SET ` + makeAvailable + ` FROM picked WHERE redrive_lifecycle.id = picked.id
+			RETURNING redrive_lifecycle.id)
+		UPDATE redrive_record_data r SET
 			meta = r.meta || jsonb_build_object(
 				'ojs.replay_count', ` + replayCount + ` + 1,
 				'ojs.last_replayed_at', @replayed_at::text,
@@ -102,7 +104,7 @@ func (m *Maint) Replay(ctx context.Context, sc filter.Scope, p *ReplayParams) ([
 				'redrive.replays', CASE WHEN jsonb_typeof(r.meta->'redrive.replays') = 'object'
 				                        THEN r.meta->'redrive.replays' ELSE '{}'::jsonb END
 				                   || jsonb_build_object(@rule::text, ` + ruleReplays + ` + 1))
-		FROM picked WHERE r.id = picked.id
+		FROM l WHERE r.id = l.id
 		RETURNING r.id, r.queue, r.type, r.error_type, (r.meta->>'ojs.replay_count')::int,
 			substring(r.key from 1 for ` + strconv.Itoa(BatchKeyBytes) + `), coalesce(octet_length(r.key), -1)`
 	rows, err := m.db.Query(ctx, q, args)

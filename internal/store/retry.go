@@ -31,9 +31,10 @@ var ErrInFlight = fmt.Errorf("%w: the record is being redelivered right now", Er
 var RetryableStates = []dlq.State{dlq.StateDiscarded, dlq.StateRetryable, dlq.StateAvailable}
 
 // makeAvailable is the one definition of "make a record available again"
-// (docs/api.md, OJS dead-letter spec §6.1), the SET list of every statement
-// that does: a manual retry (RetryRecord, RetryBatch, RetryOldest) and a
-// replay (Replay). The record is available, its attempt reset, redelivered
+// (docs/api.md, OJS dead-letter spec §6.1), the SET list (over the
+// lifecycle, redrive_lifecycle) of every statement that does: a manual retry
+// (RetryRecord, RetryBatch, RetryOldest) and a replay (Replay). The record is
+// available, its attempt reset, redelivered
 // as soon as the scheduler sees it, nothing of its exhaustion, completion,
 // acknowledgement or last redelivery failure left; the id and error history
 // are kept. @available_at is the time of the change; NULL is Postgres's now().
@@ -78,19 +79,37 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 	if len(p.Retry) > 0 {
 		retry = p.Retry
 	}
-	q := `UPDATE redrive_record SET ` + makeAvailable + `,
-		redelivery = CASE WHEN @redelivery::jsonb IS NULL THEN redelivery ELSE @redelivery::jsonb END,
-		meta = CASE WHEN @meta::jsonb IS NULL THEN meta ELSE meta || @meta::jsonb END,
-		retry = coalesce(@retry::jsonb, retry),
-		max_attempts = CASE WHEN @retry::jsonb IS NULL THEN max_attempts ELSE @max_attempts END
-		WHERE id = @id AND state = ANY(@states) AND NOT ` + inFlightSQL + `
-		RETURNING ` + storedSQL
-	rows, err := s.pool.Query(ctx, q, pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta, "retry": retry,
-		"max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil})
-	if err != nil {
-		return nil, fmt.Errorf("retry record %s: %w", p.ID, err)
+	// The wide row is written only when the retry changes it.
+	q := `WITH l AS (UPDATE redrive_lifecycle SET ` + makeAvailable + `
+		WHERE id = @id AND state = ANY(@states) AND NOT ` + inFlightSQL + ` RETURNING id)`
+	if redeliv != nil || meta != nil || retry != nil {
+		q += `, d AS (UPDATE redrive_record_data d
+		SET redelivery = CASE WHEN @redelivery::jsonb IS NULL THEN redelivery ELSE @redelivery::jsonb END,
+			meta = CASE WHEN @meta::jsonb IS NULL THEN meta ELSE meta || @meta::jsonb END,
+			retry = coalesce(@retry::jsonb, retry),
+			max_attempts = CASE WHEN @retry::jsonb IS NULL THEN max_attempts ELSE @max_attempts END
+		FROM l WHERE d.id = l.id)`
 	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanRecord)
+	var r dlq.Record
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var n int
+		err := tx.QueryRow(ctx, q+" SELECT count(*) FROM l", pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta,
+			"retry": retry, "max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil}).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return pgx.ErrNoRows
+		}
+		// The record as the retry left it: a statement's own changes are
+		// not visible to it, the transaction's next one sees them.
+		rows, err := tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE id = $1", p.ID)
+		if err != nil {
+			return err
+		}
+		r, err = pgx.CollectExactlyOneRow(rows, scanRecord)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.whyNot(ctx, p.ID)
 	}
@@ -142,8 +161,30 @@ type BatchRow struct {
 // lifecycle event shows of it (events.KeyBytes).
 const BatchKeyBytes = 128
 
-// batchRowColumns are a BatchRow's columns, in order.
-var batchRowColumns = "id, queue, type, substring(key from 1 for " + strconv.Itoa(BatchKeyBytes) + "), coalesce(octet_length(key), -1)"
+// batchRowsOf are a BatchRow's columns, in order, of the wide row aliased t.
+func batchRowsOf(t string) string {
+	return t + ".id, " + t + ".queue, " + t + ".type, substring(" + t + ".key from 1 for " + strconv.Itoa(BatchKeyBytes) + "), coalesce(octet_length(" + t + ".key), -1)"
+}
+
+// changeSQL is a statement that changes the records whose ids sel selects
+// (and locks): their lifecycles by lifeSet (a SET list over
+// redrive_lifecycle) and, unless dataSet is "", their wide rows by dataSet (a
+// SET list over redrive_record_data, which may read the lifecycle's id and
+// attempt); it returns each changed record's BatchRow, as changed.
+func changeSQL(sel, lifeSet, dataSet string) string {
+	q := "WITH l AS (UPDATE redrive_lifecycle SET " + lifeSet + " WHERE id IN (" + sel + ") RETURNING id, attempt) "
+	if dataSet == "" {
+		return q + "SELECT " + batchRowsOf("d") + " FROM redrive_record_data d JOIN l ON l.id = d.id"
+	}
+	return q + "UPDATE redrive_record_data d SET " + dataSet + " FROM l WHERE d.id = l.id RETURNING " + batchRowsOf("d")
+}
+
+// deleteSQL is a statement that deletes the records whose ids sel selects
+// (and locks), both rows of each, and returns their BatchRows.
+func deleteSQL(sel string) string {
+	return "WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (" + sel + ") RETURNING id) " +
+		"DELETE FROM redrive_record_data d USING l WHERE d.id = l.id RETURNING " + batchRowsOf("d")
+}
 
 // BatchParams is one batch of a bulk operation.
 type BatchParams struct {
@@ -193,12 +234,12 @@ type BatchResult struct {
 func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
 	sc := retryScope(p.Scope)
 	args := pgx.NamedArgs{"available_at": p.availableAt()}
-	set := makeAvailable
+	dataSet := ""
 	if p.Target != "" {
 		args["target"] = p.Target
-		set += ", redelivery = coalesce(redelivery, '{}'::jsonb) || jsonb_build_object('target', @target::text)"
+		dataSet = "redelivery = coalesce(redelivery, '{}'::jsonb) || jsonb_build_object('target', @target::text)"
 	}
-	return batch(ctx, tx, p, &sc, args, "UPDATE redrive_record SET "+set+" WHERE id IN (", ") RETURNING "+batchRowColumns)
+	return batch(ctx, tx, p, &sc, args, func(sel string) string { return changeSQL(sel, makeAvailable, dataSet) })
 }
 
 // PatchFunc decides a patched retry of one record: its redelivery edit,
@@ -254,9 +295,10 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 	if len(ids) == 0 {
 		return res, nil
 	}
-	q := "UPDATE redrive_record SET " + makeAvailable + `, redelivery = e.redelivery
-		FROM unnest(@ids::uuid[], @edits::jsonb[]) AS e(edit_id, redelivery)
-		WHERE redrive_record.id = e.edit_id RETURNING ` + batchRowColumns
+	q := `WITH l AS (UPDATE redrive_lifecycle SET ` + makeAvailable + ` WHERE id = ANY(@ids::uuid[]) RETURNING id)
+		UPDATE redrive_record_data d SET redelivery = e.redelivery
+		FROM unnest(@ids::uuid[], @edits::jsonb[]) AS e(edit_id, redelivery), l
+		WHERE d.id = e.edit_id AND l.id = e.edit_id RETURNING ` + batchRowsOf("d")
 	rows, err = tx.tx.Query(ctx, q, pgx.NamedArgs{"available_at": p.availableAt(), "ids": ids, "edits": edits})
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
@@ -293,11 +335,12 @@ func (s *Store) RetryCandidates(ctx context.Context, f *filter.Filter, sc filter
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
-	return batch(ctx, tx, p, &p.Scope, pgx.NamedArgs{}, "DELETE FROM redrive_record WHERE id IN (", ") RETURNING "+batchRowColumns)
+	return batch(ctx, tx, p, &p.Scope, pgx.NamedArgs{}, deleteSQL)
 }
 
-// batch runs head, the ids of the batch's records (locked), then tail.
-func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args pgx.NamedArgs, head, tail string) (BatchResult, error) {
+// batch runs stmt(sel), sel selecting the ids of the batch's records
+// (locked): a statement returning their BatchRows.
+func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args pgx.NamedArgs, stmt func(sel string) string) (BatchResult, error) {
 	cond := where(&p.Filter, sc, "f_", args)
 	if p.AfterID != "" {
 		args["after_id"] = p.AfterID
@@ -305,7 +348,7 @@ func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args p
 	}
 	args["limit"] = p.Limit
 	sel := "SELECT id FROM redrive_record WHERE " + cond + " ORDER BY id LIMIT @limit FOR UPDATE"
-	rows, err := tx.tx.Query(ctx, head+sel+tail, args)
+	rows, err := tx.tx.Query(ctx, stmt(sel), args)
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("bulk batch: %w", err)
 	}
@@ -377,7 +420,7 @@ func (s *Store) RetryOldest(ctx context.Context, f *filter.Filter, sc filter.Sco
 	sc = retryScope(sc)
 	args := pgx.NamedArgs{"available_at": nil, "limit": n}
 	cond := where(f, &sc, "f_", args)
-	q := `UPDATE redrive_record SET ` + makeAvailable + ` WHERE id IN (
+	q := `UPDATE redrive_lifecycle SET ` + makeAvailable + ` WHERE id IN (
 		SELECT id FROM redrive_record WHERE ` + cond + ` ORDER BY id LIMIT @limit FOR UPDATE) RETURNING id`
 	rows, err := s.pool.Query(ctx, q, args)
 	if err != nil {

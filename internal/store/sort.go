@@ -202,7 +202,10 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 	seg := segs[i]
 	ascending := sort.Asc != p.Backward
 	args := pgx.NamedArgs{"limit": n}
-	cond := where(&p.Filter, &p.Scope, "", args)
+	// A sort key the lifecycle holds is read from its (queue, key, id)
+	// index; the rows without one (by id) from the wide row's (queue, id).
+	lifecycleKey := len(seg.orderBy) == 2 && slices.Contains(lifecycleHeld, seg.orderBy[0])
+	cond := render(&p.Filter, &p.Scope, "", args, renderOpts{lifecycleQueue: lifecycleKey})
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
 	}

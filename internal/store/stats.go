@@ -72,11 +72,11 @@ func (s *Store) Stats(ctx context.Context, queue string, queueGlobs []string) (*
 	// gives the first and last record stored (ids are time-ordered UUIDv7).
 	// The range on queue keeps the planner off the primary key (see
 	// queueActivitySQL): with "queue = $1" it walks ids filtering on queue.
-	q := `SELECT min(created_at), max(created_at) FROM redrive_record`
+	q := `SELECT min(created_at), max(created_at) FROM redrive_record_data`
 	var args []any
 	if queue != "" {
-		q = `SELECT (SELECT created_at FROM redrive_record WHERE queue >= $1 AND queue <= $1 ORDER BY queue, id LIMIT 1),
-			(SELECT created_at FROM redrive_record WHERE queue >= $1 AND queue <= $1 ORDER BY queue DESC, id DESC LIMIT 1)`
+		q = `SELECT (SELECT created_at FROM redrive_record_data WHERE queue >= $1 AND queue <= $1 ORDER BY queue, id LIMIT 1),
+			(SELECT created_at FROM redrive_record_data WHERE queue >= $1 AND queue <= $1 ORDER BY queue DESC, id DESC LIMIT 1)`
 		args = append(args, queue)
 	}
 	if queueGlobs != nil {

@@ -144,14 +144,14 @@ func TestStatisticsStayFlatAfterABurst(t *testing.T) {
 
 	// Updates and deletes, then compacting twice more: exact, and the
 	// queue whose records are all deleted has no row left.
-	if _, err := pool.Exec(ctx, `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = now(), next_retry_at = NULL
-		WHERE queue IN ('q1', 'q2') AND source_offset % 2 = 0`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle l SET state = 'discarded', exhaustion = 'dead_letter', discarded_at = now(), next_retry_at = NULL
+		FROM redrive_record_data d WHERE d.id = l.id AND l.queue IN ('q1', 'q2') AND d.source_offset % 2 = 0`); err != nil {
 		t.Fatal(err)
 	}
 	if err := insertBatches(s, 60, 5); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `DELETE FROM redrive_record WHERE queue = 'q3'`); err != nil {
+	if _, err := pool.Exec(ctx, deleteQueue, "q3"); err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, pool, s) // before compacting: totals + pending deltas
@@ -221,7 +221,8 @@ func TestConcurrentCompactionsKeepCountsExact(t *testing.T) {
 
 // Upgrading a populated database (migration 00170): the statistics table's
 // folded and pending rows become the totals, exact, and stay exact through
-// a downgrade and an upgrade again.
+// a downgrade and an upgrade again — and through the split of 00180, which
+// moves the statistics triggers to the lifecycle rows it makes.
 func TestMigrationKeepsTheStatistics(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
@@ -252,7 +253,7 @@ func TestMigrationKeepsTheStatistics(t *testing.T) {
 		}
 	}
 	down(170)
-	if err := insertBatches(s, 0, 10); err != nil {
+	if err := insertOldBatches(pool, 0, 10); err != nil {
 		t.Fatal(err)
 	}
 	// Folded the way the statistics table was folded before 00170, then
@@ -262,7 +263,7 @@ func TestMigrationKeepsTheStatistics(t *testing.T) {
 		SELECT queue, type, error_type, state, exhaustion, fingerprint, sum(n) FROM d GROUP BY 1, 2, 3, 4, 5, 6`); err != nil {
 		t.Fatal(err)
 	}
-	if err := insertBatches(s, 10, 3); err != nil {
+	if err := insertOldBatches(pool, 10, 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `DELETE FROM redrive_record WHERE queue = 'q5'`); err != nil {
@@ -284,4 +285,28 @@ func TestMigrationKeepsTheStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounts(t, pool, s)
+}
+
+// deleteQueue deletes every record of queue $1, both rows of each.
+const deleteQueue = `WITH l AS (DELETE FROM redrive_lifecycle WHERE queue = $1 RETURNING id)
+	DELETE FROM redrive_record_data d USING l WHERE d.id = l.id`
+
+// insertOldBatches is insertBatches for a database migrated below 00180,
+// where a record is one row of the table redrive_record (the store writes
+// the tables of 00180).
+func insertOldBatches(pool *pgxpool.Pool, from, batches int) error {
+	for b := range batches {
+		_, err := pool.Exec(context.Background(), `
+			INSERT INTO redrive_record (id, queue, type, state, attempt, max_attempts, source_partition, source_offset,
+				source_group, dlq_topic, dlq_partition, dlq_offset, format, key, value, error_type, errors, retry,
+				created_at, updated_at, next_retry_at)
+			SELECT gen_random_uuid(), 'q' || q, 'order.created', 'retryable', 1, 3, 2, 40 + o, 'billing',
+				'dead_letter_queue', 0, o, 'redrive', ('k' || o)::bytea, '{"id":1}'::bytea, 'db.down', '[]', '{}',
+				now(), now(), now() + interval '1 second'
+			FROM generate_series(0, $1 - 1) AS q, LATERAL (SELECT $2::bigint * $1 + q AS o) x`, statsQueues, from+b)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

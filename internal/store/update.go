@@ -76,12 +76,22 @@ func queueLifecycle(batch *pgx.Batch, r *dlq.Record, mode jsonMode) error {
 	if err != nil {
 		return fmt.Errorf("encode errors of %s: %w", r.ID, err)
 	}
-	batch.Queue(`UPDATE redrive_record SET state = $2, exhaustion = $3, attempt = $4, max_attempts = $5,
-			errors = $6, error_type = $7, retry = $8, next_retry_at = $9, discarded_at = $10, completed_at = $11,
-			updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint), failed_at = $14,
-			completed_by = $15, ack_due_at = $16, unacknowledged_at = $17,
-			`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
-			WHERE id = $1`,
+	// The lifecycle first, then the wide row (the order every statement
+	// changing both takes: migration 00180). The wide row is written only
+	// when what it holds changed (a repeat failure's error, a policy): an
+	// acknowledgement writes the lifecycle alone. The lifecycle's copies of
+	// error_type and fingerprint follow.
+	batch.Queue(`WITH l AS (
+			UPDATE redrive_lifecycle SET state = $2, exhaustion = $3, attempt = $4,
+				error_type = $7, next_retry_at = $9, discarded_at = $10, completed_at = $11,
+				updated_at = $12, fingerprint = coalesce(nullif($13, ''), fingerprint),
+				completed_by = $15, ack_due_at = $16, unacknowledged_at = $17,
+				`+archiveAgainIf(`$2 = 'discarded' AND state <> 'discarded'`)+`
+			WHERE id = $1 RETURNING id)
+		UPDATE redrive_record_data d SET max_attempts = $5, errors = $6, error_type = $7, retry = $8,
+			fingerprint = coalesce(nullif($13, ''), d.fingerprint), failed_at = $14
+		FROM l WHERE d.id = l.id AND (d.max_attempts, d.errors, d.error_type, d.retry, d.fingerprint, d.failed_at)
+			IS DISTINCT FROM ($5, $6::jsonb, $7, $8::jsonb, coalesce(nullif($13, ''), d.fingerprint), $14::timestamptz)`,
 		r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
 		errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
 		r.UpdatedAt, r.Fingerprint, FailedAt(r), nullIfEmptyString(string(r.CompletedBy)), r.AckDueAt, r.UnacknowledgedAt)

@@ -49,7 +49,7 @@ func (s *Store) InsertJob(ctx context.Context, r *dlq.Record, fetchAt time.Time)
 			return fmt.Errorf("job %s was not stored", r.ID)
 		}
 		r.PayloadOmitted = res.Degraded(0)
-		_, err = tx.Exec(ctx, "UPDATE redrive_record SET fetch_at = $2 WHERE id = $1", r.ID, fetchAt)
+		_, err = tx.Exec(ctx, "UPDATE redrive_lifecycle SET fetch_at = $2 WHERE id = $1", r.ID, fetchAt)
 		return err
 	})
 	if err != nil {
@@ -220,13 +220,17 @@ func (s *Store) FailJob(ctx context.Context, id string, expiredBefore *time.Time
 			if err != nil {
 				return fmt.Errorf("encode errors: %w", err)
 			}
-			_, err = tx.Exec(ctx, `UPDATE redrive_record SET state = $2, exhaustion = $3, errors = $4, error_type = $5,
-				next_retry_at = CASE WHEN format = 'ojs' THEN NULL ELSE $6::timestamptz END,
-				fetch_at = CASE WHEN format = 'ojs' THEN $6::timestamptz END,
-				discarded_at = $7, updated_at = $8, failed_at = $9, fingerprint = coalesce(nullif($10, ''), fingerprint),
-				lease_until = NULL, worker_id = NULL,
-				`+archiveAgainIf(`$2 = 'discarded'`)+`
-				WHERE id = $1`,
+			_, err = tx.Exec(ctx, `WITH l AS (
+					UPDATE redrive_lifecycle SET state = $2, exhaustion = $3, error_type = $5,
+					next_retry_at = CASE WHEN format = 'ojs' THEN NULL ELSE $6::timestamptz END,
+					fetch_at = CASE WHEN format = 'ojs' THEN $6::timestamptz END,
+					discarded_at = $7, updated_at = $8, fingerprint = coalesce(nullif($10, ''), fingerprint),
+					lease_until = NULL, worker_id = NULL,
+					`+archiveAgainIf(`$2 = 'discarded'`)+`
+					WHERE id = $1 RETURNING id)
+				UPDATE redrive_record_data d SET errors = $4, error_type = $5, failed_at = $9,
+					fingerprint = coalesce(nullif($10, ''), d.fingerprint)
+				FROM l WHERE d.id = l.id`,
 				r.ID, string(r.State), nullIfEmpty(r.Exhaustion), errs, clean(r.LastError().Type),
 				f.DueAt, r.DiscardedAt, f.Now, FailedAt(&r), f.Fingerprint)
 			if err != nil {

@@ -78,7 +78,7 @@ func TestACanaryResumesOnAnotherReplicaAfterADeath(t *testing.T) {
 	// The sample is retried in batches of 4 (4, 4, 2), then waits for its
 	// redelivery: the scheduler's claim, which this test makes.
 	waitFor("the sample retried", func(t *store.Task) bool { return t.CanaryState.SampledAt != nil })
-	exec(`UPDATE redrive_record SET attempt = 1, next_retry_at = NULL, state = 'completed', completed_by = 'redelivered',
+	exec(`UPDATE redrive_lifecycle SET attempt = 1, next_retry_at = NULL, state = 'completed', completed_by = 'redelivered',
 		completed_at = now(), redelivered_at = now() WHERE id IN (` + sample + `)`)
 	watching := waitFor("the watch", func(t *store.Task) bool { return t.CanaryState.Phase == store.CanaryWatch })
 	if watching.CanaryState.Sampled != 10 || watching.Processed != 10 || !watching.CanaryState.WatchUntil.Equal(clk.Now().Add(time.Minute).Truncate(time.Microsecond)) {
@@ -91,14 +91,16 @@ func TestACanaryResumesOnAnotherReplicaAfterADeath(t *testing.T) {
 	// two another way, one is acknowledged, one deleted; three stay
 	// completed by their redelivery.
 	again := func(errType string) string {
-		return `UPDATE redrive_record SET state = 'discarded', exhaustion = 'dead_letter', completed_at = NULL, completed_by = NULL,
-			errors = errors || jsonb_build_array(jsonb_build_object('attempt', 1, 'type', '` + errType + `', 'message', '',
-			'code', 'RETRY', 'occurred_at', now()))`
+		return `, l AS (UPDATE redrive_lifecycle SET state = 'discarded', exhaustion = 'dead_letter', completed_at = NULL, completed_by = NULL
+			WHERE id IN (SELECT id FROM picked))
+			UPDATE redrive_record_data SET errors = errors || jsonb_build_array(jsonb_build_object('attempt', 1, 'type', '` + errType + `', 'message', '',
+			'code', 'RETRY', 'occurred_at', now())) WHERE id IN (SELECT id FROM picked)`
 	}
-	exec(again("x") + ` WHERE id IN (` + sample + ` ORDER BY record_id LIMIT 3)`)
-	exec(again("y") + ` WHERE id IN (` + sample + ` ORDER BY record_id OFFSET 3 LIMIT 2)`)
-	exec(`UPDATE redrive_record SET completed_by = 'ack' WHERE id IN (` + sample + ` ORDER BY record_id OFFSET 5 LIMIT 1)`)
-	exec(`DELETE FROM redrive_record WHERE id IN (` + sample + ` ORDER BY record_id OFFSET 6 LIMIT 1)`)
+	exec(`WITH picked(id) AS (` + sample + ` ORDER BY record_id LIMIT 3) ` + again("x"))
+	exec(`WITH picked(id) AS (` + sample + ` ORDER BY record_id OFFSET 3 LIMIT 2) ` + again("y"))
+	exec(`UPDATE redrive_lifecycle SET completed_by = 'ack' WHERE id IN (` + sample + ` ORDER BY record_id OFFSET 5 LIMIT 1)`)
+	exec(`WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (` + sample + ` ORDER BY record_id OFFSET 6 LIMIT 1) RETURNING id)
+		DELETE FROM redrive_record_data WHERE id IN (SELECT id FROM l)`)
 
 	b, err := task.New(task.Config{Owner: "b", Poll: 20 * time.Millisecond, Clock: clk}, st)
 	if err != nil {

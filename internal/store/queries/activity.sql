@@ -12,7 +12,7 @@ SELECT h.queue, h.fingerprint, sqlc.arg(hour)::timestamptz, sum(h.added), sum(h.
 
 -- name: OldestRecords :many
 SELECT q.name::text AS queue, o.created_at FROM unnest(@queues::text[]) AS q(name)
-JOIN LATERAL (SELECT r.created_at FROM redrive_record r WHERE r.queue >= q.name AND r.queue <= q.name
+JOIN LATERAL (SELECT r.created_at FROM redrive_record_data r WHERE r.queue >= q.name AND r.queue <= q.name
     ORDER BY r.queue, r.id LIMIT 1) o ON true;
 
 -- Activity series: one statement per index that fits (minute, queue, or

@@ -2,9 +2,9 @@
 
 -- name: DLQTopics :many
 WITH RECURSIVE t(topic) AS (
-    SELECT min(dlq_topic) FROM redrive_record
+    SELECT min(dlq_topic) FROM redrive_record_data
     UNION ALL
-    SELECT (SELECT min(r.dlq_topic) FROM redrive_record r WHERE r.dlq_topic > t.topic)
+    SELECT (SELECT min(r.dlq_topic) FROM redrive_record_data r WHERE r.dlq_topic > t.topic)
     FROM t WHERE t.topic IS NOT NULL
 )
 SELECT t.topic::text FROM t WHERE t.topic IS NOT NULL;
@@ -26,12 +26,13 @@ UPDATE redrive_archive_topic SET replaced_at = @replaced_at WHERE topic = @topic
 INSERT INTO redrive_archive_topic (topic, topic_id, seen_at) VALUES (@topic, @topic_id, @seen_at);
 
 -- name: ArchiveRecopy :execrows
-UPDATE redrive_record SET archive_state = 'pending', archive_reason = NULL, archive_failure = NULL,
+UPDATE redrive_lifecycle l SET archive_state = 'pending', archive_reason = NULL, archive_failure = NULL,
        archive_retry_at = NULL, archive_token = NULL, archived_at = NULL
-WHERE dlq_topic = ANY(@dlq_topics::text[]) AND (archive_state = 'done' OR archive_token IS NOT NULL);
+FROM redrive_record_data d
+WHERE d.id = l.id AND d.dlq_topic = ANY(@dlq_topics::text[]) AND (l.archive_state = 'done' OR l.archive_token IS NOT NULL);
 
 
 -- name: ArchiveNextDue :one
 SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN @now::timestamptz
             ELSE min(archive_retry_at) END AS due
-FROM redrive_record WHERE archive_state IN ('pending', 'failed');
+FROM redrive_lifecycle WHERE archive_state IN ('pending', 'failed');

@@ -8,8 +8,8 @@
 -- cap costs, and records still backing off are never read.
 -- name: RedeliveryDue :many
 SELECT q.queue,
-       (SELECT count(*) FROM (SELECT 1 FROM redrive_record r
-                              WHERE r.queue = q.queue AND r.next_retry_at <= sqlc.arg(now)::timestamptz
+       (SELECT count(*) FROM (SELECT 1 FROM redrive_lifecycle l
+                              WHERE l.queue = q.queue AND l.next_retry_at <= sqlc.arg(now)::timestamptz
                               LIMIT sqlc.arg(cap)::bigint) d)::bigint AS n
 FROM (SELECT c.queue FROM redrive_record_count c
       WHERE c.state IN ('retryable', 'available')

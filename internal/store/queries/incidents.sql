@@ -36,10 +36,10 @@ ORDER BY CASE WHEN @sort::text = 'count' THEN coalesce(u.matching, 0) END DESC N
 LIMIT @max;
 
 -- name: Unfingerprinted :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT @max;
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data WHERE fingerprint = '' ORDER BY id LIMIT @max;
 
 -- name: RecordsOfIncidents :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data
 WHERE fingerprint = ANY(@fingerprints::text[]) AND (fingerprint, id) > (@after_fingerprint::text, @after_id::uuid)
 ORDER BY fingerprint, id LIMIT @max;
 

@@ -1,29 +1,32 @@
 -- Single records (retry.go, preview.go, sort.go).
 
 -- name: RecordDelete :one
-DELETE FROM redrive_record WHERE id = @id
-RETURNING id, queue, type, substring(key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(key), -1)::int AS key_size;
+-- A record is deleted whole: its lifecycle (which the statistics count) and
+-- its wide row, in one statement.
+WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = @id RETURNING x.id)
+DELETE FROM redrive_record_data d USING l WHERE d.id = l.id
+RETURNING d.id, d.queue, d.type, substring(d.key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(d.key), -1)::int AS key_size;
 
 -- name: RecordInFlight :one
 SELECT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
-FROM redrive_record r WHERE r.id = @id;
+FROM redrive_lifecycle r WHERE r.id = @id;
 
 -- name: RecordsRedelivered :one
-SELECT count(*) FROM redrive_record
+SELECT count(*) FROM redrive_lifecycle
 WHERE id = ANY(@ids::uuid[]) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL;
 
 -- name: RecordKey :one
-SELECT key, (key IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+SELECT key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
 
 -- name: RecordValue :one
-SELECT value, (value IS NULL)::bool AS null FROM redrive_record WHERE id = @id;
+SELECT value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
 
 -- name: FillFailedAt :one
 WITH batch AS (
-    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record b
+    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record_data b
     WHERE b.id > @after_id::uuid ORDER BY b.id LIMIT @max),
 filled AS (
-    UPDATE redrive_record r
+    UPDATE redrive_record_data r
     SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
     FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
     RETURNING 1)

@@ -9,7 +9,7 @@ INSERT INTO redrive_schema (id, source) VALUES (@id, @source) ON CONFLICT (id) D
 -- name: DecodePending :many
 -- Records awaiting decode after @after, in id order (the partial index
 -- redrive_record_decode_pending).
-SELECT id, key, value FROM redrive_record
+SELECT id, key, value FROM redrive_record_data
 WHERE decode_pending AND id > @after::uuid
 ORDER BY id LIMIT @max_records;
 
@@ -17,7 +17,7 @@ ORDER BY id LIMIT @max_records;
 -- A pending record decoded (or its decode failed): payload is the decoded
 -- value's natural JSON while value_schema is set, else the value's own JSON
 -- as ingest stored it.
-UPDATE redrive_record SET
+UPDATE redrive_record_data SET
     value_schema = @value_schema, key_schema = @key_schema, key_payload = @key_payload,
     decode_error = @decode_error, decode_pending = false,
     payload = CASE WHEN @value_schema::jsonb IS NULL THEN payload ELSE @payload::jsonb END,

@@ -2,4 +2,4 @@
 -- with its claim (ClaimDue).
 
 -- name: RecordHeaders :many
-SELECT id, headers FROM redrive_record WHERE id = ANY(@ids::uuid[]);
+SELECT id, headers FROM redrive_record_data WHERE id = ANY(@ids::uuid[]);

@@ -4,7 +4,7 @@
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
     max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue, queue_globs)
 VALUES (@id, @kind, 'pending', @filter, @rate_limit, @batch_size, @total, @created_by,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb,
+    (SELECT r.id FROM redrive_record_data r ORDER BY r.id DESC LIMIT 1), now(), now(), sqlc.narg(patch)::jsonb,
     sqlc.narg(canary)::jsonb, CASE WHEN sqlc.narg(canary)::jsonb IS NULL THEN NULL ELSE 'sample' END,
     sqlc.narg(redelivery_target)::text, sqlc.narg(target_queue)::text, sqlc.narg(queue_globs)::text[])
 RETURNING *;
@@ -74,7 +74,7 @@ SELECT cancel_requested FROM redrive_task WHERE id = @id;
 WITH added AS (
     INSERT INTO redrive_task_sample (task_id, record_id, fingerprint, errors_len, last_error)
     SELECT @task_id::uuid, r.id, r.fingerprint, jsonb_array_length(r.errors), r.errors->-1
-    FROM redrive_record r WHERE r.id = ANY(@ids::uuid[])
+    FROM redrive_record_data r WHERE r.id = ANY(@ids::uuid[])
     ON CONFLICT DO NOTHING
     RETURNING 1)
 UPDATE redrive_task SET canary_sampled = canary_sampled + (SELECT count(*) FROM added)

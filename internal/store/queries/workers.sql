@@ -9,18 +9,18 @@
 -- checked again on the locked row.
 -- name: FetchJobs :many
 WITH cand AS (
-    (SELECT c.id, c.next_retry_at AS due FROM redrive_record c
+    (SELECT c.id, c.next_retry_at AS due FROM redrive_lifecycle c
      WHERE c.queue = ANY(sqlc.arg(pull_queues)::text[]) AND c.next_retry_at <= sqlc.arg(now)::timestamptz
      ORDER BY c.next_retry_at LIMIT sqlc.arg(max))
     UNION ALL
-    (SELECT c.id, c.fetch_at AS due FROM redrive_record c
+    (SELECT c.id, c.fetch_at AS due FROM redrive_lifecycle c
      WHERE c.queue = ANY(sqlc.arg(queues)::text[]) AND c.fetch_at <= sqlc.arg(now)::timestamptz
      ORDER BY c.fetch_at LIMIT sqlc.arg(max))),
 due AS (
-    SELECT d.id, cand.due FROM redrive_record d JOIN cand ON cand.id = d.id
+    SELECT d.id, cand.due FROM redrive_lifecycle d JOIN cand ON cand.id = d.id
     WHERE (d.queue = ANY(sqlc.arg(pull_queues)::text[]) AND d.next_retry_at <= sqlc.arg(now)::timestamptz OR d.fetch_at <= sqlc.arg(now)::timestamptz)
     ORDER BY cand.due, d.id LIMIT sqlc.arg(max) FOR UPDATE OF d SKIP LOCKED)
-UPDATE redrive_record r
+UPDATE redrive_lifecycle r
 SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at = NULL,
     lease_until = sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint,
     worker_id = sqlc.arg(worker_id)::text, redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz,
@@ -31,7 +31,7 @@ RETURNING r.id, due.due::timestamptz AS due_at;
 
 -- AckJob completes a leased record with the worker's result.
 -- name: AckJob :one
-UPDATE redrive_record
+UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = sqlc.arg(now)::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = sqlc.narg(result)::jsonb, updated_at = sqlc.arg(now)::timestamptz
 WHERE id = sqlc.arg(id) AND lease_until IS NOT NULL
@@ -40,11 +40,11 @@ RETURNING id;
 -- JobLease is what a job's view adds to its record: its lease, when it is
 -- due for a fetch, and the result it was acked with.
 -- name: JobLease :one
-SELECT lease_until, worker_id, fetch_at, result FROM redrive_record WHERE id = sqlc.arg(id);
+SELECT lease_until, worker_id, fetch_at, result FROM redrive_lifecycle WHERE id = sqlc.arg(id);
 
 -- ExpiredLeases lists records whose lease passed before sqlc.arg(now), oldest first.
 -- name: ExpiredLeases :many
-SELECT id FROM redrive_record WHERE lease_until < sqlc.arg(now)::timestamptz ORDER BY lease_until LIMIT sqlc.arg(max);
+SELECT id FROM redrive_lifecycle WHERE lease_until < sqlc.arg(now)::timestamptz ORDER BY lease_until LIMIT sqlc.arg(max);
 
 -- NextJobSeq numbers a job published over HTTP (its dlq_offset).
 -- name: NextJobSeq :one

@@ -138,10 +138,12 @@ func (d *DB) Quiesce(ctx context.Context) {
 	_, _ = d.pool.Exec(ctx, "CHECKPOINT")
 }
 
-// TimeRawCopy copies the stored rows out, truncates the table, and times
+// TimeRawCopy copies the stored rows out, truncates the tables, and times
 // binary COPYs of exactly those rows back in, in batches of the ingest's batch
 // size (a single COPY of every row would pay the statistics triggers' transition
-// tables differently): the database's ceiling for ingest.
+// tables differently): the database's ceiling for ingest. A record is two
+// rows (migration 00180): each batch COPYs the wide rows, then their
+// lifecycles, in one transaction, as ingest must.
 func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
@@ -149,12 +151,13 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 	}
 	defer conn.Release()
 	pg := conn.Conn().PgConn()
-	var chunks []*bytes.Buffer
+	type chunk struct{ data, lifecycle bytes.Buffer }
+	var chunks []*chunk
 	last := "00000000-0000-0000-0000-000000000000"
 	for {
-		var buf bytes.Buffer
+		var c chunk
 		// COPY takes no parameters; last is a uuid read from the table.
-		tag, err := pg.CopyTo(ctx, &buf, "COPY (SELECT * FROM redrive_record WHERE id > '"+last+"' ORDER BY id LIMIT "+
+		tag, err := pg.CopyTo(ctx, &c.data, "COPY (SELECT * FROM redrive_record_data WHERE id > '"+last+"' ORDER BY id LIMIT "+
 			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)")
 		if err != nil {
 			return 0, fmt.Errorf("copy rows out: %w", err)
@@ -162,19 +165,30 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 		if tag.RowsAffected() == 0 {
 			break
 		}
-		chunks = append(chunks, &buf)
-		if err := conn.QueryRow(ctx, "SELECT id::text FROM (SELECT id FROM redrive_record WHERE id > $1 ORDER BY id LIMIT $2) c ORDER BY id DESC LIMIT 1",
+		if _, err := pg.CopyTo(ctx, &c.lifecycle, "COPY (SELECT * FROM redrive_lifecycle WHERE id > '"+last+"' ORDER BY id LIMIT "+
+			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)"); err != nil {
+			return 0, fmt.Errorf("copy rows out: %w", err)
+		}
+		chunks = append(chunks, &c)
+		if err := conn.QueryRow(ctx, "SELECT id::text FROM (SELECT id FROM redrive_record_data WHERE id > $1 ORDER BY id LIMIT $2) c ORDER BY id DESC LIMIT 1",
 			last, batch).Scan(&last); err != nil {
 			return 0, err
 		}
 	}
-	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record"); err != nil {
+	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record_data, redrive_lifecycle"); err != nil {
 		return 0, err
 	}
 	d.Quiesce(ctx)
 	start := time.Now()
-	for _, buf := range chunks {
-		if _, err := pg.CopyFrom(ctx, buf, "COPY redrive_record FROM STDIN (FORMAT binary)"); err != nil {
+	for _, c := range chunks {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := pg.CopyFrom(ctx, &c.data, "COPY redrive_record_data FROM STDIN (FORMAT binary)"); err != nil {
+				return err
+			}
+			_, err := pg.CopyFrom(ctx, &c.lifecycle, "COPY redrive_lifecycle FROM STDIN (FORMAT binary)")
+			return err
+		})
+		if err != nil {
 			return 0, fmt.Errorf("raw copy: %w", err)
 		}
 	}
@@ -184,7 +198,8 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 // TimeRawClaimLoop is the redelivery baseline: workers that claim due rows of
 // queue with SKIP LOCKED, update them and read them back, in batches — the
 // scheduler's claim statement, done bare: no decoding, no Kafka, no
-// bookkeeping.
+// bookkeeping. Like the scheduler it claims and updates the lifecycle rows
+// and reads the wide rows (key, value, headers) without writing them.
 func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (time.Duration, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -196,12 +211,14 @@ func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (t
 			for {
 				rows, err := d.pool.Query(ctx, `
 					WITH due AS (
-						SELECT id FROM redrive_record WHERE queue = $1 AND next_retry_at <= now()
-						ORDER BY next_retry_at LIMIT 500 FOR UPDATE SKIP LOCKED)
-					UPDATE redrive_record r
-					SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
-					FROM due WHERE r.id = due.id
-					RETURNING r.id, r.key, r.value, r.headers`, queue)
+						SELECT id FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
+						ORDER BY next_retry_at LIMIT 500 FOR UPDATE SKIP LOCKED),
+					claimed AS (
+						UPDATE redrive_lifecycle r
+						SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
+						FROM due WHERE r.id = due.id
+						RETURNING r.id)
+					SELECT d.id, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`, queue)
 				if err != nil {
 					errs <- err
 					return

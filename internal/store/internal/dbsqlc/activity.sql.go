@@ -171,7 +171,7 @@ func (q *Queries) ActivityOfQueue(ctx context.Context, db DBTX, arg ActivityOfQu
 
 const oldestRecords = `-- name: OldestRecords :many
 SELECT q.name::text AS queue, o.created_at FROM unnest($1::text[]) AS q(name)
-JOIN LATERAL (SELECT r.created_at FROM redrive_record r WHERE r.queue >= q.name AND r.queue <= q.name
+JOIN LATERAL (SELECT r.created_at FROM redrive_record_data r WHERE r.queue >= q.name AND r.queue <= q.name
     ORDER BY r.queue, r.id LIMIT 1) o ON true
 `
 

@@ -13,7 +13,7 @@ import (
 const archiveNextDue = `-- name: ArchiveNextDue :one
 SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN $1::timestamptz
             ELSE min(archive_retry_at) END AS due
-FROM redrive_record WHERE archive_state IN ('pending', 'failed')
+FROM redrive_lifecycle WHERE archive_state IN ('pending', 'failed')
 `
 
 func (q *Queries) ArchiveNextDue(ctx context.Context, db DBTX, now time.Time) (interface{}, error) {
@@ -24,9 +24,10 @@ func (q *Queries) ArchiveNextDue(ctx context.Context, db DBTX, now time.Time) (i
 }
 
 const archiveRecopy = `-- name: ArchiveRecopy :execrows
-UPDATE redrive_record SET archive_state = 'pending', archive_reason = NULL, archive_failure = NULL,
+UPDATE redrive_lifecycle l SET archive_state = 'pending', archive_reason = NULL, archive_failure = NULL,
        archive_retry_at = NULL, archive_token = NULL, archived_at = NULL
-WHERE dlq_topic = ANY($1::text[]) AND (archive_state = 'done' OR archive_token IS NOT NULL)
+FROM redrive_record_data d
+WHERE d.id = l.id AND d.dlq_topic = ANY($1::text[]) AND (l.archive_state = 'done' OR l.archive_token IS NOT NULL)
 `
 
 func (q *Queries) ArchiveRecopy(ctx context.Context, db DBTX, dlqTopics []string) (int64, error) {
@@ -95,9 +96,9 @@ func (q *Queries) ArchiveTopicReplace(ctx context.Context, db DBTX, replacedAt *
 const dLQTopics = `-- name: DLQTopics :many
 
 WITH RECURSIVE t(topic) AS (
-    SELECT min(dlq_topic) FROM redrive_record
+    SELECT min(dlq_topic) FROM redrive_record_data
     UNION ALL
-    SELECT (SELECT min(r.dlq_topic) FROM redrive_record r WHERE r.dlq_topic > t.topic)
+    SELECT (SELECT min(r.dlq_topic) FROM redrive_record_data r WHERE r.dlq_topic > t.topic)
     FROM t WHERE t.topic IS NOT NULL
 )
 SELECT t.topic::text FROM t WHERE t.topic IS NOT NULL

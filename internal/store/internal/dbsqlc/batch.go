@@ -18,7 +18,7 @@ var (
 )
 
 const decodeSet = `-- name: DecodeSet :batchexec
-UPDATE redrive_record SET
+UPDATE redrive_record_data SET
     value_schema = $1, key_schema = $2, key_payload = $3,
     decode_error = $4, decode_pending = false,
     payload = CASE WHEN $1::jsonb IS NULL THEN payload ELSE $5::jsonb END,

@@ -347,7 +347,7 @@ func (q *Queries) QuietStarted(ctx context.Context, db DBTX, arg QuietStartedPar
 }
 
 const recordsOfIncidents = `-- name: RecordsOfIncidents :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data
 WHERE fingerprint = ANY($1::text[]) AND (fingerprint, id) > ($2::text, $3::uuid)
 ORDER BY fingerprint, id LIMIT $4
 `
@@ -397,7 +397,7 @@ func (q *Queries) RecordsOfIncidents(ctx context.Context, db DBTX, arg RecordsOf
 }
 
 const unfingerprinted = `-- name: Unfingerprinted :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record WHERE fingerprint = '' ORDER BY id LIMIT $1
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data WHERE fingerprint = '' ORDER BY id LIMIT $1
 `
 
 type UnfingerprintedRow struct {

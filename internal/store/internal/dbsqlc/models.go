@@ -73,6 +73,40 @@ type RedriveIncidentQuiet struct {
 	StartedAt   *time.Time
 }
 
+type RedriveLifecycle struct {
+	ID                string
+	Queue             string
+	Type              string
+	ErrorType         string
+	Fingerprint       string
+	Format            string
+	Bytes             int64
+	State             string
+	Exhaustion        *string
+	Attempt           int32
+	EnqueuedAt        *time.Time
+	NextRetryAt       *time.Time
+	DiscardedAt       *time.Time
+	CompletedAt       *time.Time
+	CompletedBy       *string
+	RedeliveredAt     *time.Time
+	RedeliveryFailure json.RawMessage
+	ClaimToken        *string
+	AckDueAt          *time.Time
+	UnacknowledgedAt  *time.Time
+	ArchiveState      *string
+	ArchiveReason     *string
+	ArchiveFailure    json.RawMessage
+	ArchiveRetryAt    *time.Time
+	ArchiveToken      *string
+	ArchivedAt        *time.Time
+	FetchAt           *time.Time
+	LeaseUntil        *time.Time
+	WorkerID          *string
+	Result            json.RawMessage
+	UpdatedAt         time.Time
+}
+
 type RedriveQueue struct {
 	Name      string
 	Config    json.RawMessage
@@ -145,6 +179,7 @@ type RedriveRecord struct {
 	LeaseUntil        *time.Time
 	WorkerID          *string
 	Result            json.RawMessage
+	LifecycleQueue    string
 }
 
 type RedriveRecordCount struct {
@@ -178,6 +213,40 @@ type RedriveRecordCountTotal struct {
 	Fingerprint string
 	N           int64
 	Bytes       int64
+}
+
+type RedriveRecordDatum struct {
+	ID              string
+	Queue           string
+	Type            string
+	MaxAttempts     int32
+	SourcePartition int32
+	SourceOffset    int64
+	SourceTimestamp *time.Time
+	SourceGroup     string
+	DlqTopic        string
+	DlqPartition    int32
+	DlqOffset       int64
+	Format          string
+	Key             []byte
+	Value           []byte
+	Headers         json.RawMessage
+	Payload         json.RawMessage
+	ErrorType       string
+	Errors          json.RawMessage
+	Retry           json.RawMessage
+	Meta            json.RawMessage
+	CreatedAt       time.Time
+	Redelivery      json.RawMessage
+	DlqTimestamp    pgtype.Timestamptz
+	Fingerprint     string
+	PayloadOmitted  *string
+	FailedAt        *time.Time
+	ValueSchema     json.RawMessage
+	KeySchema       json.RawMessage
+	KeyPayload      json.RawMessage
+	DecodeError     *string
+	DecodePending   bool
 }
 
 type RedriveReplayRule struct {

@@ -32,7 +32,7 @@ func (q *Queries) AdvisoryUnlock(ctx context.Context, db DBTX, key int64) (bool,
 }
 
 const deadLetterDepth = `-- name: DeadLetterDepth :many
-SELECT c.queue, c.n, (SELECT min(r.discarded_at) FROM redrive_record r
+SELECT c.queue, c.n, (SELECT min(r.discarded_at) FROM redrive_lifecycle r
                       WHERE r.queue = c.queue AND r.state = 'discarded' AND r.exhaustion = 'dead_letter') AS oldest
 FROM (SELECT queue, sum(n)::bigint AS n FROM redrive_record_count
       WHERE state = 'discarded' AND exhaustion = 'dead_letter' GROUP BY queue) c
@@ -67,14 +67,14 @@ func (q *Queries) DeadLetterDepth(ctx context.Context, db DBTX) ([]DeadLetterDep
 const terminalQueues = `-- name: TerminalQueues :many
 
 WITH RECURSIVE d(queue) AS (
-    SELECT min(queue) FROM redrive_record WHERE state = 'discarded'
+    SELECT min(queue) FROM redrive_lifecycle WHERE state = 'discarded'
     UNION ALL
-    SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'discarded' AND r.queue > d.queue)
+    SELECT (SELECT min(r.queue) FROM redrive_lifecycle r WHERE r.state = 'discarded' AND r.queue > d.queue)
     FROM d WHERE d.queue IS NOT NULL
 ), c(queue) AS (
-    SELECT min(queue) FROM redrive_record WHERE state = 'completed'
+    SELECT min(queue) FROM redrive_lifecycle WHERE state = 'completed'
     UNION ALL
-    SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.state = 'completed' AND r.queue > c.queue)
+    SELECT (SELECT min(r.queue) FROM redrive_lifecycle r WHERE r.state = 'completed' AND r.queue > c.queue)
     FROM c WHERE c.queue IS NOT NULL
 )
 SELECT d.queue::text AS queue FROM d WHERE d.queue IS NOT NULL

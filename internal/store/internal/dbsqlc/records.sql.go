@@ -15,10 +15,10 @@ import (
 
 const fillFailedAt = `-- name: FillFailedAt :one
 WITH batch AS (
-    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record b
+    SELECT b.id, b.failed_at IS NULL AS missing FROM redrive_record_data b
     WHERE b.id > $1::uuid ORDER BY b.id LIMIT $2),
 filled AS (
-    UPDATE redrive_record r
+    UPDATE redrive_record_data r
     SET failed_at = coalesce(nullif(r.errors->-1->>'occurred_at', '0001-01-01T00:00:00Z')::timestamptz, r.created_at)
     FROM batch WHERE r.id = batch.id AND batch.missing AND r.failed_at IS NULL
     RETURNING 1)
@@ -39,8 +39,9 @@ func (q *Queries) FillFailedAt(ctx context.Context, db DBTX, afterID string, max
 
 const recordDelete = `-- name: RecordDelete :one
 
-DELETE FROM redrive_record WHERE id = $1
-RETURNING id, queue, type, substring(key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(key), -1)::int AS key_size
+WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = $1 RETURNING x.id)
+DELETE FROM redrive_record_data d USING l WHERE d.id = l.id
+RETURNING d.id, d.queue, d.type, substring(d.key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(d.key), -1)::int AS key_size
 `
 
 type RecordDeleteRow struct {
@@ -52,6 +53,8 @@ type RecordDeleteRow struct {
 }
 
 // Single records (retry.go, preview.go, sort.go).
+// A record is deleted whole: its lifecycle (which the statistics count) and
+// its wide row, in one statement.
 func (q *Queries) RecordDelete(ctx context.Context, db DBTX, id string) (RecordDeleteRow, error) {
 	row := db.QueryRow(ctx, recordDelete, id)
 	var i RecordDeleteRow
@@ -185,7 +188,7 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetR
 
 const recordInFlight = `-- name: RecordInFlight :one
 SELECT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
-FROM redrive_record r WHERE r.id = $1
+FROM redrive_lifecycle r WHERE r.id = $1
 `
 
 func (q *Queries) RecordInFlight(ctx context.Context, db DBTX, id string) (bool, error) {
@@ -196,7 +199,7 @@ func (q *Queries) RecordInFlight(ctx context.Context, db DBTX, id string) (bool,
 }
 
 const recordKey = `-- name: RecordKey :one
-SELECT key, (key IS NULL)::bool AS null FROM redrive_record WHERE id = $1
+SELECT key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
 `
 
 type RecordKeyRow struct {
@@ -212,7 +215,7 @@ func (q *Queries) RecordKey(ctx context.Context, db DBTX, id string) (RecordKeyR
 }
 
 const recordValue = `-- name: RecordValue :one
-SELECT value, (value IS NULL)::bool AS null FROM redrive_record WHERE id = $1
+SELECT value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
 `
 
 type RecordValueRow struct {
@@ -228,7 +231,7 @@ func (q *Queries) RecordValue(ctx context.Context, db DBTX, id string) (RecordVa
 }
 
 const recordsRedelivered = `-- name: RecordsRedelivered :one
-SELECT count(*) FROM redrive_record
+SELECT count(*) FROM redrive_lifecycle
 WHERE id = ANY($1::uuid[]) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL
 `
 

@@ -16,7 +16,7 @@ SELECT queue, count(*) AS n,
        ((array_agg(redelivery_failure->>'reason' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1])::text AS reason,
        ((array_agg(redelivery_failure->>'message' ORDER BY (redelivery_failure->>'failed_at')::timestamptz DESC))[1])::text AS message,
        min((redelivery_failure->>'failed_at')::timestamptz)::timestamptz AS since
-FROM redrive_record WHERE redelivery_failure IS NOT NULL AND state <> 'discarded' AND queue = ANY($1::text[])
+FROM redrive_lifecycle WHERE redelivery_failure IS NOT NULL AND state <> 'discarded' AND queue = ANY($1::text[])
 GROUP BY queue
 `
 
@@ -56,11 +56,11 @@ func (q *Queries) BlockedQueues(ctx context.Context, db DBTX, queues []string) (
 
 const claimDue = `-- name: ClaimDue :many
 WITH due AS (
-    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_record d
+    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
     WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz
     ORDER BY d.next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 claimed AS (
-    UPDATE redrive_record r
+    UPDATE redrive_lifecycle r
     SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
         completed_at = CASE WHEN $4::bool THEN NULL ELSE $2::timestamptz END,
         completed_by = CASE WHEN $4::bool THEN NULL ELSE 'redelivered' END,
@@ -70,17 +70,16 @@ claimed AS (
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
     FROM due WHERE r.id = due.id
-    RETURNING r.id, r.queue, r.format, r.attempt, r.source_partition, r.source_group, r.key, r.value, r.headers,
-              r.redelivery, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
+    RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
     INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
     SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
         array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
     FROM claimed HAVING count(*) > 0)
-SELECT claimed.id, claimed.queue, claimed.format, claimed.attempt, claimed.source_partition, claimed.source_group, claimed.key, claimed.value,
-    claimed.headers, claimed.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
-FROM claimed
+SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
+    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
+FROM claimed JOIN redrive_record_data w ON w.id = claimed.id
 `
 
 type ClaimDueParams struct {
@@ -111,7 +110,8 @@ type ClaimDueRow struct {
 	Failures           int32
 }
 
-// ClaimDue's statement: see Store.ClaimDue.
+// ClaimDue's statement: see Store.ClaimDue. It writes the lifecycle rows
+// only; the wide rows (key, value, headers) are read.
 func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]ClaimDueRow, error) {
 	rows, err := db.Query(ctx, claimDue,
 		arg.Queue,
@@ -158,11 +158,11 @@ func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]
 
 const markUnacknowledged = `-- name: MarkUnacknowledged :many
 WITH due AS (
-    SELECT d.id FROM redrive_record d
+    SELECT d.id FROM redrive_lifecycle d
     WHERE d.state = 'available' AND d.ack_due_at IS NOT NULL AND d.unacknowledged_at IS NULL AND d.ack_due_at <= $1
       AND d.next_retry_at IS NULL AND NOT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = d.claim_token)
     ORDER BY d.ack_due_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-UPDATE redrive_record r SET unacknowledged_at = $1, updated_at = $1
+UPDATE redrive_lifecycle r SET unacknowledged_at = $1, updated_at = $1
 FROM due WHERE r.id = due.id
 RETURNING r.id, r.queue, r.attempt
 `
@@ -194,7 +194,7 @@ func (q *Queries) MarkUnacknowledged(ctx context.Context, db DBTX, now *time.Tim
 }
 
 const nextDue = `-- name: NextDue :many
-SELECT u.q::text AS queue, (SELECT min(r.next_retry_at) FROM redrive_record r WHERE r.queue = u.q AND r.next_retry_at IS NOT NULL) AS due
+SELECT u.q::text AS queue, (SELECT min(r.next_retry_at) FROM redrive_lifecycle r WHERE r.queue = u.q AND r.next_retry_at IS NOT NULL) AS due
 FROM unnest($1::text[]) AS u(q)
 `
 
@@ -224,7 +224,7 @@ func (q *Queries) NextDue(ctx context.Context, db DBTX, queues []string) ([]Next
 }
 
 const unacknowledgedQueues = `-- name: UnacknowledgedQueues :many
-SELECT queue, count(*) AS n FROM redrive_record
+SELECT queue, count(*) AS n FROM redrive_lifecycle
 WHERE state = 'available' AND unacknowledged_at IS NOT NULL AND queue = ANY($1::text[]) GROUP BY queue
 `
 
@@ -256,9 +256,9 @@ func (q *Queries) UnacknowledgedQueues(ctx context.Context, db DBTX, queues []st
 const waitingQueues = `-- name: WaitingQueues :many
 
 WITH RECURSIVE q(queue) AS (
-    SELECT min(queue) FROM redrive_record WHERE next_retry_at IS NOT NULL
+    SELECT min(queue) FROM redrive_lifecycle WHERE next_retry_at IS NOT NULL
     UNION ALL
-    SELECT (SELECT min(r.queue) FROM redrive_record r WHERE r.next_retry_at IS NOT NULL AND r.queue > q.queue)
+    SELECT (SELECT min(r.queue) FROM redrive_lifecycle r WHERE r.next_retry_at IS NOT NULL AND r.queue > q.queue)
     FROM q WHERE q.queue IS NOT NULL
 )
 SELECT q.queue::text FROM q WHERE q.queue IS NOT NULL

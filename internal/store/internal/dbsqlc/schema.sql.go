@@ -11,7 +11,7 @@ import (
 )
 
 const decodePending = `-- name: DecodePending :many
-SELECT id, key, value FROM redrive_record
+SELECT id, key, value FROM redrive_record_data
 WHERE decode_pending AND id > $1::uuid
 ORDER BY id LIMIT $2
 `

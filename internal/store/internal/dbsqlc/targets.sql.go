@@ -12,7 +12,7 @@ import (
 
 const recordHeaders = `-- name: RecordHeaders :many
 
-SELECT id, headers FROM redrive_record WHERE id = ANY($1::uuid[])
+SELECT id, headers FROM redrive_record_data WHERE id = ANY($1::uuid[])
 `
 
 type RecordHeadersRow struct {

@@ -283,7 +283,7 @@ const taskCreate = `-- name: TaskCreate :one
 INSERT INTO redrive_task (id, kind, state, filter, rate_limit, batch_size, total, created_by,
     max_id, created_at, updated_at, patch, canary, canary_phase, redelivery_target, target_queue, queue_globs)
 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
-    (SELECT r.id FROM redrive_record r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
+    (SELECT r.id FROM redrive_record_data r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
     $9::jsonb, CASE WHEN $9::jsonb IS NULL THEN NULL ELSE 'sample' END,
     $10::text, $11::text, $12::text[])
 RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
@@ -692,7 +692,7 @@ const taskSampleAdd = `-- name: TaskSampleAdd :exec
 WITH added AS (
     INSERT INTO redrive_task_sample (task_id, record_id, fingerprint, errors_len, last_error)
     SELECT $1::uuid, r.id, r.fingerprint, jsonb_array_length(r.errors), r.errors->-1
-    FROM redrive_record r WHERE r.id = ANY($2::uuid[])
+    FROM redrive_record_data r WHERE r.id = ANY($2::uuid[])
     ON CONFLICT DO NOTHING
     RETURNING 1)
 UPDATE redrive_task SET canary_sampled = canary_sampled + (SELECT count(*) FROM added)

@@ -12,7 +12,7 @@ import (
 )
 
 const ackJob = `-- name: AckJob :one
-UPDATE redrive_record
+UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = $1::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = $2::jsonb, updated_at = $1::timestamptz
 WHERE id = $3 AND lease_until IS NOT NULL
@@ -28,7 +28,7 @@ func (q *Queries) AckJob(ctx context.Context, db DBTX, now time.Time, result jso
 }
 
 const expiredLeases = `-- name: ExpiredLeases :many
-SELECT id FROM redrive_record WHERE lease_until < $1::timestamptz ORDER BY lease_until LIMIT $2
+SELECT id FROM redrive_lifecycle WHERE lease_until < $1::timestamptz ORDER BY lease_until LIMIT $2
 `
 
 // ExpiredLeases lists records whose lease passed before sqlc.arg(now), oldest first.
@@ -55,18 +55,18 @@ func (q *Queries) ExpiredLeases(ctx context.Context, db DBTX, now time.Time, max
 const fetchJobs = `-- name: FetchJobs :many
 
 WITH cand AS (
-    (SELECT c.id, c.next_retry_at AS due FROM redrive_record c
+    (SELECT c.id, c.next_retry_at AS due FROM redrive_lifecycle c
      WHERE c.queue = ANY($4::text[]) AND c.next_retry_at <= $1::timestamptz
      ORDER BY c.next_retry_at LIMIT $5)
     UNION ALL
-    (SELECT c.id, c.fetch_at AS due FROM redrive_record c
+    (SELECT c.id, c.fetch_at AS due FROM redrive_lifecycle c
      WHERE c.queue = ANY($6::text[]) AND c.fetch_at <= $1::timestamptz
      ORDER BY c.fetch_at LIMIT $5)),
 due AS (
-    SELECT d.id, cand.due FROM redrive_record d JOIN cand ON cand.id = d.id
+    SELECT d.id, cand.due FROM redrive_lifecycle d JOIN cand ON cand.id = d.id
     WHERE (d.queue = ANY($4::text[]) AND d.next_retry_at <= $1::timestamptz OR d.fetch_at <= $1::timestamptz)
     ORDER BY cand.due, d.id LIMIT $5 FOR UPDATE OF d SKIP LOCKED)
-UPDATE redrive_record r
+UPDATE redrive_lifecycle r
 SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at = NULL,
     lease_until = $1::timestamptz + interval '1 millisecond' * $2::bigint,
     worker_id = $3::text, redelivered_at = $1::timestamptz, updated_at = $1::timestamptz,
@@ -126,7 +126,7 @@ func (q *Queries) FetchJobs(ctx context.Context, db DBTX, arg FetchJobsParams) (
 }
 
 const jobLease = `-- name: JobLease :one
-SELECT lease_until, worker_id, fetch_at, result FROM redrive_record WHERE id = $1
+SELECT lease_until, worker_id, fetch_at, result FROM redrive_lifecycle WHERE id = $1
 `
 
 type JobLeaseRow struct {
