@@ -24,9 +24,13 @@ const rolesFile = `roles:
   admin:
     actions: [admin]
     queues: ["*"]
+  payments-admin:
+    actions: [admin]
+    queues: ["payments.*"]
 members:
   - {group: payments, roles: [payments-operator]}
   - {group: sre, roles: [admin]}
+  - {group: payments-leads, roles: [payments-admin]}
 `
 
 // startOIDC starts a server that takes tokens of a test identity provider
@@ -318,4 +322,40 @@ func TestOIDCTokensAreChecked(t *testing.T) {
 	h := http.Header{}
 	h.Set("X-API-Key", writeKey)
 	wantStatus(t, b.do(t, req{method: "GET", path: "/ojs/v1/whoami", header: h}), 200)
+}
+
+// An import needs admin on the queue of every record it holds: a person who
+// is admin of payments.* only may import payments' records, and an import
+// that holds one record of orders is refused whole, naming the line.
+func TestOIDCImportNeedsAdminOnEachQueue(t *testing.T) {
+	b, is := startOIDC(t)
+	b.seed(t,
+		rec{queue: "payments.card", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, value: `{"n":1}`},
+		rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, value: `{"n":2}`})
+	lines := func(query string) []byte {
+		t.Helper()
+		r := b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter/export?" + query, key: writeKey})
+		wantStatus(t, r, 200)
+		return r.body
+	}
+	lead := is.UserToken(idptest.User{Subject: "u-lead", Groups: []string{"payments-leads"}})
+	imp := func(body []byte) resp {
+		return b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/import", key: lead, body: body, rawBody: true,
+			header: http.Header{"Content-Type": {"application/x-ndjson"}}})
+	}
+	r := imp(lines("state=discarded"))
+	wantError(t, "a payments admin imports a record of orders", r, 403, "forbidden", "")
+	if e := r.err(t); e.Error.Details["field"] != "queue" {
+		t.Errorf("403 details %v, want the queue field named", e.Error.Details)
+	}
+	var res struct{ Imported, Skipped int }
+	r = imp(lines("queue=payments.card"))
+	wantStatus(t, r, 200)
+	r.json(t, &res)
+	if res.Imported != 0 || res.Skipped != 1 {
+		t.Errorf("import of payments' record into its own server: %+v, want it skipped as stored", res)
+	}
+	payments := is.UserToken(idptest.User{Subject: "u-pay", Groups: []string{"payments"}})
+	wantError(t, "an operator (no admin) imports", b.do(t, req{method: "POST", path: "/ojs/v1/dead-letter/import", key: payments,
+		body: lines("queue=payments.card"), rawBody: true, header: http.Header{"Content-Type": {"application/x-ndjson"}}}), 403, "forbidden", "")
 }
