@@ -62,6 +62,7 @@ type rec struct {
 	errorType  string
 	typ        string
 	message    string // the latest error's; "second" when empty
+	id         string // the record's id; a new UUIDv7 when empty
 }
 
 func (b *bundle) insert(t *testing.T, rs ...rec) []string {
@@ -94,6 +95,9 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 			d.DiscardedAt = &at
 		case dlq.StateCompleted:
 			d.CompletedAt = &at
+		}
+		if r.id != "" {
+			d.ID = r.id
 		}
 		out[i], ids[i] = d, d.ID
 	}

@@ -154,7 +154,7 @@ func (m *Maint) DropPartition(ctx context.Context, p *Partition, keep func([]Par
 		}
 		rows, err := tx.Query(ctx, `SELECT queue, type, error_type, state, coalesce(exhaustion, ''), fingerprint, count(*), sum(bytes)::bigint,
 				max(coalesce(discarded_at, completed_at, 'infinity')),
-				bool_or(archive_state IN ('pending', 'failed') OR archive_token IS NOT NULL),
+				coalesce(bool_or(coalesce(archive_state IN ('pending', 'failed'), false) OR archive_token IS NOT NULL), false),
 				bool_or(archive_state IS DISTINCT FROM 'done')
 			FROM redrive_lifecycle WHERE id >= $1 AND id < $2 GROUP BY 1, 2, 3, 4, 5, 6`, p.lo(), p.Hi)
 		if err != nil {
