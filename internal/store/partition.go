@@ -40,9 +40,12 @@ type Partition struct {
 // EnsureWeeks creates the partitions of the weeks from the one holding from
 // to weeks-1 weeks later that do not exist yet, and returns the names it
 // created. Concurrent callers (replicas, a migration) serialize on an
-// advisory lock; a week an existing range overlaps is skipped.
+// advisory lock; a week an existing range overlaps is skipped. A week that
+// cannot be made (a lock not granted in time, rows of it in the DEFAULT
+// partition) does not stop the others: the errors are joined.
 func (m *Maint) EnsureWeeks(ctx context.Context, from time.Time, weeks int) ([]string, error) {
 	var created []string
+	var errs []error
 	for i := range weeks {
 		at := from.Add(time.Duration(i) * 7 * 24 * time.Hour)
 		var made bool
@@ -53,13 +56,17 @@ func (m *Maint) EnsureWeeks(ctx context.Context, from time.Time, weeks int) ([]s
 			return tx.QueryRow(ctx, "SELECT redrive_create_week($1)", at).Scan(&made)
 		})
 		if err != nil {
-			return created, fmt.Errorf("create the partitions of the week of %s: %w", at.UTC().Format(time.DateOnly), err)
+			if ctx.Err() != nil {
+				return created, ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("create the partitions of the week of %s: %w", weekStart(at).Format(time.DateOnly), err))
+			continue
 		}
 		if made {
 			created = append(created, "w"+weekStart(at).Format("20060102"))
 		}
 	}
-	return created, nil
+	return created, errors.Join(errs...)
 }
 
 // EnsureWeeks is Maint().EnsureWeeks.
@@ -221,4 +228,16 @@ func (m *Maint) CleanDroppedCoords(ctx context.Context, p *Partition, limit int)
 		}
 	}
 	return tag.RowsAffected(), nil
+}
+
+// idBefore is the smallest UUID of t's millisecond: every id made at t or
+// later is at least it (redrive_uuid_at in SQL).
+func idBefore(t time.Time) pgtype.UUID {
+	var id pgtype.UUID
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		id.Bytes[i] = byte(ms >> (40 - 8*i))
+	}
+	id.Valid = true
+	return id
 }

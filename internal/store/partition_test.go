@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -109,9 +110,74 @@ func TestLookupsTouchTheirPartitionsOnly(t *testing.T) {
 		sortNode.MatchString(plan) {
 		t.Errorf("a keyset page below this week's id reads later weeks, or sorts:\n%s", plan)
 	}
+	// A page since a time reads no week of wide rows ending more than a day
+	// before it.
+	f := filter.Filter{Queue: "orders", Since: time.Now().AddDate(0, 0, 8)}
+	for _, q := range store.ListScans(&store.ListParams{Filter: f, Limit: 50}) {
+		plan := explain(t, ctx, pool, q.SQL, q.Args...)
+		if strings.Contains(plan, "redrive_record_data_"+week+" ") || !strings.Contains(plan, "redrive_record_data_w"+weekOf(time.Now().AddDate(0, 0, 14)).Format("20060102")) {
+			t.Errorf("a page since next week reads this week's partition, or not the week after:\n%s", plan)
+		}
+	}
 }
 
 func weekOf(t time.Time) time.Time {
 	t = t.UTC().Truncate(24 * time.Hour)
 	return t.AddDate(0, 0, -((int(t.Weekday()) + 6) % 7))
+}
+
+// Weeks are made ahead once, whoever asks: concurrent callers (replicas'
+// passes) make each week's partitions of both tables exactly once, and
+// asking again makes nothing.
+func TestWeeksAreMadeOnceByConcurrentCallers(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	from := time.Now().AddDate(1, 0, 0) // a year on: none made yet
+	made := make(chan []string, 4)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			names, err := s.EnsureWeeks(ctx, from, 5)
+			made <- names
+			errs <- err
+		}()
+	}
+	total := 0
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		total += len(<-made)
+	}
+	if total != 5 {
+		t.Errorf("%d weeks made by 4 concurrent callers, want 5", total)
+	}
+	var life, data, registered int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = 'redrive_lifecycle'::regclass),
+		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'redrive_record_data'::regclass),
+		(SELECT count(*) FROM redrive_partition)`).Scan(&life, &data, &registered); err != nil {
+		t.Fatal(err)
+	}
+	// The migration's five weeks, these five, and the DEFAULT partition.
+	if life != 11 || data != 11 || registered != 10 {
+		t.Errorf("%d lifecycle and %d data partitions, %d registered; want 11, 11, 10", life, data, registered)
+	}
+	if names, err := s.EnsureWeeks(ctx, from, 5); err != nil || len(names) != 0 {
+		t.Errorf("asked again: made %v, %v; want nothing", names, err)
+	}
+	// A record stored in one of them is in its week's partition.
+	r := newRecord(1, "orders")
+	r.ID = idAt(t, from.AddDate(0, 0, 14))
+	if _, err := s.InsertRecords(ctx, []dlq.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	var part string
+	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM redrive_record_data WHERE id = $1`, r.ID).Scan(&part); err != nil {
+		t.Fatal(err)
+	}
+	if want := "redrive_record_data_w" + weekOf(from.AddDate(0, 0, 14)).Format("20060102"); part != want {
+		t.Errorf("stored in %s, want %s", part, want)
+	}
 }
