@@ -36,14 +36,11 @@ func (p *Pruner) partitions(ctx context.Context, db *store.Maint, now time.Time,
 		m.Partitions.WithLabelValues("created").Inc()
 		p.log.Info("created partition", "partition", name)
 	}
-	if err != nil {
-		return err
-	}
+	errs := []error{err}
 	parts, err := db.Partitions(ctx)
 	if err != nil {
-		return err
+		return errors.Join(append(errs, err)...)
 	}
-	var errs []error
 	for i := range parts {
 		part := &parts[i]
 		if part.Dropped {
@@ -75,7 +72,17 @@ func (p *Pruner) partitions(ctx context.Context, db *store.Maint, now time.Time,
 		p.reportDropped(ctx, part.Name, groups, res)
 		errs = append(errs, p.cleanCoords(ctx, db, part))
 	}
-	return errors.Join(errs...)
+	// A lock not granted in time is the tables being busy, not a failure:
+	// the next pass tries again.
+	var failed []error
+	for _, err := range errs {
+		if err != nil && store.LockNotGranted(err) {
+			p.log.Warn("partition step deferred to the next pass: a lock was not granted in time", "error", err)
+			continue
+		}
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
 }
 
 func (p *Pruner) kept(name string, now time.Time, why string) {

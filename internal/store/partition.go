@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -240,4 +241,12 @@ func idBefore(t time.Time) pgtype.UUID {
 	}
 	id.Valid = true
 	return id
+}
+
+// LockNotGranted says err is partition DDL giving up on a lock it waited
+// partitionLockTimeout for (SQLSTATE 55P03): busy tables, tried again next
+// pass.
+func LockNotGranted(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
