@@ -134,3 +134,42 @@ func checkStatistics(t *testing.T, b *bundle) {
 		t.Errorf("statistics count %d %s records of %s, the tables hold %d", counted, st, q, stored)
 	}
 }
+
+// A drop that cannot get its lock in time (a long read holds the week)
+// changes nothing, not even the statistics, and fails no pass; the next
+// pass drops the week.
+func TestPartitionDropWaitsForItsLockThenRetries(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	week := time.Now().AddDate(0, 0, 7)
+	now := time.Now().AddDate(0, 0, 100)
+	b.clock.Set(now)
+	b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now.AddDate(0, 0, -40), id: idAt(week)})
+	p := b.pruner(t, topicPolicy(func(t *policy.Topic) { t.DeadLetter.Retention.MaxAge = 30 * day }), maintenance.PrunerConfig{})
+	reader, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reader of the week (as a listing's scan of its partition holds).
+	if _, err := reader.Exec(ctx, "LOCK TABLE redrive_lifecycle_"+weekName(week)+" IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunOnce(ctx); err != nil {
+		t.Fatalf("a pass whose drop waited for a lock failed: %v", err)
+	}
+	var n int
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = $1", "redrive_lifecycle_"+weekName(week)).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("week %s dropped under a reader's lock (%d, %v)", weekName(week), n, err)
+	}
+	checkStatistics(t, b)
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = $1", "redrive_lifecycle_"+weekName(week)).Scan(&n); err != nil || n != 0 {
+		t.Errorf("week %s still there once the reader is done (%d, %v)", weekName(week), n, err)
+	}
+	checkStatistics(t, b)
+}
