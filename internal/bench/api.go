@@ -378,12 +378,17 @@ func errorTypeOf(q, i int) string { return fmt.Sprintf("err%d.%d", q, i) }
 var tiers = []string{"bronze", "silver", "gold", "platinum"}
 
 // LoadAPIRecords COPYs n records as the api suite reads them: 70% dead
-// letters, 10% discards, 15% retryable (due in a day), 5% completed, spread
-// over queues and error types and created over the last 90 days. The console's
+// letters, 10% discards, 15% retryable (failed in the last three days, due
+// in a day), 5% completed, spread over queues and error types and created
+// over the last 90 days, each with an id of its creation time. The console's
 // page-load benchmark reads the same database.
 func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	rng := rand.New(rand.NewPCG(7, 8))
 	now := time.Now().UTC()
+	// The weekly partitions a Redrive running for those 90 days has made.
+	if _, err := st.EnsureWeeks(ctx, now.Add(-91*24*time.Hour), 15); err != nil {
+		return err
+	}
 	retry, _ := json.Marshal(policy.Default())
 	const batch = 10_000
 	recs := make([]dlq.Record, 0, batch)
@@ -391,11 +396,7 @@ func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	for i := range n {
 		q := rng.IntN(apiQueues)
 		created := now.Add(-time.Duration(rng.Int64N(int64(90 * 24 * time.Hour))))
-		id, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		r := dlq.Record{ID: id.String(), Queue: fmt.Sprintf("q%d", q), Type: typeOf(q, rng.IntN(2)),
+		r := dlq.Record{Queue: fmt.Sprintf("q%d", q), Type: typeOf(q, rng.IntN(2)),
 			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive,
 			Source:  dlq.Source{Topic: fmt.Sprintf("q%d", q), Partition: int32(rng.IntN(12)), Offset: int64(i)},
 			DLQ:     dlq.Coord{Topic: "dead_letter_queue", Partition: int32(i % 12), Offset: int64(i)},
@@ -411,20 +412,26 @@ func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 		msg := fmt.Sprintf("dial tcp 10.0.%d.%d:5432: connect: connection refused (order %d)", rng.IntN(256), rng.IntN(256), i)
 		r.Errors = []dlq.ErrorEntry{{Attempt: 3, Type: errType, Message: msg, Code: dlq.CodeRetry, OccurredAt: created}}
 		r.Fingerprint = fingerprint.Of(errType, msg, nil)
-		if _, ok := opened[r.Fingerprint]; !ok {
-			opened[r.Fingerprint] = store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: errType,
-				Signature: fingerprint.Normalize(msg), Queue: r.Queue, SeenAt: created, SampleID: r.ID, SampleMessage: msg}
-		}
 		switch p := rng.IntN(100); {
 		case p < 70:
 			r.State, r.Exhaustion, r.DiscardedAt = dlq.StateDiscarded, dlq.ExhaustionDeadLetter, &created
 		case p < 80:
 			r.State, r.Exhaustion, r.DiscardedAt = dlq.StateDiscarded, dlq.ExhaustionDiscard, &created
 		case p < 95:
+			// Still being retried: failed in the last three days.
+			created = now.Add(-(now.Sub(created) % (3 * 24 * time.Hour)))
+			r.CreatedAt, r.UpdatedAt, r.Errors[0].OccurredAt = created, created, created
 			next := now.Add(24 * time.Hour)
 			r.State, r.NextRetryAt = dlq.StateRetryable, &next
 		default:
 			r.State, r.CompletedAt = dlq.StateCompleted, &created
+		}
+		// Stored when it failed: its id (a UUIDv7) carries that time, and
+		// with it the week partition it is stored in.
+		r.ID = uuidAt(created).String()
+		if _, ok := opened[r.Fingerprint]; !ok {
+			opened[r.Fingerprint] = store.IncidentSeen{Fingerprint: r.Fingerprint, ErrorType: errType,
+				Signature: fingerprint.Normalize(msg), Queue: r.Queue, SeenAt: created, SampleID: r.ID, SampleMessage: msg}
 		}
 		recs = append(recs, r)
 		if len(recs) == batch || i == n-1 {
@@ -436,4 +443,14 @@ func LoadAPIRecords(ctx context.Context, st *store.Store, n int) error {
 	}
 	_, err := st.RecordIncidents(ctx, slices.Collect(maps.Values(opened)))
 	return err
+}
+
+// uuidAt is a UUIDv7 made at t: t's millisecond in its first 48 bits.
+func uuidAt(t time.Time) uuid.UUID {
+	id := uuid.Must(uuid.NewV7())
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id
 }

@@ -96,7 +96,7 @@ func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config,
 	if err := produceFailures(ctx, []string{addr}, cfg.Records, cfg.ValueSize); err != nil {
 		return 0, 0, err
 	}
-	if _, err := pool.Exec(ctx, "TRUNCATE redrive_record_data, redrive_lifecycle"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE redrive_record_coord, redrive_record_data, redrive_lifecycle"); err != nil {
 		return 0, 0, err
 	}
 	if _, err := pool.Exec(ctx, "VACUUM ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {

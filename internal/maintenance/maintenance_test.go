@@ -63,6 +63,7 @@ type rec struct {
 	typ        string
 	message    string    // the latest error's; "second" when empty
 	due        time.Time // next_retry_at of a retryable record
+	id         string    // the record's id; a new UUIDv7 when empty
 }
 
 func (b *bundle) insert(t *testing.T, rs ...rec) []string {
@@ -99,6 +100,9 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 			if !r.due.IsZero() {
 				d.NextRetryAt = &r.due
 			}
+		}
+		if r.id != "" {
+			d.ID = r.id
 		}
 		out[i], ids[i] = d, d.ID
 	}

@@ -74,6 +74,10 @@ type Pruner struct {
 
 	mu     sync.Mutex
 	nextAt time.Time
+
+	// keptUntil is, by partition, when a past partition found still needed
+	// is read again (the pass's own goroutine only).
+	keptUntil map[string]time.Time
 }
 
 // NewPruner returns a Pruner; Start it, or call RunOnce.
@@ -171,12 +175,20 @@ func (p *Pruner) RunOnce(ctx context.Context) (*PruneResult, error) {
 
 // prune runs a pass on db, the connection holding the pruning lock.
 func (p *Pruner) prune(ctx context.Context, db *store.Maint, res *PruneResult) error {
+	now := p.cfg.Clock.Now()
+	var errs []error
+	if err := p.partitions(ctx, db, now, res); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The batched deletes go on: a partition that cannot be made or
+		// dropped now (a lock not granted in time) is tried next pass.
+		errs = append(errs, fmt.Errorf("partitions: %w", err))
+	}
 	queues, err := db.TerminalQueues(ctx)
 	if err != nil {
 		return err
 	}
-	now := p.cfg.Clock.Now()
-	var errs []error
 	for _, q := range queues {
 		if err := p.pruneQueue(ctx, db, q, p.cfg.Policy(q), now, res); err != nil {
 			if ctx.Err() != nil {

@@ -35,6 +35,9 @@ type DeadLetter struct {
 	RecordsPruned *CounterVec
 	// PrunerRuns counts pruner passes by result: ok, error, not_leader.
 	PrunerRuns *CounterVec
+	// Partitions counts weekly partitions of the record tables the pruner
+	// created ahead or dropped, by action: created, dropped.
+	Partitions *CounterVec
 	// PrunerLastSuccess is the Unix time of the last complete pruning pass.
 	PrunerLastSuccess prometheus.Gauge
 	// PrunerDuration is how long a pruning pass took.
@@ -96,6 +99,10 @@ func newDeadLetter(reg prometheus.Registerer, now func() time.Time, l *Labels) *
 			Name: "redrive_pruner_runs_total",
 			Help: "Pruning passes, by result: ok, error, or not_leader (another replica holds the pruning lock).",
 		}, []string{"result"}, enum()),
+		Partitions: newCounterVec(prometheus.CounterOpts{
+			Name: "redrive_partitions_total",
+			Help: "Weekly partitions of the record tables, by action: created (ahead of time) or dropped (none of their records needed any more).",
+		}, []string{"action"}, enum()),
 		PrunerLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_pruner_last_success_timestamp_seconds",
 			Help: "Unix time of the last complete pruning pass on this replica (0: none yet).",
@@ -119,13 +126,16 @@ func newDeadLetter(reg prometheus.Registerer, now func() time.Time, l *Labels) *
 		}),
 		depth: &depthCollector{now: now, known: map[string]QueueDepth{}, states: map[[3]string]float64{}, errorTypes: map[[2]string]float64{}},
 	}
+	for _, a := range []string{"created", "dropped"} {
+		d.Partitions.WithLabelValues(a)
+	}
 	for _, r := range []string{"ok", "error", "not_leader"} {
 		d.PrunerRuns.WithLabelValues(r)
 		d.ReplayRuns.WithLabelValues(r)
 	}
 	if reg != nil {
 		reg.MustRegister(d.AddedTotal, d.RetriedTotal, d.PrunedTotal, d.ReplayedTotal, d.RecordsPruned,
-			d.PrunerRuns, d.PrunerLastSuccess, d.PrunerDuration, d.ReplayRuns, d.ConsumerLag, d.StatsErrors, d.depth)
+			d.PrunerRuns, d.Partitions, d.PrunerLastSuccess, d.PrunerDuration, d.ReplayRuns, d.ConsumerLag, d.StatsErrors, d.depth)
 	}
 	return d
 }

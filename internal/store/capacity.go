@@ -112,7 +112,7 @@ func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard fu
 				topics[i], parts[i], offsets[i] = co.Topic, co.Partition, co.Offset
 			}
 			recs, err := collect(ctx, tx, "lock new records", scanRecord, "SELECT "+storedSQL+
-				" FROM redrive_record WHERE (dlq_topic, dlq_partition, dlq_offset) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]))"+
+				" FROM redrive_record WHERE id IN (SELECT c.id FROM redrive_record_coord c WHERE (c.dlq_topic, c.dlq_partition, c.dlq_offset) IN (SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[])))"+
 				" AND queue = $4 AND state = 'retryable' ORDER BY id DESC FOR UPDATE", topics, parts, offsets, c.Queue)
 			if err != nil {
 				return err

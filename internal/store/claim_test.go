@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -212,8 +213,8 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.SettleSQL, last.Token, ids, states, times, failures, next,
-			now, now, failed, discard, []string{})
+		p := withoutEmptyScans(explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.SettleSQL, last.Token, ids, states, times, failures, next,
+			now, now, failed, discard, []string{}))
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestSettleFindsFailedRecordsByTheirIds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.RescueSQL, at)
+		p := withoutEmptyScans(explain(t, ctx, tx, "(ANALYZE, BUFFERS) "+store.RescueSQL, at))
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -309,3 +310,11 @@ func TestARedeliveryNeverWritesTheWideRow(t *testing.T) {
 			w, wide, l != lifecycle)
 	}
 }
+
+// emptyScan is a scan of an empty partition (this week's neighbours, made
+// ahead): the planner reads an empty table sequentially, at no cost.
+var emptyScan = regexp.MustCompile(`(?m)^.*Seq Scan on redrive_(lifecycle|record_data)_\w+ .*\((never executed|actual [^)]* rows=0 loops=1)\)\n`)
+
+// withoutEmptyScans is an EXPLAIN ANALYZE plan without the scans of empty
+// partitions.
+func withoutEmptyScans(plan string) string { return emptyScan.ReplaceAllString(plan+"\n", "") }

@@ -32,25 +32,28 @@ var (
 		pgtype.TextOID, pgtype.TextOID, pgtype.Int4OID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID,
 		pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TextOID,
 	}
+	coordOIDs = []uint32{pgtype.TextOID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TimestamptzOID, pgtype.UUIDOID}
 )
 
 var (
 	copyDataSQL      = "COPY redrive_record_data (" + strings.Join(dataColumns, ", ") + ") FROM STDIN (FORMAT binary)"
 	copyLifecycleSQL = "COPY redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") FROM STDIN (FORMAT binary)"
+	copyCoordSQL     = "COPY redrive_record_coord (" + strings.Join(coordColumns, ", ") + ") FROM STDIN (FORMAT binary)"
 )
 
 // copyHeader opens a binary COPY stream: signature, flags, header extension.
 var copyHeader = []byte("PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000")
 
 // EncodedRecords is a batch of new records together with their rows encoded
-// as binary COPY streams (the wide rows, and their lifecycles), made by an
-// Encoder ahead of InsertEncoded: the encoding (JSON checks, headers, error
-// history, binary values) is done before the batch's turn to be written, so
-// the write is two bare COPYs in one transaction.
+// as binary COPY streams (their DLQ coordinates, the wide rows, and their
+// lifecycles), made by an Encoder ahead of InsertEncoded: the encoding (JSON
+// checks, headers, error history, binary values) is done before the batch's
+// turn to be written, so the write is three bare COPYs in one transaction.
 type EncodedRecords struct {
 	Records   []dlq.Record
 	data      *[]byte // nil when a record could not be encoded: InsertEncoded takes InsertRecords' path
 	lifecycle *[]byte
+	coord     *[]byte
 }
 
 // Release returns the batch's buffers for reuse. The batch must not be
@@ -59,7 +62,8 @@ func (e *EncodedRecords) Release() {
 	if e.data != nil {
 		copyBuffers.Put(e.data)
 		copyBuffers.Put(e.lifecycle)
-		e.data, e.lifecycle = nil, nil
+		copyBuffers.Put(e.coord)
+		e.data, e.lifecycle, e.coord = nil, nil, nil
 	}
 }
 
@@ -78,11 +82,12 @@ func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
 // usable, InsertEncoded writes it the slow way (which reports the record).
 func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	out := &EncodedRecords{Records: records}
-	bufp, lbufp := copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte)
-	buf, lbuf := append((*bufp)[:0], copyHeader...), append((*lbufp)[:0], copyHeader...)
+	bufp, lbufp, cbufp := copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte)
+	buf, lbuf, cbuf := append((*bufp)[:0], copyHeader...), append((*lbufp)[:0], copyHeader...), append((*cbufp)[:0], copyHeader...)
 	fail := func(err error) (*EncodedRecords, error) {
 		copyBuffers.Put(bufp)
 		copyBuffers.Put(lbufp)
+		copyBuffers.Put(cbufp)
 		return out, err
 	}
 	for i := range records {
@@ -97,10 +102,14 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 		if lbuf, err = e.appendRow(lbuf, lifecycleValues(r, vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
+		if cbuf, err = e.appendRow(cbuf, coordValues(vals), coordOIDs, coordColumns); err != nil {
+			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
+		}
 	}
 	*bufp = binary.BigEndian.AppendUint16(buf, 0xFFFF) // end of stream
 	*lbufp = binary.BigEndian.AppendUint16(lbuf, 0xFFFF)
-	out.data, out.lifecycle = bufp, lbufp
+	*cbufp = binary.BigEndian.AppendUint16(cbuf, 0xFFFF)
+	out.data, out.lifecycle, out.coord = bufp, lbufp, cbufp
 	return out, nil
 }
 
@@ -135,6 +144,11 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 	var tag pgconn.CommandTag
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		pg := tx.Conn().PgConn()
+		// The coordinates first: a batch consumed again fails here, on
+		// their primary key, before any wide row is written.
+		if _, err := pg.CopyFrom(ctx, bytes.NewReader(*e.coord), copyCoordSQL); err != nil {
+			return err
+		}
 		var err error
 		if tag, err = pg.CopyFrom(ctx, bytes.NewReader(*e.data), copyDataSQL); err != nil {
 			return err

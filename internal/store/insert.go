@@ -14,11 +14,15 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// insertIgnoringDuplicates stores one record (its wide row, then its
-// lifecycle: the values of rowValues, then of lifecycleValues) unless its DLQ
-// record (coordinates and timestamp) is already stored.
-var insertIgnoringDuplicates = "WITH d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") VALUES (" +
-	placeholders(1, dataOIDs) + ") ON CONFLICT (dlq_topic, dlq_partition, dlq_offset, dlq_timestamp) DO NOTHING RETURNING 1) " +
+// insertIgnoringDuplicates stores one record (its DLQ coordinates, its wide
+// row, then its lifecycle: the values of rowValues, then of lifecycleValues)
+// unless its DLQ record (coordinates and timestamp) is already stored: the
+// coordinates table (redrive_record_coord, migration 00211) is what refuses
+// it, whatever partition the record's first copy went to.
+var insertIgnoringDuplicates = "WITH c AS (INSERT INTO redrive_record_coord (" + strings.Join(coordColumns, ", ") + ") VALUES (" +
+	coordPlaceholders() + ") ON CONFLICT DO NOTHING RETURNING 1), " +
+	"d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT " +
+	placeholders(1, dataOIDs) + " FROM c RETURNING 1) " +
 	"INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT " +
 	placeholders(len(dataOIDs)+1, lifecycleOIDs) + " FROM d"
 
@@ -100,9 +104,13 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (Insert
 	return s.afterCopy(ctx, records, n, err)
 }
 
-// copyRecords COPYs records (all of them, or those at idx) into both
-// tables within tx: their wide rows, then their lifecycles.
+// copyRecords COPYs records (all of them, or those at idx) into the three
+// tables within tx: their DLQ coordinates (a duplicate fails there), their
+// wide rows, then their lifecycles.
 func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int) (int64, error) {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_coord"}, coordColumns, &coordSource{records: records, idx: idx, i: -1}); err != nil {
+		return 0, err
+	}
 	n, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_data"}, dataColumns, newRecordSource(records, idx, asJSON))
 	if err != nil {
 		return n, err
@@ -331,3 +339,73 @@ func (ls *lifecycleSource) Values() ([]any, error) {
 }
 
 func (ls *lifecycleSource) Err() error { return ls.err }
+
+// coordColumns are the columns of redrive_record_coord, in the order
+// coordValues gives them.
+var coordColumns = []string{"dlq_topic", "dlq_partition", "dlq_offset", "dlq_timestamp", "id"}
+
+// coordIndex is, for each of coordColumns, its index in dataColumns.
+var coordIndex = func() []int {
+	idx := make([]int, len(coordColumns))
+	for i, c := range coordColumns {
+		idx[i] = slices.Index(dataColumns, c)
+		if idx[i] < 0 {
+			panic("store: coordinate column " + c + " is not a data column")
+		}
+	}
+	return idx
+}()
+
+// coordValues picks a record's coordinates out of its rowValues.
+func coordValues(vals []any) []any {
+	out := make([]any, len(coordIndex))
+	for i, j := range coordIndex {
+		out[i] = vals[j]
+	}
+	return out
+}
+
+// coordPlaceholders are the placeholders of insertIgnoringDuplicates' data
+// values that hold the coordinates, in coordColumns' order.
+func coordPlaceholders() string {
+	types := pgtype.NewMap()
+	ps := make([]string, len(coordIndex))
+	for i, j := range coordIndex {
+		t, _ := types.TypeForOID(dataOIDs[j])
+		ps[i] = "$" + strconv.Itoa(j+1) + "::" + t.Name
+	}
+	return strings.Join(ps, ", ")
+}
+
+// coordSource feeds the DLQ coordinates of records (all, or those at idx)
+// to COPY, as rowValues gives them.
+type coordSource struct {
+	records []dlq.Record
+	idx     []int
+	i       int
+	err     error
+}
+
+func (cs *coordSource) Next() bool {
+	cs.i++
+	n := len(cs.records)
+	if cs.idx != nil {
+		n = len(cs.idx)
+	}
+	return cs.err == nil && cs.i < n
+}
+
+func (cs *coordSource) Values() ([]any, error) {
+	r := &cs.records[cs.i]
+	if cs.idx != nil {
+		r = &cs.records[cs.idx[cs.i]]
+	}
+	id, err := recordID(r)
+	if err != nil {
+		cs.err = fmt.Errorf("encode record %s: %w", r.ID, err)
+		return nil, cs.err
+	}
+	return []any{r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), id}, nil
+}
+
+func (cs *coordSource) Err() error { return cs.err }

@@ -113,9 +113,11 @@ func (m *Maint) PruneBatch(ctx context.Context, p *PruneBatchParams) (int64, err
 		cond += " AND (archive_state IS NULL OR archive_state = 'done')"
 	}
 	// The set's condition is over the lifecycle; each record is deleted
-	// whole, its lifecycle (which the statistics count) and its wide row.
+	// whole, its lifecycle (which the statistics count), its DLQ
+	// coordinates and its wide row.
 	tag, err := m.db.Exec(ctx, `WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (
-		SELECT id FROM redrive_lifecycle WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED) RETURNING id)
+		SELECT id FROM redrive_lifecycle WHERE `+cond+` ORDER BY `+tsCol+` LIMIT @limit FOR UPDATE SKIP LOCKED) RETURNING id),
+		c AS (DELETE FROM redrive_record_coord c USING l WHERE c.id = l.id)
 		DELETE FROM redrive_record_data d USING l WHERE d.id = l.id`, args)
 	if err != nil {
 		return 0, fmt.Errorf("prune %s records of %s: %w", p.State, p.Queue, err)

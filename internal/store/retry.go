@@ -180,9 +180,11 @@ func changeSQL(sel, lifeSet, dataSet string) string {
 }
 
 // deleteSQL is a statement that deletes the records whose ids sel selects
-// (and locks), both rows of each, and returns their BatchRows.
+// (and locks), both rows of each and their DLQ coordinates, and returns
+// their BatchRows.
 func deleteSQL(sel string) string {
-	return "WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (" + sel + ") RETURNING id) " +
+	return "WITH l AS (DELETE FROM redrive_lifecycle WHERE id IN (" + sel + ") RETURNING id), " +
+		"c AS (DELETE FROM redrive_record_coord c USING l WHERE c.id = l.id) " +
 		"DELETE FROM redrive_record_data d USING l WHERE d.id = l.id RETURNING " + batchRowsOf("d")
 }
 

@@ -2,9 +2,9 @@
 
 -- name: DLQTopics :many
 WITH RECURSIVE t(topic) AS (
-    SELECT min(dlq_topic) FROM redrive_record_data
+    SELECT min(dlq_topic) FROM redrive_record_coord
     UNION ALL
-    SELECT (SELECT min(r.dlq_topic) FROM redrive_record_data r WHERE r.dlq_topic > t.topic)
+    SELECT (SELECT min(r.dlq_topic) FROM redrive_record_coord r WHERE r.dlq_topic > t.topic)
     FROM t WHERE t.topic IS NOT NULL
 )
 SELECT t.topic::text FROM t WHERE t.topic IS NOT NULL;

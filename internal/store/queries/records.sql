@@ -1,9 +1,10 @@
 -- Single records (retry.go, preview.go, sort.go).
 
 -- name: RecordDelete :one
--- A record is deleted whole: its lifecycle (which the statistics count) and
--- its wide row, in one statement.
-WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = @id RETURNING x.id)
+-- A record is deleted whole: its lifecycle (which the statistics count), its
+-- DLQ coordinates and its wide row, in one statement.
+WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = @id RETURNING x.id),
+c AS (DELETE FROM redrive_record_coord c USING l WHERE c.id = l.id)
 DELETE FROM redrive_record_data d USING l WHERE d.id = l.id
 RETURNING d.id, d.queue, d.type, substring(d.key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(d.key), -1)::int AS key_size;
 

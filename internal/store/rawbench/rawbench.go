@@ -141,9 +141,9 @@ func (d *DB) Quiesce(ctx context.Context) {
 // TimeRawCopy copies the stored rows out, truncates the tables, and times
 // binary COPYs of exactly those rows back in, in batches of the ingest's batch
 // size (a single COPY of every row would pay the statistics triggers' transition
-// tables differently): the database's ceiling for ingest. A record is two
-// rows (migration 00180): each batch COPYs the wide rows, then their
-// lifecycles, in one transaction, as ingest must.
+// tables differently): the database's ceiling for ingest. A record is three
+// rows (migrations 00180, 00211): each batch COPYs the DLQ coordinates, the
+// wide rows, then their lifecycles, in one transaction, as ingest must.
 func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
@@ -151,7 +151,7 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 	}
 	defer conn.Release()
 	pg := conn.Conn().PgConn()
-	type chunk struct{ data, lifecycle bytes.Buffer }
+	type chunk struct{ coord, data, lifecycle bytes.Buffer }
 	var chunks []*chunk
 	last := "00000000-0000-0000-0000-000000000000"
 	for {
@@ -169,19 +169,26 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)"); err != nil {
 			return 0, fmt.Errorf("copy rows out: %w", err)
 		}
+		if _, err := pg.CopyTo(ctx, &c.coord, "COPY (SELECT * FROM redrive_record_coord WHERE id > '"+last+"' ORDER BY id LIMIT "+
+			strconv.Itoa(batch)+") TO STDOUT (FORMAT binary)"); err != nil {
+			return 0, fmt.Errorf("copy rows out: %w", err)
+		}
 		chunks = append(chunks, &c)
 		if err := conn.QueryRow(ctx, "SELECT id::text FROM (SELECT id FROM redrive_record_data WHERE id > $1 ORDER BY id LIMIT $2) c ORDER BY id DESC LIMIT 1",
 			last, batch).Scan(&last); err != nil {
 			return 0, err
 		}
 	}
-	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record_data, redrive_lifecycle"); err != nil {
+	if _, err := conn.Exec(ctx, "TRUNCATE redrive_record_coord, redrive_record_data, redrive_lifecycle"); err != nil {
 		return 0, err
 	}
 	d.Quiesce(ctx)
 	start := time.Now()
 	for _, c := range chunks {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := pg.CopyFrom(ctx, &c.coord, "COPY redrive_record_coord FROM STDIN (FORMAT binary)"); err != nil {
+				return err
+			}
 			if _, err := pg.CopyFrom(ctx, &c.data, "COPY redrive_record_data FROM STDIN (FORMAT binary)"); err != nil {
 				return err
 			}

@@ -107,6 +107,83 @@ type RedriveLifecycle struct {
 	UpdatedAt         time.Time
 }
 
+type RedriveLifecycleDefault struct {
+	ID                string
+	Queue             string
+	Type              string
+	ErrorType         string
+	Fingerprint       string
+	Format            string
+	Bytes             int64
+	State             string
+	Exhaustion        *string
+	Attempt           int32
+	EnqueuedAt        *time.Time
+	NextRetryAt       *time.Time
+	DiscardedAt       *time.Time
+	CompletedAt       *time.Time
+	CompletedBy       *string
+	RedeliveredAt     *time.Time
+	RedeliveryFailure json.RawMessage
+	ClaimToken        *string
+	AckDueAt          *time.Time
+	UnacknowledgedAt  *time.Time
+	ArchiveState      *string
+	ArchiveReason     *string
+	ArchiveFailure    json.RawMessage
+	ArchiveRetryAt    *time.Time
+	ArchiveToken      *string
+	ArchivedAt        *time.Time
+	FetchAt           *time.Time
+	LeaseUntil        *time.Time
+	WorkerID          *string
+	Result            json.RawMessage
+	UpdatedAt         time.Time
+}
+
+type RedriveLifecycleOld struct {
+	ID                string
+	Queue             string
+	Type              string
+	ErrorType         string
+	Fingerprint       string
+	Format            string
+	Bytes             int64
+	State             string
+	Exhaustion        *string
+	Attempt           int32
+	EnqueuedAt        *time.Time
+	NextRetryAt       *time.Time
+	DiscardedAt       *time.Time
+	CompletedAt       *time.Time
+	CompletedBy       *string
+	RedeliveredAt     *time.Time
+	RedeliveryFailure json.RawMessage
+	ClaimToken        *string
+	AckDueAt          *time.Time
+	UnacknowledgedAt  *time.Time
+	ArchiveState      *string
+	ArchiveReason     *string
+	ArchiveFailure    json.RawMessage
+	ArchiveRetryAt    *time.Time
+	ArchiveToken      *string
+	ArchivedAt        *time.Time
+	FetchAt           *time.Time
+	LeaseUntil        *time.Time
+	WorkerID          *string
+	Result            json.RawMessage
+	UpdatedAt         time.Time
+}
+
+type RedrivePartition struct {
+	Name      string
+	Lo        *string
+	Hi        string
+	HiAt      time.Time
+	CreatedAt time.Time
+	DroppedAt *time.Time
+}
+
 type RedriveQueue struct {
 	Name      string
 	Config    json.RawMessage
@@ -182,6 +259,14 @@ type RedriveRecord struct {
 	LifecycleQueue    string
 }
 
+type RedriveRecordCoord struct {
+	DlqTopic     string
+	DlqPartition int32
+	DlqOffset    int64
+	DlqTimestamp time.Time
+	ID           string
+}
+
 type RedriveRecordCount struct {
 	Queue       string
 	Type        string
@@ -213,6 +298,74 @@ type RedriveRecordCountTotal struct {
 	Fingerprint string
 	N           int64
 	Bytes       int64
+}
+
+type RedriveRecordDataDefault struct {
+	ID              string
+	Queue           string
+	Type            string
+	MaxAttempts     int32
+	SourcePartition int32
+	SourceOffset    int64
+	SourceTimestamp *time.Time
+	SourceGroup     string
+	DlqTopic        string
+	DlqPartition    int32
+	DlqOffset       int64
+	Format          string
+	Key             []byte
+	Value           []byte
+	Headers         json.RawMessage
+	Payload         json.RawMessage
+	ErrorType       string
+	Errors          json.RawMessage
+	Retry           json.RawMessage
+	Meta            json.RawMessage
+	CreatedAt       time.Time
+	Redelivery      json.RawMessage
+	DlqTimestamp    time.Time
+	Fingerprint     string
+	PayloadOmitted  *string
+	FailedAt        *time.Time
+	ValueSchema     json.RawMessage
+	KeySchema       json.RawMessage
+	KeyPayload      json.RawMessage
+	DecodeError     *string
+	DecodePending   bool
+}
+
+type RedriveRecordDataOld struct {
+	ID              string
+	Queue           string
+	Type            string
+	MaxAttempts     int32
+	SourcePartition int32
+	SourceOffset    int64
+	SourceTimestamp *time.Time
+	SourceGroup     string
+	DlqTopic        string
+	DlqPartition    int32
+	DlqOffset       int64
+	Format          string
+	Key             []byte
+	Value           []byte
+	Headers         json.RawMessage
+	Payload         json.RawMessage
+	ErrorType       string
+	Errors          json.RawMessage
+	Retry           json.RawMessage
+	Meta            json.RawMessage
+	CreatedAt       time.Time
+	Redelivery      json.RawMessage
+	DlqTimestamp    time.Time
+	Fingerprint     string
+	PayloadOmitted  *string
+	FailedAt        *time.Time
+	ValueSchema     json.RawMessage
+	KeySchema       json.RawMessage
+	KeyPayload      json.RawMessage
+	DecodeError     *string
+	DecodePending   bool
 }
 
 type RedriveRecordDatum struct {

@@ -39,7 +39,8 @@ func (q *Queries) FillFailedAt(ctx context.Context, db DBTX, afterID string, max
 
 const recordDelete = `-- name: RecordDelete :one
 
-WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = $1 RETURNING x.id)
+WITH l AS (DELETE FROM redrive_lifecycle x WHERE x.id = $1 RETURNING x.id),
+c AS (DELETE FROM redrive_record_coord c USING l WHERE c.id = l.id)
 DELETE FROM redrive_record_data d USING l WHERE d.id = l.id
 RETURNING d.id, d.queue, d.type, substring(d.key from 1 for 128)::bytea AS key_prefix, coalesce(octet_length(d.key), -1)::int AS key_size
 `
@@ -53,8 +54,8 @@ type RecordDeleteRow struct {
 }
 
 // Single records (retry.go, preview.go, sort.go).
-// A record is deleted whole: its lifecycle (which the statistics count) and
-// its wide row, in one statement.
+// A record is deleted whole: its lifecycle (which the statistics count), its
+// DLQ coordinates and its wide row, in one statement.
 func (q *Queries) RecordDelete(ctx context.Context, db DBTX, id string) (RecordDeleteRow, error) {
 	row := db.QueryRow(ctx, recordDelete, id)
 	var i RecordDeleteRow

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The record tables are partitioned by week of their ids (migration 00211):
+// redrive_record_data and redrive_lifecycle each have one partition per week
+// (Monday 00:00 UTC to the next, in UUIDv7 terms), the same bounds for both,
+// an "old" partition holding what a populated database had before, and a
+// DEFAULT partition for ids outside every range. redrive_partition lists the
+// ranges Redrive made; the pruner's pass creates weeks ahead and drops those
+// none of whose records is needed any more.
+
+// partitionLockTimeout bounds how long partition DDL waits for a lock: a
+// CREATE, ATTACH or DROP queues every later statement on the tables behind
+// it, so it gives up (and the next pass tries again) rather than stall them.
+const partitionLockTimeout = "2s"
+
+// Partition is one week (or the old range) of the record tables.
+type Partition struct {
+	// Name is the partitions' suffix: w20261123 (the week's Monday) or old.
+	Name string
+	// Lo is the range's first id, invalid for the old partition (every id
+	// below Hi); Hi is the first id after it.
+	Lo, Hi pgtype.UUID
+	// HiAt is the time of Hi: every record of the range was stored before.
+	HiAt time.Time
+	// Dropped is set once the partition is dropped and its DLQ coordinates
+	// are still being removed.
+	Dropped bool
+}
+
+// EnsureWeeks creates the partitions of the weeks from the one holding from
+// to weeks-1 weeks later that do not exist yet, and returns the names it
+// created. Concurrent callers (replicas, a migration) serialize on an
+// advisory lock; a week an existing range overlaps is skipped. A week that
+// cannot be made (a lock not granted in time, rows of it in the DEFAULT
+// partition) does not stop the others: the errors are joined.
+func (m *Maint) EnsureWeeks(ctx context.Context, from time.Time, weeks int) ([]string, error) {
+	var created []string
+	var errs []error
+	for i := range weeks {
+		at := from.Add(time.Duration(i) * 7 * 24 * time.Hour)
+		var made bool
+		err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "SELECT redrive_create_week($1)", at).Scan(&made)
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return created, ctx.Err()
+			}
+			errs = append(errs, fmt.Errorf("create the partitions of the week of %s: %w", weekStart(at).Format(time.DateOnly), err))
+			continue
+		}
+		if made {
+			created = append(created, "w"+weekStart(at).Format("20060102"))
+		}
+	}
+	return created, errors.Join(errs...)
+}
+
+// EnsureWeeks is Maint().EnsureWeeks.
+func (s *Store) EnsureWeeks(ctx context.Context, from time.Time, weeks int) ([]string, error) {
+	return s.Maint().EnsureWeeks(ctx, from, weeks)
+}
+
+// weekStart is the Monday 00:00 UTC starting t's week.
+func weekStart(t time.Time) time.Time {
+	t = t.UTC().Truncate(24 * time.Hour)
+	return t.AddDate(0, 0, -((int(t.Weekday()) + 6) % 7))
+}
+
+// Partitions lists the registered ranges, oldest first.
+func (m *Maint) Partitions(ctx context.Context) ([]Partition, error) {
+	rows, err := m.db.Query(ctx, `SELECT name, lo, hi, hi_at, dropped_at IS NOT NULL FROM redrive_partition
+		ORDER BY hi`)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Partition, error) {
+		var p Partition
+		err := r.Scan(&p.Name, &p.Lo, &p.Hi, &p.HiAt, &p.Dropped)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", err)
+	}
+	return out, nil
+}
+
+// lo is the range's first id for SQL: the smallest UUID for the old range.
+func (p *Partition) lo() pgtype.UUID {
+	if p.Lo.Valid {
+		return p.Lo
+	}
+	return pgtype.UUID{Valid: true}
+}
+
+// PartitionLive says whether the partition holds a record that waits for
+// (re)delivery or an acknowledgement (retryable or available), by its
+// (state, id) index: such a partition is never dropped, whatever the
+// retention.
+func (m *Maint) PartitionLive(ctx context.Context, p *Partition) (bool, error) {
+	var live bool
+	err := m.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM redrive_lifecycle WHERE state = 'retryable' AND id >= $1 AND id < $2)
+		OR EXISTS (SELECT 1 FROM redrive_lifecycle WHERE state = 'available' AND id >= $1 AND id < $2)`, p.lo(), p.Hi).Scan(&live)
+	if err != nil {
+		return false, fmt.Errorf("partition %s: look for live records: %w", p.Name, err)
+	}
+	return live, nil
+}
+
+// PartitionGroup is what a partition holds of one statistics group
+// (queue, type, error type, state, exhaustion, fingerprint).
+type PartitionGroup struct {
+	Queue, Type, ErrorType, State, Exhaustion, Fingerprint string
+	// N records of Bytes key and value bytes.
+	N, Bytes int64
+	// Newest is the latest time one of them was discarded or completed;
+	// far in the future when one has no such time (its age is unknown).
+	Newest time.Time
+	// ArchiveDue: one of them has an archive copy pending or failing.
+	ArchiveDue bool
+	// NotArchived: one of them has no archive copy made (pending, failing,
+	// or never asked for).
+	NotArchived bool
+}
+
+// unknownAge is the Newest of a group holding a record of unknown age.
+var unknownAge = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ErrPartitionKept is returned by DropPartition when keep decided to keep it.
+var ErrPartitionKept = errors.New("partition kept")
+
+// DropPartition drops partition p of both record tables if keep, shown
+// what it holds, says nothing in it is needed (keep returns "" or a
+// reason to keep it, returned wrapped in ErrPartitionKept). In one
+// transaction: the partition is locked against writes (SHARE: reads go on),
+// its groups are read (one scan of its lifecycle rows), subtracted from the
+// statistics (a DROP fires no trigger), and both tables' partitions are
+// dropped. Its DLQ coordinates are removed afterwards (CleanDroppedCoords).
+// Locks are waited for partitionLockTimeout at most.
+func (m *Maint) DropPartition(ctx context.Context, p *Partition, keep func([]PartitionGroup) string) ([]PartitionGroup, error) {
+	var groups []PartitionGroup
+	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT redrive_lock_partition($1)", p.Name); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT queue, type, error_type, state, coalesce(exhaustion, ''), fingerprint, count(*), sum(bytes)::bigint,
+				max(coalesce(discarded_at, completed_at, 'infinity')),
+				coalesce(bool_or(coalesce(archive_state IN ('pending', 'failed'), false) OR archive_token IS NOT NULL), false),
+				bool_or(archive_state IS DISTINCT FROM 'done')
+			FROM redrive_lifecycle WHERE id >= $1 AND id < $2 GROUP BY 1, 2, 3, 4, 5, 6`, p.lo(), p.Hi)
+		if err != nil {
+			return err
+		}
+		groups, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (PartitionGroup, error) {
+			var g PartitionGroup
+			var newest pgtype.Timestamptz
+			err := r.Scan(&g.Queue, &g.Type, &g.ErrorType, &g.State, &g.Exhaustion, &g.Fingerprint, &g.N, &g.Bytes,
+				&newest, &g.ArchiveDue, &g.NotArchived)
+			g.Newest = newest.Time
+			if newest.InfinityModifier != pgtype.Finite {
+				g.Newest = unknownAge
+			}
+			return g, err
+		})
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if why := keep(groups); why != "" {
+			return fmt.Errorf("%w: %s", ErrPartitionKept, why)
+		}
+		n := len(groups)
+		queues, types, errTypes, states, exhs, fps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		counts, bytes := make([]int64, n), make([]int64, n)
+		for i, g := range groups {
+			queues[i], types[i], errTypes[i], states[i], exhs[i], fps[i] = g.Queue, g.Type, g.ErrorType, g.State, g.Exhaustion, g.Fingerprint
+			counts[i], bytes[i] = -g.N, -g.Bytes
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO redrive_record_count_delta (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])`,
+			queues, types, errTypes, states, exhs, fps, counts, bytes); err != nil {
+			return fmt.Errorf("subtract from the statistics: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT redrive_drop_partition($1)", p.Name); err != nil {
+			return fmt.Errorf("drop: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrPartitionKept) {
+			return groups, err
+		}
+		return nil, fmt.Errorf("drop partition %s: %w", p.Name, err)
+	}
+	p.Dropped = true
+	return groups, nil
+}
+
+// CleanDroppedCoords removes up to limit DLQ coordinates of dropped
+// partition p (those of records no longer stored) and returns how many; when
+// none is left it removes p from the registry, so that its week may be made
+// again.
+func (m *Maint) CleanDroppedCoords(ctx context.Context, p *Partition, limit int) (int64, error) {
+	tag, err := m.db.Exec(ctx, `DELETE FROM redrive_record_coord WHERE id IN (
+		SELECT c.id FROM redrive_record_coord c WHERE c.id >= $1 AND c.id < $2
+			AND NOT EXISTS (SELECT 1 FROM redrive_lifecycle l WHERE l.id = c.id) LIMIT $3)`, p.lo(), p.Hi, limit)
+	if err != nil {
+		return 0, fmt.Errorf("partition %s: remove coordinates: %w", p.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := m.db.Exec(ctx, "DELETE FROM redrive_partition WHERE name = $1 AND dropped_at IS NOT NULL", p.Name); err != nil {
+			return 0, fmt.Errorf("partition %s: unregister: %w", p.Name, err)
+		}
+	}
+	return tag.RowsAffected(), nil
+}
+
+// idBefore is the smallest UUID of t's millisecond: every id made at t or
+// later is at least it (redrive_uuid_at in SQL).
+func idBefore(t time.Time) pgtype.UUID {
+	var id pgtype.UUID
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		id.Bytes[i] = byte(ms >> (40 - 8*i))
+	}
+	id.Valid = true
+	return id
+}
+
+// LockNotGranted says err is partition DDL giving up on a lock it waited
+// partitionLockTimeout for (SQLSTATE 55P03): busy tables, tried again next
+// pass.
+func LockNotGranted(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}

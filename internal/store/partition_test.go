@@ -1,0 +1,183 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/store"
+)
+
+// idAt is a UUIDv7 made at t: the week partition it is stored in is t's.
+func idAt(t *testing.T, at time.Time) string {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	ms := uint64(at.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id.String()
+}
+
+// A batch consumed again gets new ids, which may fall in another week's
+// partition than the first copy's: the coordinates table still refuses it,
+// on both write paths (COPY and the encoded COPY).
+func TestReconsumedBatchAcrossPartitionsStoresNothingTwice(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	first := newRecord(1, "orders")
+	if res, err := s.InsertRecords(ctx, []dlq.Record{first}); err != nil || res.N != 1 {
+		t.Fatalf("first: %+v, %v", res, err)
+	}
+	again := first
+	again.ID = idAt(t, time.Now().Add(15*24*time.Hour)) // two weeks on: another partition
+	other := newRecord(2, "orders")
+	res, err := s.InsertRecords(ctx, []dlq.Record{again, other})
+	if err != nil || res.N != 1 || res.New(0) || !res.New(1) {
+		t.Fatalf("again by COPY: %+v, %v; want only the new record stored", res, err)
+	}
+	again.ID = idAt(t, time.Now().Add(22*24*time.Hour))
+	enc, err := store.NewEncoder().Encode([]dlq.Record{again})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.InsertEncoded(ctx, enc); err != nil || res.N != 0 {
+		t.Fatalf("again by encoded COPY: %+v, %v; want nothing stored", res, err)
+	}
+	var records, coords, parts int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM redrive_record), (SELECT count(*) FROM redrive_record_coord),
+		(SELECT count(DISTINCT tableoid) FROM redrive_lifecycle)`).Scan(&records, &coords, &parts); err != nil {
+		t.Fatal(err)
+	}
+	if records != 2 || coords != 2 || parts != 1 {
+		t.Errorf("%d records, %d coordinates in %d partitions; want 2, 2, 1", records, coords, parts)
+	}
+	// Deleting a record frees its coordinates, as deleting the row did.
+	if _, err := s.DeleteRecord(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM redrive_record_coord").Scan(&coords); err != nil || coords != 1 {
+		t.Errorf("after a delete: %d coordinates, %v; want 1", coords, err)
+	}
+}
+
+// Ids outside every week (years ahead) are stored in the DEFAULT partition.
+func TestDefaultPartitionCatchesOutOfRangeIds(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	r := newRecord(1, "orders")
+	r.ID = idAt(t, time.Now().AddDate(3, 0, 0))
+	if res, err := s.InsertRecords(ctx, []dlq.Record{r}); err != nil || res.N != 1 {
+		t.Fatalf("insert: %+v, %v", res, err)
+	}
+	var life, data string
+	if err := pool.QueryRow(ctx, `SELECT (SELECT tableoid::regclass::text FROM redrive_lifecycle WHERE id = $1),
+		(SELECT tableoid::regclass::text FROM redrive_record_data WHERE id = $1)`, r.ID).Scan(&life, &data); err != nil {
+		t.Fatal(err)
+	}
+	if life != "redrive_lifecycle_default" || data != "redrive_record_data_default" {
+		t.Errorf("stored in %s and %s; want the default partitions", life, data)
+	}
+}
+
+// A lookup by id reads one partition of each table; a keyset page reads
+// only the wide table's partitions at or below its cursor. (The view's join
+// carries id = but not id <: the lifecycle side of a page merges the top of
+// every partition's primary key, a few pages each.)
+func TestLookupsTouchTheirPartitionsOnly(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	id := uuid.Must(uuid.NewV7()).String()
+	week := "w" + weekOf(time.Now()).Format("20060102")
+	plan := explain(t, ctx, pool, "SELECT * FROM redrive_record WHERE id = $1", id)
+	if strings.Count(plan, " on redrive_lifecycle_") != 1 || strings.Count(plan, " on redrive_record_data_") != 1 ||
+		!strings.Contains(plan, "redrive_lifecycle_"+week) || !strings.Contains(plan, "redrive_record_data_"+week) {
+		t.Errorf("a lookup by id does not read its week's partitions (%s) alone:\n%s", week, plan)
+	}
+	plan = explain(t, ctx, pool, "SELECT id FROM redrive_record WHERE id < $1 ORDER BY id DESC LIMIT 50", id)
+	if strings.Contains(plan, "redrive_record_data_w"+weekOf(time.Now().Add(7*24*time.Hour)).Format("20060102")) || !strings.Contains(plan, "redrive_record_data_"+week) ||
+		sortNode.MatchString(plan) {
+		t.Errorf("a keyset page below this week's id reads later weeks, or sorts:\n%s", plan)
+	}
+	// A page since a time reads no week of wide rows ending more than a day
+	// before it.
+	f := filter.Filter{Queue: "orders", Since: time.Now().AddDate(0, 0, 8)}
+	for _, q := range store.ListScans(&store.ListParams{Filter: f, Limit: 50}) {
+		plan := explain(t, ctx, pool, q.SQL, q.Args...)
+		if strings.Contains(plan, "redrive_record_data_"+week+" ") || !strings.Contains(plan, "redrive_record_data_w"+weekOf(time.Now().AddDate(0, 0, 14)).Format("20060102")) {
+			t.Errorf("a page since next week reads this week's partition, or not the week after:\n%s", plan)
+		}
+	}
+}
+
+func weekOf(t time.Time) time.Time {
+	t = t.UTC().Truncate(24 * time.Hour)
+	return t.AddDate(0, 0, -((int(t.Weekday()) + 6) % 7))
+}
+
+// Weeks are made ahead once, whoever asks: concurrent callers (replicas'
+// passes) make each week's partitions of both tables exactly once, and
+// asking again makes nothing.
+func TestWeeksAreMadeOnceByConcurrentCallers(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	from := time.Now().AddDate(1, 0, 0) // a year on: none made yet
+	made := make(chan []string, 4)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			names, err := s.EnsureWeeks(ctx, from, 5)
+			made <- names
+			errs <- err
+		}()
+	}
+	total := 0
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		total += len(<-made)
+	}
+	if total != 5 {
+		t.Errorf("%d weeks made by 4 concurrent callers, want 5", total)
+	}
+	var life, data, registered int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = 'redrive_lifecycle'::regclass),
+		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'redrive_record_data'::regclass),
+		(SELECT count(*) FROM redrive_partition)`).Scan(&life, &data, &registered); err != nil {
+		t.Fatal(err)
+	}
+	// The migration's five weeks, these five, and the DEFAULT partition.
+	if life != 11 || data != 11 || registered != 10 {
+		t.Errorf("%d lifecycle and %d data partitions, %d registered; want 11, 11, 10", life, data, registered)
+	}
+	if names, err := s.EnsureWeeks(ctx, from, 5); err != nil || len(names) != 0 {
+		t.Errorf("asked again: made %v, %v; want nothing", names, err)
+	}
+	// A record stored in one of them is in its week's partition.
+	r := newRecord(1, "orders")
+	r.ID = idAt(t, from.AddDate(0, 0, 14))
+	if _, err := s.InsertRecords(ctx, []dlq.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	var part string
+	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM redrive_record_data WHERE id = $1`, r.ID).Scan(&part); err != nil {
+		t.Fatal(err)
+	}
+	if want := "redrive_record_data_w" + weekOf(from.AddDate(0, 0, 14)).Format("20060102"); part != want {
+		t.Errorf("stored in %s, want %s", part, want)
+	}
+}
