@@ -149,11 +149,14 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 		if _, err := pg.CopyFrom(ctx, bytes.NewReader(*e.coord), copyCoordSQL); err != nil {
 			return err
 		}
-		var err error
-		if tag, err = pg.CopyFrom(ctx, bytes.NewReader(*e.data), copyDataSQL); err != nil {
+		// Then the lifecycles before the wide rows: every statement takes
+		// the two tables' locks in that order (the view's), so that none
+		// waits on another crosswise, partition DDL included.
+		if _, err := pg.CopyFrom(ctx, bytes.NewReader(*e.lifecycle), copyLifecycleSQL); err != nil {
 			return err
 		}
-		_, err = pg.CopyFrom(ctx, bytes.NewReader(*e.lifecycle), copyLifecycleSQL)
+		var err error
+		tag, err = pg.CopyFrom(ctx, bytes.NewReader(*e.data), copyDataSQL)
 		return err
 	})
 	// A value shaped like JSON that is not (the batch was encoded without

@@ -14,17 +14,18 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// insertIgnoringDuplicates stores one record (its DLQ coordinates, its wide
-// row, then its lifecycle: the values of rowValues, then of lifecycleValues)
+// insertIgnoringDuplicates stores one record (its DLQ coordinates, its
+// lifecycle, then its wide row, in the view's lock order; the values of
+// rowValues, then of lifecycleValues)
 // unless its DLQ record (coordinates and timestamp) is already stored: the
 // coordinates table (redrive_record_coord, migration 00211) is what refuses
 // it, whatever partition the record's first copy went to.
 var insertIgnoringDuplicates = "WITH c AS (INSERT INTO redrive_record_coord (" + strings.Join(coordColumns, ", ") + ") VALUES (" +
 	coordPlaceholders() + ") ON CONFLICT DO NOTHING RETURNING 1), " +
-	"d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT " +
-	placeholders(1, dataOIDs) + " FROM c RETURNING 1) " +
-	"INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT " +
-	placeholders(len(dataOIDs)+1, lifecycleOIDs) + " FROM d"
+	"l AS (INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT " +
+	placeholders(len(dataOIDs)+1, lifecycleOIDs) + " FROM c RETURNING 1) " +
+	"INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT " +
+	placeholders(1, dataOIDs) + " FROM l"
 
 // insertValues are the values of insertIgnoringDuplicates for r, in mode.
 func insertValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
@@ -106,17 +107,17 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (Insert
 
 // copyRecords COPYs records (all of them, or those at idx) into the three
 // tables within tx: their DLQ coordinates (a duplicate fails there), their
-// wide rows, then their lifecycles.
+// lifecycles, then their wide rows.
 func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int) (int64, error) {
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_coord"}, coordColumns, &coordSource{records: records, idx: idx, i: -1}); err != nil {
 		return 0, err
 	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_data"}, dataColumns, newRecordSource(records, idx, asJSON))
-	if err != nil {
-		return n, err
+	// The lifecycles before the wide rows: the view's lock order, which
+	// every statement keeps (partition DDL included).
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_lifecycle"}, lifecycleColumns, &lifecycleSource{records: records, idx: idx, i: -1}); err != nil {
+		return 0, err
 	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"redrive_lifecycle"}, lifecycleColumns, &lifecycleSource{records: records, idx: idx, i: -1})
-	return n, err
+	return tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_data"}, dataColumns, newRecordSource(records, idx, asJSON))
 }
 
 // afterCopy finishes a COPY of records: done when it succeeded. A COPY that

@@ -140,11 +140,15 @@ BEGIN
     IF EXISTS (SELECT 1 FROM redrive_partition p WHERE (p.lo IS NULL OR p.lo < end_id) AND p.hi > first_id) THEN
         RETURN false;
     END IF;
+    -- The attaches lock the DEFAULT partitions exclusively: both are taken
+    -- first, the lifecycle's before the wide rows' (the order of the view
+    -- and of every statement), so that no reader waits on this crosswise.
+    LOCK TABLE redrive_lifecycle_default, redrive_record_data_default IN ACCESS EXCLUSIVE MODE;
+    EXECUTE format('CREATE TABLE %I (LIKE redrive_lifecycle INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'redrive_lifecycle_' || week);
+    EXECUTE format('ALTER TABLE redrive_lifecycle ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', 'redrive_lifecycle_' || week, first_id, end_id);
     EXECUTE format('CREATE TABLE %I (LIKE redrive_record_data INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'redrive_record_data_' || week);
     EXECUTE format('CREATE STATISTICS %I (dependencies) ON queue, type, error_type FROM %I', 'redrive_record_dims_' || week, 'redrive_record_data_' || week);
     EXECUTE format('ALTER TABLE redrive_record_data ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', 'redrive_record_data_' || week, first_id, end_id);
-    EXECUTE format('CREATE TABLE %I (LIKE redrive_lifecycle INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'redrive_lifecycle_' || week);
-    EXECUTE format('ALTER TABLE redrive_lifecycle ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', 'redrive_lifecycle_' || week, first_id, end_id);
     INSERT INTO redrive_partition (name, lo, hi, hi_at) VALUES (week, first_id, end_id, end_at);
     RETURN true;
 END $$;
