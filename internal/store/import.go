@@ -30,18 +30,19 @@ var createImportTables = []string{
 	"CREATE TEMP TABLE redrive_import_lifecycle (LIKE redrive_lifecycle INCLUDING DEFAULTS) ON COMMIT DROP",
 }
 
-// importRecordsSQL moves the staged records into the record tables: their
+// importRecordsSQL moves the staged records into the record tables in the
+// order every writer takes them (coordinates, lifecycles, wide rows): their
 // DLQ coordinates (redrive_record_coord, which refuses coordinates stored
-// already, whatever partition their record is in), then the wide row and
-// the lifecycle of each record whose coordinates were taken and whose id is
+// already, whatever partition their record is in), then the lifecycle and
+// the wide row of each record whose coordinates were taken and whose id is
 // not stored yet. Repeats within the import are left out the same way.
 var importRecordsSQL = "WITH c AS (INSERT INTO redrive_record_coord (" + strings.Join(coordColumns, ", ") + ") SELECT " +
 	"i." + strings.Join(coordColumns, ", i.") + " FROM redrive_import_data i " +
-	"WHERE NOT EXISTS (SELECT 1 FROM redrive_record_data r WHERE r.id = i.id) ORDER BY i.id ON CONFLICT DO NOTHING RETURNING id), " +
-	"d AS (INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT DISTINCT ON (i.id) i." +
-	strings.Join(dataColumns, ", i.") + " FROM redrive_import_data i JOIN c ON c.id = i.id ORDER BY i.id ON CONFLICT DO NOTHING RETURNING id) " +
-	"INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT DISTINCT ON (l.id) l." +
-	strings.Join(lifecycleColumns, ", l.") + " FROM redrive_import_lifecycle l JOIN d ON d.id = l.id ORDER BY l.id"
+	"WHERE NOT EXISTS (SELECT 1 FROM redrive_lifecycle r WHERE r.id = i.id) ORDER BY i.id ON CONFLICT DO NOTHING RETURNING id), " +
+	"l AS (INSERT INTO redrive_lifecycle (" + strings.Join(lifecycleColumns, ", ") + ") SELECT DISTINCT ON (l.id) l." +
+	strings.Join(lifecycleColumns, ", l.") + " FROM redrive_import_lifecycle l JOIN c ON c.id = l.id ORDER BY l.id ON CONFLICT DO NOTHING RETURNING id) " +
+	"INSERT INTO redrive_record_data (" + strings.Join(dataColumns, ", ") + ") SELECT DISTINCT ON (i.id) i." +
+	strings.Join(dataColumns, ", i.") + " FROM redrive_import_data i JOIN l ON l.id = i.id ORDER BY i.id"
 
 // ImportRecords stores records from another Redrive all or nothing, in one
 // transaction: next gives one batch after another, and a nil batch with no
