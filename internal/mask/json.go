@@ -281,22 +281,8 @@ func (w *walker) object() error {
 		if err != nil {
 			return err
 		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			return w.end()
-		}
-		switch w.in[w.pos] {
-		case ',':
-			w.out = append(w.out, ',')
-			w.pos++
-			w.ws()
-		case '}':
-			w.out = append(w.out, '}')
-			w.pos++
-			w.depth--
-			return nil
-		default:
-			return errSyntax
+		if done, err := w.after('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -323,22 +309,8 @@ func (w *walker) array() error {
 		if err != nil {
 			return err
 		}
-		w.ws()
-		if w.pos >= len(w.in) {
-			return w.end()
-		}
-		switch w.in[w.pos] {
-		case ',':
-			w.out = append(w.out, ',')
-			w.pos++
-			w.ws()
-		case ']':
-			w.out = append(w.out, ']')
-			w.pos++
-			w.depth--
-			return nil
-		default:
-			return errSyntax
+		if done, err := w.after(']'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -448,4 +420,26 @@ func skipValue(in []byte, pos, depth int, partial bool) (int, error) {
 		return 0, err
 	}
 	return w.pos, nil
+}
+
+// after reads what follows a member of an object or an array: a comma
+// (another member follows) or its closer (done).
+func (w *walker) after(closer byte) (done bool, err error) {
+	w.ws()
+	if w.pos >= len(w.in) {
+		return true, w.end()
+	}
+	switch w.in[w.pos] {
+	case ',':
+		w.out = append(w.out, ',')
+		w.pos++
+		w.ws()
+		return false, nil
+	case closer:
+		w.out = append(w.out, closer)
+		w.pos++
+		w.depth--
+		return true, nil
+	}
+	return true, errSyntax
 }
