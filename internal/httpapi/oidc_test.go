@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/idptest"
 )
 
@@ -117,14 +118,10 @@ func TestOIDCGroupSeesItsQueuesOnly(t *testing.T) {
 	}
 	eventuallyIncidents := func(key string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		eventually.True(t, "the caller's incidents are listed", func() bool {
 			b.do(t, req{method: "GET", path: "/ojs/v1/incidents", key: key}).json(t, &incidents)
-			if len(incidents.Items) > 0 || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return len(incidents.Items) > 0
+		})
 	}
 	eventuallyIncidents(ann)
 	for _, in := range incidents.Items {
@@ -179,13 +176,9 @@ func TestOIDCGroupSeesItsQueuesOnly(t *testing.T) {
 	if task.WouldAffect != 3 {
 		t.Errorf("ann's purge of every discarded record counts %d, want 3 (payments.* only): %s", task.WouldAffect, r.body)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for b.count(t, "queue LIKE 'payments.%'") > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := b.count(t, "queue LIKE 'payments.%'"); n != 0 {
-		t.Errorf("%d payments.* records left after ann's purge", n)
-	}
+	eventually.True(t, "ann's purge removes every payments.* record", func() bool {
+		return b.count(t, "queue LIKE 'payments.%'") == 0
+	}, eventually.Within(15*time.Second))
 	if n := b.count(t, "queue IN ('orders', 'paymentsXcard')"); n != 2 {
 		t.Errorf("ann's purge touched other queues: %d of 2 records left", n)
 	}
