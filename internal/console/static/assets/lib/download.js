@@ -39,6 +39,9 @@ export async function exportRecords(query, signal) {
   const tail = await blob.slice(Math.max(0, blob.size - 65536)).text();
   const last = tail.trimEnd().split("\n").pop();
   let trailer = null;
+  // The trailer is Redrive's own summary (complete, count, error), never a
+  // record's value: JSON.parse is exact for it (a count is far below 2^53).
+  // The records themselves are saved as the bytes the server sent.
   try { trailer = JSON.parse(last).export; } catch { /* no trailer */ }
   if (!trailer) throw new Error("the export was cut short (it has no trailer line); export again");
   if (!trailer.complete) throw new Error(`the export stopped after ${trailer.count} records (${trailer.error || "no reason given"}); export again`);
