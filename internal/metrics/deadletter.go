@@ -367,20 +367,11 @@ func KafkaClientOpts(reg prometheus.Registerer, name string) kgo.Opt {
 // SetIncidents replaces the incidents with live records per queue. Queues
 // seen before and missing now report 0.
 func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
-	byLabel := map[string]float64{}
-	for _, q := range largestFirst(perQueue, func(n int64) int64 { return n }) {
-		byLabel[d.Labels.Queue(q)] += float64(perQueue[q])
-	}
 	c := d.depth
+	byLabel := d.byQueueLabel(perQueue)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.incidents == nil {
-		c.incidents = map[string]float64{}
-	}
-	for q := range c.incidents {
-		c.incidents[q] = 0
-	}
-	maps.Copy(c.incidents, byLabel)
+	c.incidents = replaced(c.incidents, byLabel)
 	c.incidentsReady = true
 }
 
@@ -388,21 +379,35 @@ func (d *DeadLetter) SetIncidents(perQueue map[string]int64) {
 // seen before and missing now report 0, so a drained backlog reads 0, not its
 // last value.
 func (d *DeadLetter) SetRedeliveryDue(perQueue map[string]int64) {
+	c := d.depth
+	byLabel := d.byQueueLabel(perQueue)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.due = replaced(c.due, byLabel)
+	c.dueReady = true
+}
+
+// byQueueLabel sums perQueue under each queue's label, offering the largest
+// queues their own label first.
+func (d *DeadLetter) byQueueLabel(perQueue map[string]int64) map[string]float64 {
 	byLabel := map[string]float64{}
 	for _, q := range largestFirst(perQueue, func(n int64) int64 { return n }) {
 		byLabel[d.Labels.Queue(q)] += float64(perQueue[q])
 	}
-	c := d.depth
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.due == nil {
-		c.due = map[string]float64{}
+	return byLabel
+}
+
+// replaced is old with every series set to 0, then overwritten by now: a
+// series seen before and missing now reads 0, not its last value.
+func replaced(old, now map[string]float64) map[string]float64 {
+	if old == nil {
+		old = map[string]float64{}
 	}
-	for q := range c.due {
-		c.due[q] = 0
+	for k := range old {
+		old[k] = 0
 	}
-	maps.Copy(c.due, byLabel)
-	c.dueReady = true
+	maps.Copy(old, now)
+	return old
 }
 
 // SetClock replaces the clock used for ages (tests inject one).
