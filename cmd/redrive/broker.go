@@ -16,6 +16,7 @@ type brokerOptions struct {
 	partitions int
 	topics     []string
 	autoCreate bool
+	discard    bool
 	logLevel   string
 }
 
@@ -39,6 +40,7 @@ production broker.`,
 	f.IntVar(&o.partitions, "partitions", 3, "partitions of seeded topics and of topics created with the broker's default")
 	f.StringSliceVar(&o.topics, "topics", nil, "topics to create at start, comma-separated")
 	f.BoolVar(&o.autoCreate, "auto-create-topics", false, "create a topic when a client asks for one that does not exist")
+	f.BoolVar(&o.discard, "discard-produced", false, "acknowledge produced records without keeping them (benchmarks: the broker's memory stays flat)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	return cmd
 }
@@ -68,6 +70,9 @@ func runBroker(cmd *cobra.Command, o brokerOptions) error {
 	}
 	if o.autoCreate {
 		opts = append(opts, kfake.AllowAutoTopicCreation())
+	}
+	if o.discard {
+		opts = append(opts, kfake.BlackholeProduce())
 	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -101,7 +101,7 @@ func Abuse(ctx context.Context, cfg Config) (*AbuseResult, error) {
 		return nil, err
 	}
 	defer cleanup()
-	broker, addr, err := startBroker(ctx, benchTopic, "orders")
+	broker, addr, err := startBroker(ctx, []string{benchTopic, "orders"})
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,11 @@ func (r *RedeliverResult) Figures() []Figure {
 	if r.River > 0 {
 		out = append(out, Figure{Name: fmt.Sprintf("redelivery, %d worker(s) / River burn-down", defaultWorkers),
 			Value: rate(r.Records, r.Runs[defaultWorkers-1].Scheduler) / rate(r.Records, r.River), Target: RiverTarget})
+		// What the rate ratio would be were both held by CPU alone: it does
+		// not move with the machine's other load.
+		if c := cpuRatio(r.RiverCPU, r.Runs[defaultWorkers-1].SchedulerCPU); c > 0 {
+			out = append(out, Figure{Name: "redelivery CPU: River's per job / Redrive's per record", Value: c})
+		}
 	}
 	return out
 }

@@ -88,7 +88,7 @@ func Ingest(ctx context.Context, cfg Config) (*IngestResult, error) {
 // ingestFromBrokerProcess empties the table and times the same ingest again
 // with the broker as a `redrive broker` process.
 func ingestFromBrokerProcess(ctx context.Context, pool *rawbench.DB, cfg Config, rules func(*ingest.Config)) (time.Duration, int, error) {
-	broker, addr, err := startBroker(ctx, benchTopic)
+	broker, addr, err := startBroker(ctx, []string{benchTopic})
 	if err != nil {
 		return 0, 0, err
 	}

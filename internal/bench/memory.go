@@ -47,7 +47,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 		return nil, err
 	}
 	defer cleanup()
-	broker, addr, err := startBroker(ctx, benchTopic, "orders")
+	broker, addr, err := startBroker(ctx, []string{benchTopic, "orders"})
 	if err != nil {
 		return nil, err
 	}

@@ -75,14 +75,14 @@ var brokerAddr = regexp.MustCompile(`kafka broker listening.* addr=(\S+)`)
 
 // startBroker runs `redrive broker` on a free port with topics seeded (3
 // partitions each), so the broker's CPU and memory are not the bench's. It
-// returns the broker's address.
-func startBroker(ctx context.Context, topics ...string) (*process, string, error) {
+// returns the broker's address. Extra flags go to the broker.
+func startBroker(ctx context.Context, topics []string, flags ...string) (*process, string, error) {
 	exe, err := self()
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.CommandContext(ctx, exe, "broker", "--port", "0", "--partitions", "3",
-		"--auto-create-topics", "--topics", strings.Join(topics, ","))
+	cmd := exec.CommandContext(ctx, exe, append([]string{"broker", "--port", "0", "--partitions", "3",
+		"--auto-create-topics", "--topics", strings.Join(topics, ",")}, flags...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

@@ -1,15 +1,17 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/metrics"
@@ -25,6 +27,8 @@ type RedeliverRun struct {
 	Workers   int
 	Scheduler time.Duration // due → claimed → produced → marked, every record
 	RawLoop   time.Duration // claim-and-update only, same table, same concurrency
+	// SchedulerCPU and RawCPU are what each cost the server and the process.
+	SchedulerCPU, RawCPU CPU
 }
 
 // RedeliverResult holds the redelivery figures of one run.
@@ -34,6 +38,8 @@ type RedeliverResult struct {
 	// River is River's burn-down of as many no-op jobs on the same server,
 	// configured as River's own benchmark runs it; 0 when not measured.
 	River time.Duration
+	// RiverCPU is what the burn-down cost the server and River's process.
+	RiverCPU CPU
 }
 
 // Redeliver measures the scheduler's throughput (due records claimed, produced
@@ -50,15 +56,18 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 		return nil, err
 	}
 	defer cleanup()
-	// The broker acknowledges produced records without storing them: on a
-	// real deployment the broker's storage runs on its own machines, while
-	// here it would take the CPU Postgres and the scheduler share. Produce
+	// The broker runs in a process of its own, as it does in a deployment,
+	// so that its work and its garbage are not counted as the scheduler's,
+	// and acknowledges produced records without storing them: on a real
+	// deployment the broker's storage runs on its own machines, while here
+	// it would take the CPU Postgres and the scheduler share. Produce
 	// requests are still sent, decoded, sequenced and acknowledged.
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, redeliverQueue), kfake.BlackholeProduce())
+	broker, brokerAddr, err := startBroker(ctx, []string{redeliverQueue}, "--discard-produced")
 	if err != nil {
-		return nil, fmt.Errorf("start kfake: %w", err)
+		return nil, err
 	}
-	defer cluster.Close()
+	defer broker.stop()
+	brokerPID := broker.cmd.Process.Pid
 
 	n := cfg.Records / 2 // each run updates every record; keep the whole suite short
 	res := &RedeliverResult{Records: n}
@@ -71,15 +80,19 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 		if err := makeDueAgain(ctx, pool); err != nil {
 			return nil, err
 		}
+		used := cpuMeter(ctx, pool, 0)
 		if run.RawLoop, err = timeRawClaimLoop(ctx, pool, workers); err != nil {
 			return nil, err
 		}
+		run.RawCPU = used()
 		if err := makeDueAgain(ctx, pool); err != nil {
 			return nil, err
 		}
-		if run.Scheduler, err = timeScheduler(ctx, pool, cluster.ListenAddrs(), n, workers); err != nil {
+		used = cpuMeter(ctx, pool, brokerPID)
+		if run.Scheduler, err = timeScheduler(ctx, pool, []string{brokerAddr}, n, workers); err != nil {
 			return nil, err
 		}
+		run.SchedulerCPU = used()
 		res.Runs = append(res.Runs, run)
 		sched, raw := rate(n, run.Scheduler), rate(n, run.RawLoop)
 		target := fmt.Sprintf("(target >= %.2f)", RedeliverTarget)
@@ -88,18 +101,22 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 		}
 		fmt.Fprintf(cfg.Out, "  %d worker(s): scheduler %8.0f records/s, raw claim+update %8.0f records/s, ratio %.2f %s\n",
 			workers, sched, raw, sched/raw, target)
+		fmt.Fprintf(cfg.Out, "    scheduler %s; raw loop %s\n", run.SchedulerCPU.per(n, "record"), run.RawCPU.per(n, "record"))
 	}
 	if cfg.RiverPeer == "" {
 		fmt.Fprintln(cfg.Out, "  River: not measured (no --river-peer; make bench builds and passes it)")
 		return res, nil
 	}
 	quiesce(ctx, pool)
-	if res.River, err = timeRiver(ctx, pool, cfg.RiverPeer, n); err != nil {
+	if res.River, res.RiverCPU, err = timeRiver(ctx, pool, cfg.RiverPeer, n); err != nil {
 		return nil, err
 	}
 	river := rate(n, res.River)
+	ours := res.Runs[defaultWorkers-1]
 	fmt.Fprintf(cfg.Out, "  River %s, %d workers, 2 ms fetch cooldown: %8.0f jobs/s; Redrive (defaults: %d workers) / River %.2f (target >= %.2f)\n",
-		riverVersion, riverWorkers, river, defaultWorkers, rate(n, res.Runs[defaultWorkers-1].Scheduler)/river, RiverTarget)
+		riverVersion, riverWorkers, river, defaultWorkers, rate(n, ours.Scheduler)/river, RiverTarget)
+	fmt.Fprintf(cfg.Out, "    River %s; River's CPU per job / Redrive's per record %.2f\n",
+		res.RiverCPU.per(n, "job"), cpuRatio(res.RiverCPU, ours.SchedulerCPU))
 	return res, nil
 }
 
@@ -115,25 +132,55 @@ const (
 // timeRiver runs River's burn-down of n jobs in a database of its own on
 // the same server and returns how long it took, as riverpeer measured it
 // (jobs inserted first, the clock running from the client's start until the
-// last job completed).
-func timeRiver(ctx context.Context, pool *rawbench.DB, peer string, n int) (time.Duration, error) {
+// last job completed), and what the burn-down cost the server and River.
+func timeRiver(ctx context.Context, pool *rawbench.DB, peer string, n int) (time.Duration, CPU, error) {
 	dsn, drop, err := pool.Sibling(ctx)
 	if err != nil {
-		return 0, err
+		return 0, CPU{}, err
 	}
 	defer drop()
-	cmd := exec.CommandContext(ctx, peer, "--database-url", dsn, "--jobs", strconv.Itoa(n), "--workers", strconv.Itoa(riverWorkers))
+	cmd := exec.CommandContext(ctx, peer, "--database-url", dsn, "--jobs", strconv.Itoa(n), "--workers", strconv.Itoa(riverWorkers), "--ready")
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return 0, fmt.Errorf("run river peer %s: %w", peer, err)
+		return 0, CPU{}, err
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, CPU{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, CPU{}, fmt.Errorf("run river peer %s: %w", peer, err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		return 0, CPU{}, fmt.Errorf("river peer: expected ready, got %q: %w", line, errors.Join(err, cmd.Wait()))
+	}
+	quiesce(ctx, pool) // the jobs' insert leaves dirty pages: flush them before the clock starts
+	used := cpuMeter(ctx, pool, 0)
+	if _, err := io.WriteString(stdin, "start\n"); err != nil {
+		return 0, CPU{}, fmt.Errorf("river peer: start: %w", err)
+	}
+	line, err := out.ReadString('\n')
+	cpu := used()
 	var jobs int
-	var seconds, perSecond float64
-	if _, err := fmt.Sscanf(string(out), "river %d jobs in %f s: %f jobs/s", &jobs, &seconds, &perSecond); err != nil || jobs != n {
-		return 0, fmt.Errorf("river peer: unexpected output %q", out)
+	var seconds, perSecond, peerCPU float64
+	if _, scanErr := fmt.Sscanf(line, "river %d jobs in %f s: %f jobs/s, cpu %f s", &jobs, &seconds, &perSecond, &peerCPU); err != nil || scanErr != nil || jobs != n {
+		return 0, CPU{}, fmt.Errorf("river peer: unexpected output %q: %w", line, errors.Join(err, scanErr, cmd.Wait()))
 	}
-	return time.Duration(seconds * float64(time.Second)), nil
+	// The server's share is what it used meanwhile; River's is its own
+	// reading (this process's would count the bench, not River).
+	cpu.Process = time.Duration(peerCPU * float64(time.Second))
+	return time.Duration(seconds * float64(time.Second)), cpu, nil
+}
+
+// cpuRatio is a's CPU time over b's, 0 when either was not measured whole.
+func cpuRatio(a, b CPU) float64 {
+	if !a.ServerKnown || !b.ServerKnown || b.Total() == 0 {
+		return 0
+	}
+	return float64(a.Total()) / float64(b.Total())
 }
 
 // loadDue stores n retryable records that are due now.

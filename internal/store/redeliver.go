@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // WaitingQueues lists the queues that have records waiting for (re)delivery,
@@ -70,8 +69,12 @@ type Claim struct {
 	// meta; Source.Group, who a redelivery to the group is for), with Attempt already the new attempt, State available, and
 	// NextRetryAt the time they were due.
 	Records []dlq.Record
-	// prior is each record's state before the claim, for Settle to restore.
-	prior map[string]prior
+	// prior is each record's state before the claim (prior[i] is
+	// Records[i]'s), for Settle to restore.
+	prior []prior
+	// index finds a record by id; built on the first failure, which is the
+	// only time it is needed.
+	index map[string]int
 }
 
 // prior is what ClaimDue changed, so a failed produce can undo it.
@@ -93,20 +96,28 @@ type prior struct {
 // reads show it as it was before the claim (inflight.go). Its last
 // redelivery failure stays on it until a produce succeeds (Settle clears
 // it). An empty claim (nothing due) has no token.
+//
+// It is the scheduler's hot path: the rows are scanned straight into the
+// records it returns, and the JSON columns are decoded only when they hold
+// something.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	rows, err := s.q.ClaimDue(ctx, s.pool, dbsqlc.ClaimDueParams{Queue: p.Queue, Now: p.Now, Max: int32(p.Limit), Token: token,
-		Owner: p.Owner, LeaseMs: p.Lease.Milliseconds(), AwaitAck: p.AwaitAck, AckTimeoutMs: p.AckTimeout.Milliseconds()})
+	rows, err := s.pool.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
+		token, p.Owner, p.Lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
-	c := &Claim{prior: make(map[string]prior, len(rows)), Records: make([]dlq.Record, len(rows))}
-	for i := range rows {
-		r, pr, err := forRedelivery(&rows[i])
-		if err != nil {
+	defer rows.Close()
+	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
+	for rows.Next() {
+		c.Records = append(c.Records, dlq.Record{})
+		c.prior = append(c.prior, prior{})
+		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
 			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 		}
-		c.Records[i], c.prior[r.ID] = r, pr
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
 	if len(c.Records) > 0 {
 		c.Token = token
@@ -123,25 +134,82 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	return c, nil
 }
 
-// forRedelivery decodes a row ClaimDue returns.
-func forRedelivery(row *dbsqlc.ClaimDueRow) (dlq.Record, prior, error) {
-	r := dlq.Record{ID: row.ID, Queue: row.Queue, Format: dlq.Format(row.Format), Attempt: int(row.Attempt),
-		Source: dlq.Source{Partition: row.SourcePartition, Group: row.SourceGroup}, Key: row.Key, Value: row.Value, NextRetryAt: row.DueAt}
-	p := prior{state: row.PriorState, redeliveredAt: row.PriorRedeliveredAt, failures: int(row.Failures)}
+// scanClaimed reads one row of claimSQL into r and what it was before into pr.
+func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior) error {
+	var (
+		format              string
+		attempt, failures   int32
+		headers, redelivery []byte
+	)
+	if err := rows.Scan(&r.ID, &r.Queue, &format, &attempt, &r.Source.Partition, &r.Source.Group, &r.Key, &r.Value,
+		&headers, &redelivery, &r.NextRetryAt, &pr.state, &pr.redeliveredAt, &failures); err != nil {
+		return err
+	}
+	r.Format, r.Attempt, pr.failures = dlq.Format(format), int(attempt), int(failures)
 	if r.Format != dlq.FormatUnparseable {
 		r.Source.Topic = r.Queue
 	}
 	var err error
-	if r.Headers, err = decodeHeaders(row.Headers); err != nil {
-		return r, p, err
+	if len(headers) > 0 && string(headers) != "[]" {
+		if r.Headers, err = decodeHeaders(headers); err != nil {
+			return err
+		}
 	}
-	r.Redelivery, err = decodeRedelivery(row.Redelivery)
-	return r, p, err
+	r.Redelivery, err = decodeRedelivery(redelivery)
+	return err
 }
+
+// claimSQL is ClaimDue's statement: $1 queue, $2 now, $3 the most records,
+// $4 await_ack, $5 ack timeout (ms), $6 the claim's token, $7 its owner, $8
+// its lease (ms). It writes the lifecycle rows only; the wide rows (key,
+// value, headers) are read.
+const claimSQL = `
+WITH due AS (
+    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
+    WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz
+    ORDER BY d.next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+claimed AS (
+    UPDATE redrive_lifecycle r
+    SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
+        completed_at = CASE WHEN $4::bool THEN NULL ELSE $2::timestamptz END,
+        completed_by = CASE WHEN $4::bool THEN NULL ELSE 'redelivered' END,
+        ack_due_at = CASE WHEN $4::bool THEN $2::timestamptz + interval '1 millisecond' * $5::bigint END,
+        unacknowledged_at = NULL,
+        attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
+        discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
+        claim_token = $6::uuid
+    FROM due WHERE r.id = due.id
+    RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
+              coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
+lease AS (
+    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
+    SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
+        array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
+    FROM claimed HAVING count(*) > 0)
+SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
+    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
+FROM claimed JOIN redrive_record_data w ON w.id = claimed.id`
 
 // PriorFailures is how many produces of the record failed in a row before
 // this claim (0 for a record of another claim).
-func (c *Claim) PriorFailures(id string) int { return c.prior[id].failures }
+func (c *Claim) PriorFailures(id string) int {
+	if i, ok := c.find(id); ok {
+		return c.prior[i].failures
+	}
+	return 0
+}
+
+// find returns the index of the record with id in Records.
+func (c *Claim) find(id string) (int, bool) {
+	if c.index == nil {
+		c.index = make(map[string]int, len(c.Records))
+		for i := range c.Records {
+			c.index[c.Records[i].ID] = i
+		}
+	}
+	i, ok := c.index[id]
+	return i, ok
+}
 
 // FailedDelivery is a claimed record whose produce failed, or was refused.
 type FailedDelivery struct {
@@ -175,8 +243,8 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	for _, f := range failed {
 		failedIDs[f.ID] = true
 	}
-	for id, p := range c.prior {
-		if p.failures > 0 && !failedIDs[id] {
+	for i, p := range c.prior {
+		if id := c.Records[i].ID; p.failures > 0 && !failedIDs[id] {
 			cleared = append(cleared, id)
 		}
 	}
@@ -184,7 +252,10 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 	redeliveredAt, next := make([]*time.Time, n), make([]*time.Time, n)
 	discard := make([]bool, n)
 	for i, f := range failed {
-		p := c.prior[f.ID]
+		var p prior
+		if j, ok := c.find(f.ID); ok {
+			p = c.prior[j]
+		}
 		b, err := json.Marshal(f.Failure)
 		if err != nil {
 			return fmt.Errorf("settle claim: encode failure: %w", err)

@@ -5,18 +5,25 @@
 // given. It inserts the jobs first (InsertMany), then starts the client and
 // times until every job has completed, and prints one line:
 //
-//	river <jobs> jobs in <seconds> s: <rate> jobs/s
+//	river <jobs> jobs in <seconds> s: <rate> jobs/s, cpu <seconds> s
+//
+// where cpu is the CPU time the process used while it timed. With --ready it
+// prints "ready" once the jobs are inserted and starts the clock when a line
+// arrives on its standard input, so that the caller can measure what the
+// burn-down alone cost the server.
 //
 // It is its own Go module so that River stays a bench-only dependency of
 // Redrive, pinned in this directory's go.mod.
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,14 +47,15 @@ func main() {
 	url := flag.String("database-url", "", "Postgres database to use (River's tables are created in it)")
 	jobs := flag.Int("jobs", 100_000, "jobs to insert and burn down")
 	workers := flag.Int("workers", 2_000, "MaxWorkers of the default queue (River's benchmark: 2,000)")
+	ready := flag.Bool("ready", false, `print "ready" once the jobs are inserted and wait for a line on stdin before starting`)
 	flag.Parse()
-	if err := run(context.Background(), *url, *jobs, *workers); err != nil {
+	if err := run(context.Background(), *url, *jobs, *workers, *ready); err != nil {
 		fmt.Fprintln(os.Stderr, "riverpeer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, url string, jobs, workers int) error {
+func run(ctx context.Context, url string, jobs, workers int, ready bool) error {
 	if url == "" {
 		return errors.New("--database-url is required")
 	}
@@ -86,7 +94,13 @@ func run(ctx context.Context, url string, jobs, workers int) error {
 	// A buffer for every job: a full subscription channel drops events.
 	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: jobs, Kinds: []river.EventKind{river.EventKindJobCompleted}})
 	defer cancel()
-	start := time.Now()
+	if ready {
+		fmt.Println("ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return fmt.Errorf("wait for the start: %w", err)
+		}
+	}
+	start, cpu0 := time.Now(), processCPU()
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
@@ -99,13 +113,13 @@ func run(ctx context.Context, url string, jobs, workers int) error {
 			return fmt.Errorf("only %d of %d jobs completed in 10 minutes", done, jobs)
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	stopCtx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
 	if err := client.Stop(stopCtx); err != nil {
 		return err
 	}
-	fmt.Printf("river %d jobs in %.3f s: %.0f jobs/s\n", jobs, elapsed.Seconds(), float64(jobs)/elapsed.Seconds())
+	fmt.Printf("river %d jobs in %.3f s: %.0f jobs/s, cpu %.3f s\n", jobs, elapsed.Seconds(), float64(jobs)/elapsed.Seconds(), cpu.Seconds())
 	return nil
 }
 
@@ -124,4 +138,13 @@ func insert(ctx context.Context, client *river.Client[pgx.Tx], jobs int) error {
 		}
 	}
 	return nil
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,5 +1,7 @@
--- Redelivery (redeliver.go). Settle and RescueExpired stay in Go: they unnest
--- several arrays at once, which sqlc cannot type, and have EXPLAIN tests.
+-- Redelivery (redeliver.go). ClaimDue, Settle and RescueExpired stay in Go:
+-- the claim scans its rows straight into the records it returns (the hot
+-- path: no row structs in between), the others unnest several arrays at
+-- once, which sqlc cannot type; they have EXPLAIN tests.
 
 -- name: WaitingQueues :many
 WITH RECURSIVE q(queue) AS (
@@ -35,32 +37,3 @@ WITH due AS (
 UPDATE redrive_lifecycle r SET unacknowledged_at = @now, updated_at = @now
 FROM due WHERE r.id = due.id
 RETURNING r.id, r.queue, r.attempt;
-
--- ClaimDue's statement: see Store.ClaimDue. It writes the lifecycle rows
--- only; the wide rows (key, value, headers) are read.
--- name: ClaimDue :many
-WITH due AS (
-    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
-    WHERE d.queue = sqlc.arg(queue) AND d.next_retry_at <= sqlc.arg(now)::timestamptz
-    ORDER BY d.next_retry_at LIMIT sqlc.arg(max) FOR UPDATE SKIP LOCKED),
-claimed AS (
-    UPDATE redrive_lifecycle r
-    SET state = CASE WHEN sqlc.arg(await_ack)::bool THEN 'available' ELSE 'completed' END,
-        completed_at = CASE WHEN sqlc.arg(await_ack)::bool THEN NULL ELSE sqlc.arg(now)::timestamptz END,
-        completed_by = CASE WHEN sqlc.arg(await_ack)::bool THEN NULL ELSE 'redelivered' END,
-        ack_due_at = CASE WHEN sqlc.arg(await_ack)::bool THEN sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(ack_timeout_ms)::bigint END,
-        unacknowledged_at = NULL,
-        attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-        discarded_at = NULL, redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz,
-        claim_token = sqlc.arg(token)::uuid
-    FROM due WHERE r.id = due.id
-    RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
-              coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
-lease AS (
-    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
-    SELECT sqlc.arg(token)::uuid, sqlc.arg(owner)::text, sqlc.arg(queue)::text, sqlc.arg(now)::timestamptz, sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint,
-        array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
-    FROM claimed HAVING count(*) > 0)
-SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
-    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
-FROM claimed JOIN redrive_record_data w ON w.id = claimed.id;

@@ -7,7 +7,6 @@ package dbsqlc
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
 
@@ -43,108 +42,6 @@ func (q *Queries) BlockedQueues(ctx context.Context, db DBTX, queues []string) (
 			&i.Reason,
 			&i.Message,
 			&i.Since,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const claimDue = `-- name: ClaimDue :many
-WITH due AS (
-    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
-    WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz
-    ORDER BY d.next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
-claimed AS (
-    UPDATE redrive_lifecycle r
-    SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
-        completed_at = CASE WHEN $4::bool THEN NULL ELSE $2::timestamptz END,
-        completed_by = CASE WHEN $4::bool THEN NULL ELSE 'redelivered' END,
-        ack_due_at = CASE WHEN $4::bool THEN $2::timestamptz + interval '1 millisecond' * $5::bigint END,
-        unacknowledged_at = NULL,
-        attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
-        discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
-        claim_token = $6::uuid
-    FROM due WHERE r.id = due.id
-    RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
-              coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
-lease AS (
-    INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
-    SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
-        array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
-    FROM claimed HAVING count(*) > 0)
-SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
-    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
-FROM claimed JOIN redrive_record_data w ON w.id = claimed.id
-`
-
-type ClaimDueParams struct {
-	Queue        string
-	Now          time.Time
-	Max          int32
-	AwaitAck     bool
-	AckTimeoutMs int64
-	Token        string
-	Owner        string
-	LeaseMs      int64
-}
-
-type ClaimDueRow struct {
-	ID                 string
-	Queue              string
-	Format             string
-	Attempt            int32
-	SourcePartition    int32
-	SourceGroup        string
-	Key                []byte
-	Value              []byte
-	Headers            json.RawMessage
-	Redelivery         json.RawMessage
-	DueAt              *time.Time
-	PriorState         string
-	PriorRedeliveredAt *time.Time
-	Failures           int32
-}
-
-// ClaimDue's statement: see Store.ClaimDue. It writes the lifecycle rows
-// only; the wide rows (key, value, headers) are read.
-func (q *Queries) ClaimDue(ctx context.Context, db DBTX, arg ClaimDueParams) ([]ClaimDueRow, error) {
-	rows, err := db.Query(ctx, claimDue,
-		arg.Queue,
-		arg.Now,
-		arg.Max,
-		arg.AwaitAck,
-		arg.AckTimeoutMs,
-		arg.Token,
-		arg.Owner,
-		arg.LeaseMs,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ClaimDueRow
-	for rows.Next() {
-		var i ClaimDueRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Queue,
-			&i.Format,
-			&i.Attempt,
-			&i.SourcePartition,
-			&i.SourceGroup,
-			&i.Key,
-			&i.Value,
-			&i.Headers,
-			&i.Redelivery,
-			&i.DueAt,
-			&i.PriorState,
-			&i.PriorRedeliveredAt,
-			&i.Failures,
 		); err != nil {
 			return nil, err
 		}
@@ -264,8 +161,10 @@ WITH RECURSIVE q(queue) AS (
 SELECT q.queue::text FROM q WHERE q.queue IS NOT NULL
 `
 
-// Redelivery (redeliver.go). Settle and RescueExpired stay in Go: they unnest
-// several arrays at once, which sqlc cannot type, and have EXPLAIN tests.
+// Redelivery (redeliver.go). ClaimDue, Settle and RescueExpired stay in Go:
+// the claim scans its rows straight into the records it returns (the hot
+// path: no row structs in between), the others unnest several arrays at
+// once, which sqlc cannot type; they have EXPLAIN tests.
 func (q *Queries) WaitingQueues(ctx context.Context, db DBTX) ([]string, error) {
 	rows, err := db.Query(ctx, waitingQueues)
 	if err != nil {
