@@ -129,13 +129,6 @@ func (in *Ingester) run(ctx context.Context) error {
 	// Wall time: rebalances are paced for the brokers' group protocol,
 	// whose timeouts run on the real clock.
 	allowed := time.Now()
-	// held are records polled and not yet handed to the writer: while it
-	// writes a batch, polls add up to one full batch (BatchSize), handed
-	// over when it is full or when the writer is done, so that under load
-	// Postgres gets whole batches (a fetch holds about a megabyte per
-	// partition: ~2,000 records of 1 KiB from three partitions), and an
-	// idle writer gets what there is at once.
-	var held []*kgo.Record
 	for {
 		// While a batch is being written, polling must not block for good:
 		// rebalances stay blocked until it is committed and AllowRebalance
@@ -144,17 +137,12 @@ func (in *Ingester) run(ctx context.Context) error {
 		pollCtx, cancel := w.untilIdle(ctx)
 		pollCtx, wake := context.WithCancel(pollCtx)
 		in.topics.polling(wake)
-		fetches := in.client.PollRecords(pollCtx, in.cfg.BatchSize-len(held))
+		fetches := in.client.PollRecords(pollCtx, in.cfg.BatchSize)
 		in.topics.polling(nil)
 		wake()
 		cancel()
 		if ctx.Err() != nil {
 			return nil
-		}
-		select {
-		case <-w.done: // the writer failed: what is held was never written, nor committed
-			return w.result(ctx, w.stopped())
-		default:
 		}
 		recreated := in.topics.takeFlagged() // topics deleted and created again, to take up anew
 		failing := false
@@ -168,15 +156,12 @@ func (in *Ingester) run(ctx context.Context) error {
 			}
 		})
 		recs := fetches.Records()
-		held = append(held, recs...)
-		if len(held) > 0 && (len(held) >= in.cfg.BatchSize || w.idle() || len(recreated) > 0) {
+		if len(recs) > 0 {
 			// polled is wall time: IngestBatchSeconds measures how long the batch took.
-			j := &job{recs: held, b: in.decode(held), polled: time.Now()}
-			held = nil
-			if err := w.submit(ctx, j); err != nil {
+			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
 				return w.result(ctx, err)
 			}
-		} else if len(recs) == 0 && failing && len(recreated) == 0 {
+		} else if failing && len(recreated) == 0 {
 			// A fetch error that repeats comes back from every poll at once:
 			// do not spin on it.
 			clock.Sleep(ctx, in.cfg.Clock, errorPause)
@@ -190,9 +175,8 @@ func (in *Ingester) run(ctx context.Context) error {
 		}
 		// Rebalances wait for every polled batch to be committed. Let one
 		// through whenever the writer is idle, and at least once a second
-		// under a steady stream (a short pause in the overlap); never while
-		// records are held, polled and not yet written.
-		if len(held) == 0 && (w.idle() || time.Since(allowed) >= rebalanceEvery) {
+		// under a steady stream (a short pause in the overlap).
+		if w.idle() || time.Since(allowed) >= rebalanceEvery {
 			if err := w.drain(ctx); err != nil {
 				return w.result(ctx, err)
 			}
