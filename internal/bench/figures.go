@@ -18,8 +18,8 @@ type Figure struct {
 func (r *IngestResult) Figures() []Figure {
 	raw := rate(r.Records, r.RawCopy)
 	return []Figure{
-		{Name: "ingest / raw COPY, broker in process", Value: rate(r.IngestCount, r.Ingest) / raw, Target: IngestTarget},
-		{Name: "ingest / raw COPY, broker apart", Value: rate(r.IngestBrokerProcessCount, r.IngestBrokerProcess) / raw, Target: IngestTarget},
+		{Name: "ingest / raw COPY, broker in process", Value: rate(r.IngestCount, r.Ingest) / raw, Target: IngestInProcessTarget},
+		{Name: "ingest / raw COPY, broker apart", Value: rate(r.IngestBrokerProcessCount, r.IngestBrokerProcess) / raw, Target: IngestApartTarget},
 	}
 }
 
@@ -53,8 +53,13 @@ func (r *PruneResult) Figures() []Figure {
 
 // The targets the ratios are held to.
 const (
-	IngestTarget    = 0.80
-	RedeliverTarget = 0.70
+	IngestTarget = 0.80
+	// IngestInProcessTarget and IngestApartTarget are the ingest suite's:
+	// ingest over a raw COPY of the same rows, with kfake in the bench's
+	// process (its CPU booked to ingest) and in a process of its own.
+	IngestInProcessTarget = 0.85
+	IngestApartTarget     = 0.90
+	RedeliverTarget       = 0.70
 	// RiverTarget is Redrive's redelivery rate with its default settings
 	// over River's burn-down, configured as River benchmarks itself.
 	RiverTarget = 2.0

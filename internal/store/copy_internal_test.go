@@ -1,0 +1,137 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/redrive/redrive/internal/dlq"
+)
+
+// The COPY encoder writes the values of a record's rows itself
+// (appendBinary) instead of through pgtype.Map.Encode: every value of every
+// row must come out as the bytes Map.Encode gives, NULLs included.
+func TestAppendBinaryMatchesPgx(t *testing.T) {
+	t.Parallel()
+	types := pgtype.NewMap()
+	check := func(what string, vals []any, oids []uint32, columns []string) {
+		t.Helper()
+		for j, v := range vals {
+			want, err := types.Encode(oids[j], pgtype.BinaryFormatCode, v, []byte("prefix"))
+			if err != nil {
+				t.Fatalf("%s %s: Map.Encode(%#v): %v", what, columns[j], v, err)
+			}
+			got, known := appendBinary([]byte("prefix"), oids[j], v)
+			if !known {
+				t.Errorf("%s %s: %T for oid %d falls back to Map.Encode", what, columns[j], v, oids[j])
+				continue
+			}
+			if (got == nil) != (want == nil) || !bytes.Equal(got, want) {
+				t.Errorf("%s %s (%#v): appendBinary = %v, Map.Encode = %v", what, columns[j], v, got, want)
+			}
+		}
+	}
+	now := time.Date(2026, 11, 26, 10, 11, 12, 123456789, time.FixedZone("x", 3600))
+	before := time.Date(1969, 7, 20, 20, 17, 40, 999999, time.UTC) // before 1970 and 2000: truncation of negative offsets
+	next, until := now.Add(time.Minute), now.Add(time.Hour)
+	records := []dlq.Record{
+		{ // as ingest stores a fresh failure
+			ID: uuid.Must(uuid.NewV7()).String(), Queue: "orders", Type: "order.created", State: dlq.StateRetryable,
+			Attempt: 1, MaxAttempts: 3, Fingerprint: "fp",
+			Source: dlq.Source{Topic: "orders", Partition: 2, Offset: 40, Timestamp: now, Group: "billing"},
+			DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 1, Offset: math.MaxInt64, Timestamp: before},
+			Format: dlq.FormatRedrive, Key: []byte("k"), Value: []byte(`{"id":1}`),
+			Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "bin\x00", Value: []byte{0, 0xff}}},
+			Errors:  []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now}},
+			Retry:   []byte(`{"max_attempts":3}`), Meta: []byte(`{"a":"b"}`),
+			CreatedAt: now, UpdatedAt: now, EnqueuedAt: &now, NextRetryAt: &next,
+			ValueSchema: &dlq.SchemaRef{RegistryID: 7, Type: "AVRO", Subject: "orders-value"}, Payload: []byte(`{"id":1}`),
+			KeySchema: &dlq.SchemaRef{RegistryID: 8}, KeyPayload: []byte(`"k"`), DecodeError: "value: oops", DecodePending: true,
+		},
+		{ // nothing known: zero times, no key, value or history, a discarded record
+			ID: uuid.Must(uuid.NewV7()).String(), Queue: "q", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard,
+			Attempt: math.MaxInt32, MaxAttempts: -1, DLQ: dlq.Coord{Topic: "dlq", Partition: -1, Offset: -1},
+			Format: dlq.FormatUnparseable, DiscardedAt: &until, CompletedAt: &before,
+		},
+		{ // a value that is not JSON, a completed record
+			ID: uuid.Must(uuid.NewV7()).String(), Queue: "q", State: dlq.StateCompleted, Value: []byte("not json \xff"),
+			Key: []byte{}, CreatedAt: before, UpdatedAt: before, CompletedAt: &now, Format: dlq.FormatSpring,
+		},
+	}
+	for _, mode := range []jsonMode{asJSONUnchecked, asJSON, asText, asMinimal} {
+		for i := range records {
+			r := &records[i]
+			vals, err := rowValues(r, mode, "why")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("data", vals, dataOIDs, dataColumns)
+			check("lifecycle", lifecycleValues(r, vals[0].(pgtype.UUID), mode), lifecycleOIDs, lifecycleColumns)
+			check("coord", coordValues(vals), coordOIDs, coordColumns)
+		}
+	}
+	// The infinities and NULLs rowValues can give, and ints at Int4's edges.
+	check("edge", []any{timestampOrNegInf(time.Time{}), pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
+		pgtype.Timestamptz{}, (*time.Time)(nil), nil, (*string)(nil), []byte(nil), math.MinInt32, math.MaxInt32, int64(math.MinInt64), false},
+		[]uint32{pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TextOID,
+			pgtype.TextOID, pgtype.JSONBOID, pgtype.Int4OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.BoolOID},
+		[]string{"-infinity", "infinity", "invalid", "nil *time.Time", "nil", "nil *string", "nil jsonb", "min int4", "max int4", "min int8", "false"})
+	// An int beyond Int4 is left to Map.Encode, which refuses it.
+	if _, known := appendBinary(nil, pgtype.Int4OID, math.MaxInt32+1); known {
+		t.Error("an int beyond int4 was encoded")
+	}
+}
+
+// The headers column is written by hand: it must be the JSON json.Marshal
+// gives of the storedHeaders (the same jsonb once Postgres parses it), and
+// read back as the headers it was made of, whatever bytes their keys and
+// values hold.
+func TestEncodeHeadersIsTheMarshalledJSON(t *testing.T) {
+	t.Parallel()
+	for _, hs := range [][]dlq.Header{
+		nil,
+		{{Key: "traceparent", Value: []byte("00-abc")}},
+		{{Key: "bin\x00", Value: []byte{0, 0xff}}, {Key: "\xff\xfe", Value: nil}, {Key: "", Value: []byte{}}},
+		{{Key: `q"uo\te<>&` + "\n\r\t\x01\u2028", Value: []byte(`{"json":"in a header"}` + "\x7f\u00e9\U0001F600")}},
+	} {
+		got, err := encodeHeaders(hs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := make([]storedHeader, len(hs))
+		for i, h := range hs {
+			v, enc := EncodeBytes(h.Value)
+			stored[i] = storedHeader{Key: h.Key, Value: v, Encoding: enc}
+			if clean(h.Key) != h.Key {
+				stored[i].Key, stored[i].KeyEncoding = EncodeBytes([]byte(h.Key))
+			}
+		}
+		want, _ := json.Marshal(stored)
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%q is not JSON: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("encodeHeaders = %s, json.Marshal = %s", got, want)
+		}
+		back, err := decodeHeaders(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(back) != len(hs) {
+			t.Fatalf("read back %d headers of %d", len(back), len(hs))
+		}
+		for i := range hs {
+			if back[i].Key != hs[i].Key || !bytes.Equal(back[i].Value, hs[i].Value) {
+				t.Errorf("header %d read back as %q=%q, want %q=%q", i, back[i].Key, back[i].Value, hs[i].Key, hs[i].Value)
+			}
+		}
+	}
+}
