@@ -80,6 +80,13 @@ type listTotal struct {
 	capped, estimated bool
 }
 
+// dense says the filter matches more than payloadMatchCap records, as far
+// as the count knows: past its cap, or the planner's estimate when counting
+// ran out of time.
+func (t listTotal) dense() bool {
+	return t.capped || t.n > payloadMatchCap
+}
+
 // listRows reads the page p selects (and one row more, which tells whether
 // another page follows in the direction read) as columns, with scan, in
 // listing order; and the filter's total.
@@ -90,7 +97,7 @@ func listRows[T any](ctx context.Context, s *Store, p *ListParams, columns strin
 	if err != nil {
 		return nil, total, err
 	}
-	rows, err := sortedRows(ctx, s, p, p.Limit+1, columns, scan)
+	rows, err := sortedRows(ctx, s, p, p.Limit+1, columns, scan, total.dense())
 	if err != nil {
 		return nil, total, err
 	}
