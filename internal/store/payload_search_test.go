@@ -102,7 +102,8 @@ func TestPayloadSearchFindsItsMatchesFirst(t *testing.T) {
 	defer traced.Close()
 	s := store.New(traced)
 	page, err := s.List(ctx, p)
-	if err != nil || len(page.Records) != 1 || page.Total != 1 {
+	// (A count over its 25 ms budget, on a busy machine, is an estimate.)
+	if err != nil || len(page.Records) != 1 || page.Total != 1 && !page.TotalEstimated {
 		t.Fatalf("List: %+v, %v; want the one match", page, err)
 	}
 	if !strings.Contains(string(page.Records[0].Value), `"id":`+sampled+`}`) {
