@@ -142,8 +142,8 @@ func (s Sort) after(seg segment, pos *Position, ascending bool, args pgx.NamedAr
 // (exclusive; nil: from the start), forward or backward, in as many index
 // range scans as the sort has segments from there on; rows come in the
 // order of travel. dense says the filter is known to match more than
-// countCap records (its count was capped): a payload search then reads in
-// order without looking for its matches first.
+// payloadMatchCap records (listTotal.dense): a payload search then reads
+// in order without looking up its matches first.
 func sortedRows[T any](ctx context.Context, s *Store, p *ListParams, n int, columns string, scan pgx.RowToFunc[T], dense bool) ([]T, error) {
 	if len(p.Filter.Path) > 0 {
 		return payloadRows(ctx, s, p, n, columns, scan, dense)
