@@ -18,5 +18,5 @@ func (s *Store) ExportPage(ctx context.Context, f *filter.Filter, sc filter.Scop
 	if afterID != "" {
 		p.After = &Position{ID: afterID}
 	}
-	return sortedRows(ctx, s, p, limit, readSQL, scanShown)
+	return sortedRows(ctx, s, p, limit, readSQL, scanShown, false)
 }

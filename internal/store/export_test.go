@@ -37,6 +37,9 @@ func ListScans(p *ListParams) []struct {
 	return out
 }
 
+// PayloadMatchCap is how many matches a payload search looks up first.
+const PayloadMatchCap = payloadMatchCap
+
 // SettleSQL and RescueSQL are Settle's and RescueExpired's statements, for
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL

@@ -249,6 +249,10 @@ type renderOpts struct {
 	// from one table to the other, and both conditions at once would be
 	// counted as independent (a queue's selectivity squared).
 	lifecycleQueue bool
+	// wideOnly renders only the predicates on the wide row's columns, for
+	// a statement over redrive_record_data alone that finds candidates
+	// (payloadMatchIDs); the full condition is checked on the view after.
+	wideOnly bool
 }
 
 // recordsFrom is the relation a statement over f narrowed by sc reads:
@@ -294,7 +298,7 @@ func render(f *filter.Filter, sc *filter.Scope, prefix string, args pgx.NamedArg
 	var conds []string
 	for i := range predicates {
 		p := &predicates[i]
-		if !p.on(f, sc) {
+		if !p.on(f, sc) || opts.wideOnly && p.lifecycle {
 			continue
 		}
 		if opts.counting && !p.counted {

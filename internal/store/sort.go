@@ -141,21 +141,20 @@ func (s Sort) after(seg segment, pos *Position, ascending bool, args pgx.NamedAr
 // sortedRows reads up to n rows of a listing in sort order from p.After
 // (exclusive; nil: from the start), forward or backward, in as many index
 // range scans as the sort has segments from there on; rows come in the
-// order of travel.
-func sortedRows[T any](ctx context.Context, s *Store, p *ListParams, n int, columns string, scan pgx.RowToFunc[T]) ([]T, error) {
+// order of travel. dense says the filter is known to match more than
+// payloadMatchCap records (listTotal.dense): a payload search then reads
+// in order without looking up its matches first.
+func sortedRows[T any](ctx context.Context, s *Store, p *ListParams, n int, columns string, scan pgx.RowToFunc[T], dense bool) ([]T, error) {
+	if len(p.Filter.Path) > 0 {
+		return payloadRows(ctx, s, p, n, columns, scan, dense)
+	}
 	var out []T
 	for _, seg := range p.scans() {
 		if len(out) >= n {
 			break
 		}
 		query, args := p.scanQuery(seg, columns, n-len(out))
-		var rows []T
-		var err error
-		if len(p.Filter.Path) > 0 {
-			rows, err = serialRows(ctx, s, scan, query, args)
-		} else {
-			rows, err = collect(ctx, s.pool, "list records", scan, query, args)
-		}
+		rows, err := collect(ctx, s.pool, "list records", scan, query, args)
 		if err != nil {
 			return nil, err
 		}
@@ -164,22 +163,118 @@ func sortedRows[T any](ctx context.Context, s *Store, p *ListParams, n int, colu
 	return out, nil
 }
 
-// serialRows runs a listing's scan without parallel workers. A payload
-// search reads the GIN index of every week's partition (migration 00211);
-// the planner, adding up their pessimistic estimates, runs them as a
-// Parallel Append, whose workers take longer to start than the lookups take
-// (58 ms p50 at 1M records on 2 cores, 2 ms serially).
-func serialRows[T any](ctx context.Context, s *Store, scan pgx.RowToFunc[T], query string, args pgx.NamedArgs) ([]T, error) {
-	var rows []T
+// payloadMatchCap bounds the matches a payload search's page looks up
+// first (payloadRows): with more, the filter is dense enough that reading
+// in order finds a page soon, and the planner's estimate, made from many
+// sampled payloads that match, says so.
+const payloadMatchCap = 1000
+
+// payloadRows reads a payload search's page (sortedRows), without parallel
+// workers: over the weekly partitions' GIN indexes (migration 00211) the
+// planner, adding up their pessimistic estimates, ran them as a Parallel
+// Append whose workers took longer to start than the lookups (58 ms p50 at
+// 1M records on 2 cores, 2 ms serially).
+//
+// In the default order it first finds the matches through the payload's
+// GIN index (payloadMatchIDs), then reads the page by those ids. The
+// planner cannot be left to choose: it estimates a containment from the
+// 100 payloads ANALYZE sampled per week, and a value that happens to be
+// one of them counts as 1% of its week. With more matches expected than
+// the page holds, it read the records in id order (the lifecycle's primary
+// key of every week, merged, or the wide rows') to stop at the page, and,
+// the value being rare, read all of them: 1.2 s for 11 matches at 1M
+// records, in about one search in 70 (docs/performance.md).
+func payloadRows[T any](ctx context.Context, s *Store, p *ListParams, n int, columns string, scan pgx.RowToFunc[T], dense bool) ([]T, error) {
+	var out []T
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = nil
 		if _, err := tx.Exec(ctx, "SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
 			return fmt.Errorf("list records: %w", err)
 		}
-		var err error
-		rows, err = collect(ctx, tx, "list records", scan, query, args)
-		return err
+		if !dense && p.byID() {
+			ids, err := p.payloadMatchIDs(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if ids != nil {
+				out, err = rowsOfIDs(ctx, tx, p, n, columns, scan, ids)
+				return err
+			}
+		}
+		for _, seg := range p.scans() {
+			if len(out) >= n {
+				break
+			}
+			query, args := p.scanQuery(seg, columns, n-len(out))
+			rows, err := collect(ctx, tx, "list records", scan, query, args)
+			if err != nil {
+				return err
+			}
+			out = append(out, rows...)
+		}
+		return nil
 	})
-	return rows, err
+	return out, err
+}
+
+// byID says p's listing is in id order (the default sort, either way)
+// from a cursor or the start, without an offset.
+func (p *ListParams) byID() bool {
+	return p.sortOf().Field == SortCreated && (p.Offset == 0 || p.position() != nil)
+}
+
+// payloadMatchIDs are the ids of the wide rows matching p's filter (its
+// conditions on the wide row: the payload's among them) after p's cursor,
+// in the order of travel; nil when there are more than payloadMatchCap.
+// The statement has no ORDER BY: each week is read by its cheapest plan
+// for all its matches (the payload's GIN index, for a rare value), never
+// in id order.
+func (p *ListParams) payloadMatchIDs(ctx context.Context, tx querier) ([]string, error) {
+	query, args := p.payloadMatchQuery()
+	ids, err := collect(ctx, tx, "list records: find payload matches", pgx.RowTo[string], query, args)
+	if err != nil || len(ids) > payloadMatchCap {
+		return nil, err
+	}
+	// A UUID's text (lowercase hex at fixed places) sorts as its bytes.
+	slices.Sort(ids)
+	if sort := p.sortOf(); sort.Asc == p.Backward {
+		slices.Reverse(ids)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// payloadMatchQuery is payloadMatchIDs' statement.
+func (p *ListParams) payloadMatchQuery() (string, pgx.NamedArgs) {
+	args := pgx.NamedArgs{"match_cap": payloadMatchCap + 1}
+	cond := render(&p.Filter, &p.Scope, "", args, renderOpts{wideOnly: true}) + p.sinceBound(args)
+	if pos := p.position(); pos != nil {
+		cond += " AND " + p.sortOf().after(segment{orderBy: []string{"id"}}, pos, p.sortOf().Asc != p.Backward, args)
+	}
+	return "SELECT id::text FROM redrive_record_data WHERE " + cond + " LIMIT @match_cap", args
+}
+
+// rowsOfIDs reads up to n rows of p's listing (in id order) among ids (the
+// matches payloadMatchIDs found, in the order of travel), a page's worth
+// of ids at a time: each statement looks up that many records by primary
+// key, whatever the planner thinks of the payload's condition, which it
+// checks again with the rest of the filter (the lifecycle's conditions, a
+// record changed or deleted since).
+func rowsOfIDs[T any](ctx context.Context, tx pgx.Tx, p *ListParams, n int, columns string, scan pgx.RowToFunc[T], ids []string) ([]T, error) {
+	var out []T
+	for len(ids) > 0 && len(out) < n {
+		chunk := ids[:min(len(ids), n-len(out))]
+		ids = ids[len(chunk):]
+		query, args := p.scanQueryAmong(0, columns, n-len(out), chunk)
+		rows, err := collect(ctx, tx, "list records", scan, query, args)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
 }
 
 // sortOf is p's sort, the zero Sort made explicit.
@@ -221,6 +316,11 @@ func (p *ListParams) scans() []int {
 // scanQuery is the statement reading up to n rows of segment i of p's
 // listing, as columns, with its arguments.
 func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedArgs) {
+	return p.scanQueryAmong(i, columns, n, nil)
+}
+
+// scanQueryAmong is scanQuery among the records of ids (nil: every record).
+func (p *ListParams) scanQueryAmong(i int, columns string, n int, ids []string) (string, pgx.NamedArgs) {
 	sort := p.sortOf()
 	segs := sort.segments()
 	seg := segs[i]
@@ -230,14 +330,9 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 	// index; the rows without one (by id) from the wide row's (queue, id).
 	lifecycleKey := len(seg.orderBy) == 2 && slices.Contains(lifecycleHeld, seg.orderBy[0])
 	cond := render(&p.Filter, &p.Scope, "", args, renderOpts{lifecycleQueue: lifecycleKey})
-	if !p.Filter.Since.IsZero() {
-		// The record tables are partitioned by week of the id, and an id is
-		// made when its record is stored, as its created_at is (an imported
-		// record keeps both): an id bound a day before since rules out every
-		// older week at planning, whose indexes a page would otherwise each
-		// read down to their first match. (Not in counts: the id is not in
-		// the (queue, created_at) index they read.)
-		cond += " AND id >= " + bindTo(args, "")("since_id", idBefore(p.Filter.Since.Add(-24*time.Hour)))
+	cond += p.sinceBound(args)
+	if ids != nil {
+		cond += " AND id = ANY(" + bindTo(args, "")("match_ids", ids) + "::uuid[])"
 	}
 	if seg.cond != "" {
 		cond += " AND " + seg.cond
@@ -260,6 +355,20 @@ func (p *ListParams) scanQuery(i int, columns string, n int) (string, pgx.NamedA
 		query += " OFFSET @offset"
 	}
 	return query, args
+}
+
+// sinceBound is " AND id >= …" for a listing since a time, "" otherwise.
+// The record tables are partitioned by week of the id, and an id is made
+// when its record is stored, as its created_at is (an imported record
+// keeps both): an id bound a day before since rules out every older week
+// at planning, whose indexes a page would otherwise each read down to
+// their first match. (Not in counts: the id is not in the (queue,
+// created_at) index they read.)
+func (p *ListParams) sinceBound(args pgx.NamedArgs) string {
+	if p.Filter.Since.IsZero() {
+		return ""
+	}
+	return " AND id >= " + bindTo(args, "")("since_id", idBefore(p.Filter.Since.Add(-24*time.Hour)))
 }
 
 // FillFailedAt gives the records stored before failed_at existed their
