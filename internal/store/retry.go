@@ -244,6 +244,12 @@ func (s *Store) RetryBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchRe
 	return batch(ctx, tx, p, &sc, args, func(sel string) string { return changeSQL(sel, makeAvailable, dataSet) })
 }
 
+// afterCursor bounds a batch to the records after its cursor (@after_id) on
+// both sides of the view: its id is the wide row's, and through it alone the
+// lifecycle side was read from the first row of its primary key in every
+// batch, filtering out all that the earlier batches took (migration 00221).
+const afterCursor = " AND id > @after_id AND lifecycle_id > @after_id"
+
 // PatchFunc decides a patched retry of one record: its redelivery edit,
 // or why it is skipped (skip set: the record is left as it is). An error
 // fails the whole batch (nothing of it is changed).
@@ -261,7 +267,7 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 	cond := where(&p.Filter, &sc, "f_", args)
 	if p.AfterID != "" {
 		args["after_id"] = p.AfterID
-		cond += " AND id > @after_id"
+		cond += afterCursor
 	}
 	args["limit"] = p.Limit
 	rows, err := tx.tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit FOR UPDATE", args)
@@ -321,7 +327,7 @@ func (s *Store) RetryCandidates(ctx context.Context, f *filter.Filter, sc filter
 	cond := where(f, &sc, "f_", args)
 	if afterID != "" {
 		args["after_id"] = afterID
-		cond += " AND id > @after_id"
+		cond += afterCursor
 	}
 	rows, err := s.pool.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit", args)
 	if err != nil {
@@ -346,7 +352,7 @@ func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args p
 	cond := where(&p.Filter, sc, "f_", args)
 	if p.AfterID != "" {
 		args["after_id"] = p.AfterID
-		cond += " AND id > @after_id"
+		cond += afterCursor
 	}
 	args["limit"] = p.Limit
 	sel := "SELECT id FROM redrive_record WHERE " + cond + " ORDER BY id LIMIT @limit FOR UPDATE"
@@ -382,7 +388,7 @@ func (s *Store) RemainsAfter(ctx context.Context, kind TaskKind, f *filter.Filte
 	cond := where(f, &sc, "f_", args)
 	if afterID != "" {
 		args["after_id"] = afterID
-		cond += " AND id > @after_id"
+		cond += afterCursor
 	}
 	var ok bool
 	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM redrive_record WHERE "+cond+")", args).Scan(&ok); err != nil {

@@ -257,6 +257,7 @@ type RedriveRecord struct {
 	WorkerID          *string
 	Result            json.RawMessage
 	LifecycleQueue    string
+	LifecycleID       string
 }
 
 type RedriveRecordCoord struct {
