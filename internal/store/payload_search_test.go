@@ -92,15 +92,7 @@ func TestPayloadSearchFindsItsMatchesFirst(t *testing.T) {
 	}
 
 	// What List runs, each statement planned again with its arguments.
-	rec := &statements{}
-	cfg := pool.Config().Copy()
-	cfg.ConnConfig.Tracer = rec
-	traced, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	s := store.New(traced)
+	s, rec := tracedStore(t, pool)
 	page, err := s.List(ctx, p)
 	// (A count over its 25 ms budget, on a busy machine, is an estimate.)
 	if err != nil || len(page.Records) != 1 || page.Total != 1 && !page.TotalEstimated {
@@ -134,6 +126,20 @@ func TestPayloadSearchFindsItsMatchesFirst(t *testing.T) {
 	if matches != 1 || pages != 1 {
 		t.Errorf("List ran %d statements finding matches and %d reading the page, want 1 and 1", matches, pages)
 	}
+}
+
+// tracedStore is a store on pool's database whose statements are recorded.
+func tracedStore(t *testing.T, pool *pgxpool.Pool) (*store.Store, *statements) {
+	t.Helper()
+	rec := &statements{}
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.Tracer = rec
+	traced, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traced.Close)
+	return store.New(traced), rec
 }
 
 // statements records the statements run through a pool (a pgx tracer).

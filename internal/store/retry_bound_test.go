@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -36,16 +34,8 @@ func TestABatchAfterItsCursorBoundsBothSides(t *testing.T) {
 	}
 	slices.Sort(ids)
 
-	rec := &statements{}
-	cfg := pool.Config().Copy()
-	cfg.ConnConfig.Tracer = rec
-	traced, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer traced.Close()
-	s := store.New(traced)
-	err = s.WithTx(ctx, func(ctx context.Context, tx *store.Tx) error {
+	s, rec := tracedStore(t, pool)
+	err := s.WithTx(ctx, func(ctx context.Context, tx *store.Tx) error {
 		res, err := s.RetryBatch(ctx, tx, &store.BatchParams{Filter: filter.Filter{Queue: "orders"}, AfterID: ids[199], Limit: 50})
 		if err == nil && (res.N != 50 || res.Rows[0].ID != ids[200]) {
 			t.Errorf("the batch after the 200th record retried %d records from %s, want 50 from %s", res.N, res.Rows[0].ID, ids[200])
