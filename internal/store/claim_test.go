@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -318,3 +321,88 @@ var emptyScan = regexp.MustCompile(`(?m)^.*Seq Scan on redrive_(lifecycle|record
 // withoutEmptyScans is an EXPLAIN ANALYZE plan without the scans of empty
 // partitions.
 func withoutEmptyScans(plan string) string { return emptyScan.ReplaceAllString(plan+"\n", "") }
+
+// The claim and the settle run hundreds of times a second with one shape:
+// they run their prepared statement's generic plan, planned once per
+// connection (left to itself, Postgres planned both again at every call, a
+// quarter of its work per redelivered record), and that plan finds the
+// claimed records by id: it cannot know the claim's LIMIT, and without the
+// ids it hashed every lifecycle row to join the due ones.
+func TestTheClaimAndTheSettleRunAGenericPlanThatReadsByID(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	recs := make([]dlq.Record, 5000)
+	for i := range recs {
+		recs[i] = newRecord(int64(i), "orders")
+	}
+	if _, err := store.New(pool).InsertRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
+		t.Fatal(err)
+	}
+	now := recs[len(recs)-1].NextRetryAt.Add(time.Second)
+	s, rec := tracedStore(t, pool)
+	c, err := s.ClaimDue(ctx, &store.ClaimParams{Queue: "orders", Now: now, Limit: 500, Owner: "test", Lease: time.Minute})
+	if err != nil || len(c.Records) != 500 {
+		t.Fatalf("claimed %d records, %v; want 500", len(c.Records), err)
+	}
+	if err := s.Settle(ctx, c, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	generic, hot := false, 0
+	for _, q := range rec.all() {
+		switch q.sql {
+		case "SET LOCAL plan_cache_mode = force_generic_plan":
+			generic = true
+		case store.ClaimSQL, store.SettleSQL:
+			if !generic {
+				t.Errorf("%.60s… runs without forcing its generic plan", strings.TrimSpace(q.sql))
+			}
+			hot, generic = hot+1, false
+		}
+	}
+	if hot != 2 {
+		t.Errorf("ran the claim and the settle %d times, want 2", hot)
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	p := withoutEmptyScans(explainGeneric(t, ctx, tx, store.ClaimSQL,
+		"orders", now, 500, false, int64(0), "01890a5d-ac96-774b-bcce-b302099a8057", "test", int64(60_000)))
+	if strings.Contains(p, "Seq Scan on redrive_lifecycle") || strings.Contains(p, "Seq Scan on redrive_record_data") ||
+		!strings.Contains(p, "Index Cond: (id = ANY (") {
+		t.Errorf("the claim's generic plan reads more than the due records:\n%s", p)
+	}
+}
+
+// explainGeneric is EXPLAIN ANALYZE of statement's generic plan, as a
+// prepared statement run with plan_cache_mode = force_generic_plan, run in
+// tx (which the caller rolls back).
+func explainGeneric(t *testing.T, ctx context.Context, tx pgx.Tx, statement string, args ...any) string {
+	t.Helper()
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "PREPARE generic AS "+statement); err != nil {
+		t.Fatal(err)
+	}
+	// EXECUTE's arguments are literals: a utility statement takes no
+	// parameters of the protocol.
+	literals := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			literals[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		case time.Time:
+			literals[i] = "'" + v.Format(time.RFC3339Nano) + "'"
+		default:
+			literals[i] = fmt.Sprint(v)
+		}
+	}
+	return explain(t, ctx, tx, "(ANALYZE, BUFFERS) EXECUTE generic("+strings.Join(literals, ", ")+")")
+}

@@ -44,6 +44,9 @@ const PayloadMatchCap = payloadMatchCap
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL
 
+// ClaimSQL is ClaimDue's statement, for its EXPLAIN.
+const ClaimSQL = claimSQL
+
 // CountScan is the statement countFor runs for a filter the count table
 // cannot answer, for its EXPLAIN.
 func CountScan(f *filter.Filter) (string, []any) {

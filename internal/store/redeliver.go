@@ -102,21 +102,24 @@ type prior struct {
 // something.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	rows, err := s.pool.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
-		token, p.Owner, p.Lease.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
-	}
-	defer rows.Close()
 	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
-	for rows.Next() {
-		c.Records = append(c.Records, dlq.Record{})
-		c.prior = append(c.prior, prior{})
-		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
-			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+	err := s.withGenericPlans(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
+			token, p.Owner, p.Lease.Milliseconds())
+		if err != nil {
+			return err
 		}
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			c.Records = append(c.Records, dlq.Record{})
+			c.prior = append(c.prior, prior{})
+			if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
 	if len(c.Records) > 0 {
@@ -178,7 +181,9 @@ claimed AS (
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
-    FROM due WHERE r.id = due.id
+    -- r.id = ANY: the generic plan (withGenericPlans) cannot know the LIMIT
+    -- and would hash the whole lifecycle to join it; by ids it reads them.
+    FROM due WHERE r.id = due.id AND r.id = ANY(ARRAY(SELECT id FROM due))
     RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
@@ -266,8 +271,10 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 		}
 	}
 	var ended bool
-	err := s.pool.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
-		now.Truncate(time.Minute), n, discard, cleared).Scan(&ended)
+	err := s.withGenericPlans(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
+			now.Truncate(time.Minute), n, discard, cleared).Scan(&ended)
+	})
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
 	}
