@@ -354,7 +354,7 @@ func TestTheClaimAndTheSettleRunAGenericPlanThatReadsByID(t *testing.T) {
 	generic, hot := false, 0
 	for _, q := range rec.all() {
 		switch q.sql {
-		case "SET LOCAL plan_cache_mode = force_generic_plan":
+		case store.GenericPlans:
 			generic = true
 		case store.ClaimSQL, store.SettleSQL:
 			if !generic {
@@ -372,8 +372,10 @@ func TestTheClaimAndTheSettleRunAGenericPlanThatReadsByID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	p := withoutEmptyScans(explainGeneric(t, ctx, tx, store.ClaimSQL,
-		"orders", now, 500, false, int64(0), "01890a5d-ac96-774b-bcce-b302099a8057", "test", int64(60_000)))
+	// No scan of a partition, not even of an empty one: the plan lives as
+	// long as its connection, and the weeks made ahead fill meanwhile.
+	p := explainGeneric(t, ctx, tx, store.ClaimSQL,
+		"orders", now, 500, false, int64(0), "01890a5d-ac96-774b-bcce-b302099a8057", "test", int64(60_000))
 	if strings.Contains(p, "Seq Scan on redrive_lifecycle") || strings.Contains(p, "Seq Scan on redrive_record_data") ||
 		!strings.Contains(p, "Index Cond: (id = ANY (") {
 		t.Errorf("the claim's generic plan reads more than the due records:\n%s", p)
@@ -381,11 +383,11 @@ func TestTheClaimAndTheSettleRunAGenericPlanThatReadsByID(t *testing.T) {
 }
 
 // explainGeneric is EXPLAIN ANALYZE of statement's generic plan, as a
-// prepared statement run with plan_cache_mode = force_generic_plan, run in
+// prepared statement run as the store runs it (store.GenericPlans), run in
 // tx (which the caller rolls back).
 func explainGeneric(t *testing.T, ctx context.Context, tx pgx.Tx, statement string, args ...any) string {
 	t.Helper()
-	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+	if _, err := tx.Exec(ctx, store.GenericPlans); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(ctx, "PREPARE generic AS "+statement); err != nil {

@@ -44,8 +44,9 @@ const PayloadMatchCap = payloadMatchCap
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL
 
-// ClaimSQL is ClaimDue's statement, for its EXPLAIN.
-const ClaimSQL = claimSQL
+// ClaimSQL is ClaimDue's statement, for its EXPLAIN, and GenericPlans what
+// the claim and the settle run under.
+const ClaimSQL, GenericPlans = claimSQL, genericPlans
 
 // CountScan is the statement countFor runs for a filter the count table
 // cannot answer, for its EXPLAIN.

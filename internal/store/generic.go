@@ -6,6 +6,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// genericPlans is what withGenericPlans sets for its transaction.
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off"
+
 // withGenericPlans runs fn in a transaction whose statements run their
 // prepared statement's generic plan, planned once per connection.
 //
@@ -19,9 +22,15 @@ import (
 // their parameters' values: the claim reads the due index in order, and the
 // settle finds records by id. Everything else keeps its custom plans: a
 // list's best plan does depend on its filter's values.
+//
+// A generic plan lives as long as its connection, and sizes the partitions
+// as they were when it was made: a week made ahead is empty then, and a
+// sequential scan of it would look free — and stay in the plan while the
+// week fills, until the partition is analyzed. Without sequential scans
+// every partition is read through its index, at any size.
 func (s *Store) withGenericPlans(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		if _, err := tx.Exec(ctx, genericPlans); err != nil {
 			return err
 		}
 		return fn(tx)
