@@ -75,10 +75,10 @@ func (e *EncodedRecords) Release() {
 // its pieces are reused by the next batches whatever their size.
 const copyChunk = 128 << 10
 
-// keepChunks bounds the pieces an Encoder keeps for reuse: 8 MiB, the
-// streams of a batch of about 4,000 records of 1 KiB (1.9 KiB of streams
-// each); the rest of a bigger batch's go to the garbage collector.
-const keepChunks = 64
+// copyChunks holds the pieces released batches gave back until the next
+// batches take them: while ingest runs, before the garbage collector's
+// next cycle; an idle ingest keeps none.
+var copyChunks = sync.Pool{New: func() any { return new([]byte) }}
 
 // keepRow bounds the scratch row an Encoder keeps between batches (a row
 // holds a record's value: one of megabytes is not kept).
@@ -118,36 +118,24 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 type Encoder struct {
 	types *pgtype.Map
 	row   []byte // scratch: one row, before it is appended to its stream
-
-	mu     sync.Mutex
-	chunks [][]byte // pieces released by earlier batches, for reuse
 }
 
 // NewEncoder returns an Encoder.
 func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
 
-// chunk returns an empty piece of stream, reused when one is free.
+// chunk returns an empty piece of stream, one released before if any.
 func (e *Encoder) chunk() []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if n := len(e.chunks); n > 0 {
-		c := e.chunks[n-1]
-		e.chunks[n-1] = nil
-		e.chunks = e.chunks[:n-1]
+	if c := *copyChunks.Get().(*[]byte); cap(c) == copyChunk {
 		return c[:0]
 	}
 	return make([]byte, 0, copyChunk)
 }
 
-// free takes back the pieces of streams, keeping at most keepChunks.
+// free gives the pieces of streams back for the next batches.
 func (e *Encoder) free(streams ...*copyStream) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, s := range streams {
 		for i, c := range s.chunks {
-			if len(e.chunks) < keepChunks {
-				e.chunks = append(e.chunks, c)
-			}
+			copyChunks.Put(&c)
 			s.chunks[i] = nil
 		}
 		s.chunks = nil
