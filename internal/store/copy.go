@@ -53,19 +53,18 @@ var copyHeader = []byte("PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000")
 // turn to be written, so the write is three bare COPYs in one transaction.
 type EncodedRecords struct {
 	Records []dlq.Record
-	enc     *Encoder
 	// The streams; encoded is false when a record could not be encoded:
 	// InsertEncoded takes InsertRecords' path.
 	data, lifecycle, coord copyStream
 	encoded                bool
 }
 
-// Release returns the batch's buffers to its Encoder for the next batches.
-// The batch must not be inserted after.
+// Release gives the batch's streams back for the next batches. The batch
+// must not be inserted after.
 func (e *EncodedRecords) Release() {
-	if e.enc != nil {
-		e.enc.free(&e.data, &e.lifecycle, &e.coord)
-	}
+	e.data.release()
+	e.lifecycle.release()
+	e.coord.release()
 	e.encoded = false
 }
 
@@ -123,31 +122,29 @@ type Encoder struct {
 // NewEncoder returns an Encoder.
 func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
 
-// chunk returns an empty piece of stream, one released before if any.
-func (e *Encoder) chunk() []byte {
+// newChunk returns an empty piece of stream, one released before if any.
+func newChunk() []byte {
 	if c := *copyChunks.Get().(*[]byte); cap(c) == copyChunk {
 		return c[:0]
 	}
 	return make([]byte, 0, copyChunk)
 }
 
-// free gives the pieces of streams back for the next batches.
-func (e *Encoder) free(streams ...*copyStream) {
-	for _, s := range streams {
-		for i, c := range s.chunks {
-			copyChunks.Put(&c)
-			s.chunks[i] = nil
-		}
-		s.chunks = nil
+// release gives the stream's pieces back for the next batches.
+func (s *copyStream) release() {
+	for i, c := range s.chunks {
+		copyChunks.Put(&c)
+		s.chunks[i] = nil
 	}
+	s.chunks = nil
 }
 
-// append appends p to s, in pieces of copyChunk.
-func (e *Encoder) append(s *copyStream, p []byte) {
+// append appends p to the stream, in pieces of copyChunk.
+func (s *copyStream) append(p []byte) {
 	for len(p) > 0 {
 		last := len(s.chunks) - 1
 		if last < 0 || len(s.chunks[last]) == cap(s.chunks[last]) {
-			s.chunks = append(s.chunks, e.chunk())
+			s.chunks = append(s.chunks, newChunk())
 			last++
 		}
 		c := s.chunks[last]
@@ -161,7 +158,7 @@ func (e *Encoder) append(s *copyStream, p []byte) {
 // encode, it says why, and the batch it returns is left unencoded: still
 // usable, InsertEncoded writes it the slow way (which reports the record).
 func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
-	out := &EncodedRecords{Records: records, enc: e}
+	out := &EncodedRecords{Records: records}
 	fail := func(err error) (*EncodedRecords, error) {
 		out.Release()
 		return out, err
@@ -171,9 +168,9 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 			e.row = nil
 		}
 	}()
-	e.append(&out.data, copyHeader)
-	e.append(&out.lifecycle, copyHeader)
-	e.append(&out.coord, copyHeader)
+	out.data.append(copyHeader)
+	out.lifecycle.append(copyHeader)
+	out.coord.append(copyHeader)
 	for i := range records {
 		r := &records[i]
 		vals, err := rowValues(r, asJSONUnchecked, "")
@@ -191,9 +188,9 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 		}
 	}
 	trailer := binary.BigEndian.AppendUint16(nil, 0xFFFF) // end of stream
-	e.append(&out.data, trailer)
-	e.append(&out.lifecycle, trailer)
-	e.append(&out.coord, trailer)
+	out.data.append(trailer)
+	out.lifecycle.append(trailer)
+	out.coord.append(trailer)
 	out.encoded = true
 	return out, nil
 }
@@ -205,7 +202,7 @@ func (e *Encoder) appendRowTo(s *copyStream, vals []any, oids []uint32, columns 
 	if err != nil {
 		return err
 	}
-	e.append(s, row)
+	s.append(row)
 	return nil
 }
 
