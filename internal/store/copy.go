@@ -84,7 +84,10 @@ var copyChunks = sync.Pool{New: func() any { return new([]byte) }}
 const keepRow = 1 << 20
 
 // copyStream is a binary COPY stream held in copyChunk pieces.
-type copyStream struct{ chunks [][]byte }
+type copyStream struct {
+	chunks [][]byte
+	maxRow int // the largest row appended so far
+}
 
 // reader reads the stream from its start (each time: a write that failed
 // is sent again), leaving it as it is.
@@ -195,13 +198,33 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	return out, nil
 }
 
-// appendRowTo encodes one row into the scratch row, then appends it to s.
+// appendRowTo encodes one row straight into s's last piece when that has
+// room for the largest row s has had (no copy), else into the scratch row,
+// which is then appended to s across pieces.
 func (e *Encoder) appendRowTo(s *copyStream, vals []any, oids []uint32, columns []string) error {
+	if n := len(s.chunks); n > 0 && s.maxRow > 0 && cap(s.chunks[n-1])-len(s.chunks[n-1]) >= s.maxRow {
+		last := s.chunks[n-1]
+		out, err := e.appendRow(last, vals, oids, columns)
+		if err != nil {
+			return err
+		}
+		row := out[len(last):]
+		s.maxRow = max(s.maxRow, len(row))
+		if cap(out) == cap(last) { // written in place
+			s.chunks[n-1] = out
+			return nil
+		}
+		// Larger than the room: append moved it to a new array, and the
+		// piece is as it was.
+		s.append(row)
+		return nil
+	}
 	row, err := e.appendRow(e.row[:0], vals, oids, columns)
 	e.row = row
 	if err != nil {
 		return err
 	}
+	s.maxRow = max(s.maxRow, len(row))
 	s.append(row)
 	return nil
 }

@@ -235,8 +235,24 @@ func TestCopyStreamsInPieces(t *testing.T) {
 	check(t, second, small)
 	check(t, third, big)
 
+	// Rows of 1 KiB values, written in place while a piece has room for
+	// one and cut across the pieces when it has not.
+	var ordinary []dlq.Record
+	for i := range 300 {
+		ordinary = append(ordinary, record(i, 1000+i%7))
+	}
+	fourth, err := enc.Encode(ordinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fourth.data.chunks) < 3 {
+		t.Fatalf("ordinary rows in %d pieces; want several", len(fourth.data.chunks))
+	}
+	check(t, fourth, ordinary)
+
 	second.Release()
 	third.Release()
+	fourth.Release()
 	// A row of more than keepRow leaves no scratch row that size behind.
 	huge := []dlq.Record{record(7, 2*keepRow)}
 	if _, err := enc.Encode(huge); err != nil {
