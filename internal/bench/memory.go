@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,33 @@ type MemoryResult struct {
 	RetryPeak  int64 // bytes, while one bulk task retries them all and the scheduler redelivers them
 	Ingest     time.Duration
 	Retry      time.Duration
+	// IngestGC and RetryGC are what serve's garbage collector reported in
+	// each phase (GODEBUG=gctrace=1): how much of the peak is live heap,
+	// and how much the headroom GOGC allows above it.
+	IngestGC, RetryGC GCStats
+}
+
+// GCStats sums up the gctrace lines of a phase.
+type GCStats struct {
+	Cycles int
+	Live   int64 // the most heap marked live at the end of a cycle, bytes
+	Goal   int64 // the highest heap goal, bytes: where the next cycle starts
+}
+
+// gcLine matches a gctrace line's heap sizes: "… 82->89->42 MB, 96 MB goal, …"
+// (heap at the cycle's start, at its end, marked live; the runtime's MB are MiB).
+var gcLine = regexp.MustCompile(`(?m)^gc \d+ @.* (\d+)->(\d+)->(\d+) MB, (\d+) MB goal`)
+
+// gcStats sums up the gctrace lines in out.
+func gcStats(out string) GCStats {
+	var st GCStats
+	for _, m := range gcLine.FindAllStringSubmatch(out, -1) {
+		live, _ := strconv.ParseInt(m[3], 10, 64)
+		goal, _ := strconv.ParseInt(m[4], 10, 64)
+		st.Cycles++
+		st.Live, st.Goal = max(st.Live, live<<20), max(st.Goal, goal<<20)
+	}
+	return st
 }
 
 // MemoryGoal is the resident memory serve should stay under in both phases.
@@ -56,9 +85,17 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 	if err := produceFailures(ctx, []string{addr}, n, cfg.ValueSize); err != nil {
 		return nil, fmt.Errorf("produce: %w", err)
 	}
-	serve, api, err := startServe(ctx, addr, url, memoryPolicy)
+	// The runtime prints a line per garbage collection: the live heap and
+	// the goal of each phase come from them.
+	serve, api, err := startServe(ctx, addr, url, memoryPolicy, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",gctrace=1", ","))
 	if err != nil {
 		return nil, err
+	}
+	var logged int // serve's output before the phase
+	gcOf := func() GCStats {
+		out := serve.logs.String()
+		defer func() { logged = len(out) }()
+		return gcStats(out[logged:])
 	}
 	defer serve.stop()
 	peak := &peakRSS{pid: serve.cmd.Process.Pid}
@@ -70,7 +107,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 	if err := waitRows(ctx, pool, "SELECT count(*) = $1 FROM redrive_lifecycle", n); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	res.Ingest, res.IngestPeak = time.Since(start), peak.take()
+	res.Ingest, res.IngestPeak, res.IngestGC = time.Since(start), peak.take(), gcOf()
 
 	start = time.Now()
 	body := `{"filter": {"queue": "orders"}, "confirm": true}`
@@ -88,7 +125,7 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 		FROM redrive_lifecycle`, n); err != nil {
 		return nil, fmt.Errorf("bulk retry: %w", err)
 	}
-	res.Retry, res.RetryPeak = time.Since(start), peak.take()
+	res.Retry, res.RetryPeak, res.RetryGC = time.Since(start), peak.take(), gcOf()
 
 	verdict := func(b int64) string {
 		if b < MemoryGoal {
@@ -96,10 +133,13 @@ func Memory(ctx context.Context, cfg Config) (*MemoryResult, error) {
 		}
 		return "OVER"
 	}
-	fmt.Fprintf(cfg.Out, "  ingest of %d records      peak RSS %4d MiB in %v (%s the %d MiB goal)\n",
-		n, res.IngestPeak>>20, res.Ingest.Round(time.Second), verdict(res.IngestPeak), MemoryGoal>>20)
-	fmt.Fprintf(cfg.Out, "  bulk retry + redelivery   peak RSS %4d MiB in %v (%s the %d MiB goal)\n",
-		res.RetryPeak>>20, res.Retry.Round(time.Second), verdict(res.RetryPeak), MemoryGoal>>20)
+	gc := func(st GCStats) string {
+		return fmt.Sprintf("Go heap: live ≤ %d MiB, goal ≤ %d MiB, %d collections", st.Live>>20, st.Goal>>20, st.Cycles)
+	}
+	fmt.Fprintf(cfg.Out, "  ingest of %d records      peak RSS %4d MiB in %v (%s the %d MiB goal); %s\n",
+		n, res.IngestPeak>>20, res.Ingest.Round(time.Second), verdict(res.IngestPeak), MemoryGoal>>20, gc(res.IngestGC))
+	fmt.Fprintf(cfg.Out, "  bulk retry + redelivery   peak RSS %4d MiB in %v (%s the %d MiB goal); %s\n",
+		res.RetryPeak>>20, res.Retry.Round(time.Second), verdict(res.RetryPeak), MemoryGoal>>20, gc(res.RetryGC))
 	return res, nil
 }
 

@@ -1,10 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"sync"
@@ -52,67 +52,181 @@ var copyHeader = []byte("PGCOPY\n\377\r\n\000\000\000\000\000\000\000\000\000")
 // checks, headers, error history, binary values) is done before the batch's
 // turn to be written, so the write is three bare COPYs in one transaction.
 type EncodedRecords struct {
-	Records   []dlq.Record
-	data      *[]byte // nil when a record could not be encoded: InsertEncoded takes InsertRecords' path
-	lifecycle *[]byte
-	coord     *[]byte
+	Records []dlq.Record
+	// The streams; encoded is false when a record could not be encoded:
+	// InsertEncoded takes InsertRecords' path.
+	data, lifecycle, coord copyStream
+	encoded                bool
 }
 
-// Release returns the batch's buffers for reuse. The batch must not be
-// inserted after.
+// Release gives the batch's streams back for the next batches. The batch
+// must not be inserted after.
 func (e *EncodedRecords) Release() {
-	if e.data != nil {
-		copyBuffers.Put(e.data)
-		copyBuffers.Put(e.lifecycle)
-		copyBuffers.Put(e.coord)
-		e.data, e.lifecycle, e.coord = nil, nil, nil
-	}
+	e.data.release()
+	e.lifecycle.release()
+	e.coord.release()
+	e.encoded = false
 }
 
-// copyBuffers recycles COPY streams: a batch of 5,000 1 KiB records is ~8 MiB.
-var copyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// copyChunk is the size of the pieces a COPY stream is held in. A stream
+// of pieces never grows by copying (one growing slice held its old and new
+// arrays at once, and rounded its capacity up to twice what it held), and
+// its pieces are reused by the next batches whatever their size.
+const copyChunk = 128 << 10
 
-// Encoder encodes batches of records for InsertEncoded. It is not safe for
-// concurrent use (its type map caches encode plans).
-type Encoder struct{ types *pgtype.Map }
+// copyChunks holds the pieces released batches gave back until the next
+// batches take them: while ingest runs, before the garbage collector's
+// next cycle; an idle ingest keeps none.
+var copyChunks = sync.Pool{New: func() any { return new([]byte) }}
+
+// keepRow bounds the scratch row an Encoder keeps between batches (a row
+// holds a record's value: one of megabytes is not kept).
+const keepRow = 1 << 20
+
+// copyStream is a binary COPY stream held in copyChunk pieces.
+type copyStream struct {
+	chunks [][]byte
+	maxRow int // the largest row appended so far
+}
+
+// reader reads the stream from its start (each time: a write that failed
+// is sent again), leaving it as it is.
+func (s *copyStream) reader() io.Reader { return &chunkReader{chunks: s.chunks} }
+
+// chunkReader reads a copyStream: chunks[i][off:] comes next.
+type chunkReader struct {
+	chunks [][]byte
+	i, off int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.i < len(r.chunks) {
+		c := copy(p[n:], r.chunks[r.i][r.off:])
+		n, r.off = n+c, r.off+c
+		if r.off == len(r.chunks[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	if n == 0 && r.i == len(r.chunks) {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Encoder encodes batches of records for InsertEncoded. Encode is not safe
+// for concurrent use (its type map caches encode plans); Release of the
+// batches it made may run on another goroutine.
+type Encoder struct {
+	types *pgtype.Map
+	row   []byte // scratch: one row, before it is appended to its stream
+}
 
 // NewEncoder returns an Encoder.
 func NewEncoder() *Encoder { return &Encoder{types: pgtype.NewMap()} }
+
+// newChunk returns an empty piece of stream, one released before if any.
+func newChunk() []byte {
+	if c := *copyChunks.Get().(*[]byte); cap(c) == copyChunk {
+		return c[:0]
+	}
+	return make([]byte, 0, copyChunk)
+}
+
+// release gives the stream's pieces back for the next batches.
+func (s *copyStream) release() {
+	for i, c := range s.chunks {
+		copyChunks.Put(&c)
+		s.chunks[i] = nil
+	}
+	s.chunks = nil
+}
+
+// append appends p to the stream, in pieces of copyChunk.
+func (s *copyStream) append(p []byte) {
+	for len(p) > 0 {
+		last := len(s.chunks) - 1
+		if last < 0 || len(s.chunks[last]) == cap(s.chunks[last]) {
+			s.chunks = append(s.chunks, newChunk())
+			last++
+		}
+		c := s.chunks[last]
+		n := copy(c[len(c):cap(c)], p)
+		s.chunks[last] = c[:len(c)+n]
+		p = p[n:]
+	}
+}
 
 // Encode encodes records as a binary COPY stream. When a record does not
 // encode, it says why, and the batch it returns is left unencoded: still
 // usable, InsertEncoded writes it the slow way (which reports the record).
 func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	out := &EncodedRecords{Records: records}
-	bufp, lbufp, cbufp := copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte), copyBuffers.Get().(*[]byte)
-	buf, lbuf, cbuf := append((*bufp)[:0], copyHeader...), append((*lbufp)[:0], copyHeader...), append((*cbufp)[:0], copyHeader...)
 	fail := func(err error) (*EncodedRecords, error) {
-		copyBuffers.Put(bufp)
-		copyBuffers.Put(lbufp)
-		copyBuffers.Put(cbufp)
+		out.Release()
 		return out, err
 	}
+	defer func() {
+		if cap(e.row) > keepRow {
+			e.row = nil
+		}
+	}()
+	out.data.append(copyHeader)
+	out.lifecycle.append(copyHeader)
+	out.coord.append(copyHeader)
 	for i := range records {
 		r := &records[i]
 		vals, err := rowValues(r, asJSONUnchecked, "")
 		if err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		if buf, err = e.appendRow(buf, vals, dataOIDs, dataColumns); err != nil {
+		if err := e.appendRowTo(&out.data, vals, dataOIDs, dataColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		if lbuf, err = e.appendRow(lbuf, lifecycleValues(r, vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
+		if err := e.appendRowTo(&out.lifecycle, lifecycleValues(r, vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		if cbuf, err = e.appendRow(cbuf, coordValues(vals), coordOIDs, coordColumns); err != nil {
+		if err := e.appendRowTo(&out.coord, coordValues(vals), coordOIDs, coordColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
 	}
-	*bufp = binary.BigEndian.AppendUint16(buf, 0xFFFF) // end of stream
-	*lbufp = binary.BigEndian.AppendUint16(lbuf, 0xFFFF)
-	*cbufp = binary.BigEndian.AppendUint16(cbuf, 0xFFFF)
-	out.data, out.lifecycle, out.coord = bufp, lbufp, cbufp
+	trailer := binary.BigEndian.AppendUint16(nil, 0xFFFF) // end of stream
+	out.data.append(trailer)
+	out.lifecycle.append(trailer)
+	out.coord.append(trailer)
+	out.encoded = true
 	return out, nil
+}
+
+// appendRowTo encodes one row straight into s's last piece when that has
+// room for the largest row s has had (no copy), else into the scratch row,
+// which is then appended to s across pieces.
+func (e *Encoder) appendRowTo(s *copyStream, vals []any, oids []uint32, columns []string) error {
+	if n := len(s.chunks); n > 0 && s.maxRow > 0 && cap(s.chunks[n-1])-len(s.chunks[n-1]) >= s.maxRow {
+		last := s.chunks[n-1]
+		out, err := e.appendRow(last, vals, oids, columns)
+		if err != nil {
+			return err
+		}
+		row := out[len(last):]
+		s.maxRow = max(s.maxRow, len(row))
+		if cap(out) == cap(last) { // written in place
+			s.chunks[n-1] = out
+			return nil
+		}
+		// Larger than the room: append moved it to a new array, and the
+		// piece is as it was.
+		s.append(row)
+		return nil
+	}
+	row, err := e.appendRow(e.row[:0], vals, oids, columns)
+	e.row = row
+	if err != nil {
+		return err
+	}
+	s.maxRow = max(s.maxRow, len(row))
+	s.append(row)
+	return nil
 }
 
 // appendRow appends one row of a binary COPY stream to buf.
@@ -254,7 +368,7 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 	if len(e.Records) == 0 {
 		return InsertResult{}, nil
 	}
-	if e.data == nil {
+	if !e.encoded {
 		return s.InsertRecords(ctx, e.Records)
 	}
 	var tag pgconn.CommandTag
@@ -262,17 +376,17 @@ func (s *Store) InsertEncoded(ctx context.Context, e *EncodedRecords) (InsertRes
 		pg := tx.Conn().PgConn()
 		// The coordinates first: a batch consumed again fails here, on
 		// their primary key, before any wide row is written.
-		if _, err := pg.CopyFrom(ctx, bytes.NewReader(*e.coord), copyCoordSQL); err != nil {
+		if _, err := pg.CopyFrom(ctx, e.coord.reader(), copyCoordSQL); err != nil {
 			return err
 		}
 		// Then the lifecycles before the wide rows: every statement takes
 		// the two tables' locks in that order (the view's), so that none
 		// waits on another crosswise, partition DDL included.
-		if _, err := pg.CopyFrom(ctx, bytes.NewReader(*e.lifecycle), copyLifecycleSQL); err != nil {
+		if _, err := pg.CopyFrom(ctx, e.lifecycle.reader(), copyLifecycleSQL); err != nil {
 			return err
 		}
 		var err error
-		tag, err = pg.CopyFrom(ctx, bytes.NewReader(*e.data), copyDataSQL)
+		tag, err = pg.CopyFrom(ctx, e.data.reader(), copyDataSQL)
 		return err
 	})
 	// A value shaped like JSON that is not (the batch was encoded without

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/filter"
@@ -53,4 +55,11 @@ const ClaimSQL, GenericPlans = claimSQL, genericPlans
 func CountScan(f *filter.Filter) (string, []any) {
 	args := pgx.NamedArgs{"count_cap": countCap + 1}
 	return countScanSQL(recordsFrom(f, nil), where(f, nil, "", args)), []any{args}
+}
+
+// Setting is a setting of a session of the store's pool, for Open's tests.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
 }
