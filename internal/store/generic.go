@@ -7,7 +7,7 @@ import (
 )
 
 // genericPlans is what withGenericPlans sets for its transaction.
-const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off"
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; SET LOCAL jit = off"
 
 // withGenericPlans runs fn in a transaction whose statements run their
 // prepared statement's generic plan, planned once per connection.
@@ -27,7 +27,11 @@ const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL 
 // as they were when it was made: a week made ahead is empty then, and a
 // sequential scan of it would look free — and stay in the plan while the
 // week fills, until the partition is analyzed. Without sequential scans
-// every partition is read through its index, at any size.
+// every partition is read through its index, at any size. And a generic
+// plan costs the claim as if the LIMIT were absent, far past
+// jit_above_cost: compiled at every call, as JIT compiles, it would cost
+// seconds a claim (store.Open turns JIT off unless the url asks for it;
+// here it is off whatever the url says).
 func (s *Store) withGenericPlans(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, genericPlans); err != nil {
