@@ -88,12 +88,14 @@ type prior struct {
 // other claims are taking, and marks them redelivered at Now — attempt + 1,
 // nothing waiting — in the state their produce will leave them in: completed
 // by their redelivery, or (AwaitAck) available until AckTimeout — and records
-// the claim, all in one statement that commits at once. Completing records as
-// they are claimed costs nothing (the claim writes each row anyway), where
-// completing them when the claim is settled would write every row twice; a
-// record whose produce fails is put back by Settle, and while the claim is
-// open the record is in flight (Record.InFlight), no retry touches it, and
-// reads show it as it was before the claim (inflight.go). Its last
+// the claim, all in one statement committed at once (in a transaction of
+// its own that runs the statement's generic plan: withGenericPlans).
+// Completing records as they are claimed costs nothing (the claim writes
+// each row anyway), where completing them when the claim is settled would
+// write every row twice; a record whose produce fails is put back by
+// Settle, and while the claim is open the record is in flight
+// (Record.InFlight), no retry touches it, and reads show it as it was
+// before the claim (inflight.go). Its last
 // redelivery failure stays on it until a produce succeeds (Settle clears
 // it). An empty claim (nothing due) has no token.
 //
