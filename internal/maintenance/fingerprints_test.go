@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/maintenance"
@@ -44,6 +45,45 @@ func TestBackfillFingerprintsOlderRecords(t *testing.T) {
 	list, err := b.store.ListIncidents(ctx, &store.IncidentParams{Sort: store.IncidentSortCount})
 	if err != nil || len(list) != 2 || list[0].ID != want || list[0].Count != 1500 || list[1].Count != 1 {
 		t.Fatalf("incidents %+v, %v", list, err)
+	}
+}
+
+// A job published over HTTP has no error until a worker fails it, and so no
+// fingerprint: the backfill leaves it alone. It gave such a job, published
+// while the backfill ran at start, the incident of an empty error, and
+// locked it while a worker's fetch skipped it.
+func TestBackfillLeavesJobsWithoutErrorsAlone(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	job := &dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: "emails", Type: "email.send", State: dlq.StateAvailable,
+		MaxAttempts: 1, Format: dlq.FormatOJS, Source: dlq.Source{Topic: "emails", Partition: -1, Offset: -1},
+		Value: []byte(`["a@example.com"]`), Errors: []dlq.ErrorEntry{}, Retry: []byte(`{}`), Meta: []byte(`{}`),
+		CreatedAt: now, EnqueuedAt: &now, UpdatedAt: now}
+	mustNoErr(t, b.store.InsertJob(ctx, job, now))
+	ids := b.insert(t, deadLetter("orders", t0))
+	version := func() (fp, xmin string) {
+		t.Helper()
+		if err := b.pool.QueryRow(ctx, "SELECT fingerprint, xmin::text FROM redrive_lifecycle WHERE id = $1", job.ID).Scan(&fp, &xmin); err != nil {
+			t.Fatal(err)
+		}
+		return fp, xmin
+	}
+	_, before := version()
+	mustNoErr(t, maintenance.NewFingerprintBackfill(maintenance.BackfillConfig{Store: b.store}).Run(ctx))
+
+	if r, err := b.store.Get(ctx, ids[0]); err != nil || r.Fingerprint == "" {
+		t.Fatalf("the dead letter's fingerprint %q, %v; want its error's", r.Fingerprint, err)
+	}
+	if fp, after := version(); fp != "" || after != before {
+		t.Errorf("the job got fingerprint %q (row version %s, before %s); want it untouched", fp, after, before)
+	}
+	if err := b.store.CompactCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.store.ListIncidents(ctx, &store.IncidentParams{Sort: store.IncidentSortCount})
+	if err != nil || len(list) != 1 || list[0].ErrorType == "" {
+		t.Fatalf("incidents %+v, %v; want the dead letter's alone", list, err)
 	}
 }
 

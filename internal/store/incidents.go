@@ -239,7 +239,8 @@ func unfingerprinted(id, queue, fp, last string) (Unfingerprinted, error) {
 	return u, nil
 }
 
-// Unfingerprinted returns up to limit records without a fingerprint.
+// Unfingerprinted returns up to limit records without a fingerprint that
+// have an error to take one from.
 func (s *Store) Unfingerprinted(ctx context.Context, limit int) ([]Unfingerprinted, error) {
 	rows, err := s.q.Unfingerprinted(ctx, s.pool, int32(limit))
 	if err != nil {

@@ -36,7 +36,10 @@ ORDER BY CASE WHEN @sort::text = 'count' THEN coalesce(u.matching, 0) END DESC N
 LIMIT @max;
 
 -- name: Unfingerprinted :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data WHERE fingerprint = '' ORDER BY id LIMIT @max;
+-- A record without an error (a job published over HTTP that no worker has
+-- failed yet) has no fingerprint to get.
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data
+WHERE fingerprint = '' AND errors->-1 IS NOT NULL ORDER BY id LIMIT @max;
 
 -- name: RecordsOfIncidents :many
 SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data

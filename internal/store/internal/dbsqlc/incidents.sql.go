@@ -397,7 +397,8 @@ func (q *Queries) RecordsOfIncidents(ctx context.Context, db DBTX, arg RecordsOf
 }
 
 const unfingerprinted = `-- name: Unfingerprinted :many
-SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data WHERE fingerprint = '' ORDER BY id LIMIT $1
+SELECT id::text AS id, queue, fingerprint, coalesce((errors->-1)::text, '')::text AS last FROM redrive_record_data
+WHERE fingerprint = '' AND errors->-1 IS NOT NULL ORDER BY id LIMIT $1
 `
 
 type UnfingerprintedRow struct {
@@ -407,6 +408,8 @@ type UnfingerprintedRow struct {
 	Last        string
 }
 
+// A record without an error (a job published over HTTP that no worker has
+// failed yet) has no fingerprint to get.
 func (q *Queries) Unfingerprinted(ctx context.Context, db DBTX, max int32) ([]UnfingerprintedRow, error) {
 	rows, err := db.Query(ctx, unfingerprinted, max)
 	if err != nil {
