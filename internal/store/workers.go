@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,6 +94,11 @@ func (s *Store) FetchJobs(ctx context.Context, p *FetchParams) ([]Fetched, error
 	for i, r := range rows {
 		out[i] = Fetched{ID: r.ID, DueAt: r.DueAt}
 	}
+	// An UPDATE returns its rows in the order it wrote them, not in the
+	// order its subquery chose them.
+	slices.SortFunc(out, func(a, b Fetched) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), strings.Compare(a.ID, b.ID))
+	})
 	return out, nil
 }
 
