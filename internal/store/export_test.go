@@ -46,8 +46,8 @@ const PayloadMatchCap = payloadMatchCap
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL
 
-// ClaimSQL is ClaimDue's statement, for its EXPLAIN, and GenericPlans what
-// the claim and the settle run under.
+// ClaimSQL is ClaimDue's statement, and GenericPlans what the settle runs
+// under.
 const ClaimSQL, GenericPlans = claimSQL, genericPlans
 
 // CountScan is the statement countFor runs for a filter the count table

@@ -88,14 +88,12 @@ type prior struct {
 // other claims are taking, and marks them redelivered at Now — attempt + 1,
 // nothing waiting — in the state their produce will leave them in: completed
 // by their redelivery, or (AwaitAck) available until AckTimeout — and records
-// the claim, all in one statement committed at once (in a transaction of
-// its own that runs the statement's generic plan: withGenericPlans).
-// Completing records as they are claimed costs nothing (the claim writes
-// each row anyway), where completing them when the claim is settled would
-// write every row twice; a record whose produce fails is put back by
-// Settle, and while the claim is open the record is in flight
-// (Record.InFlight), no retry touches it, and reads show it as it was
-// before the claim (inflight.go). Its last
+// the claim, all in one statement that commits at once. Completing records as
+// they are claimed costs nothing (the claim writes each row anyway), where
+// completing them when the claim is settled would write every row twice; a
+// record whose produce fails is put back by Settle, and while the claim is
+// open the record is in flight (Record.InFlight), no retry touches it, and
+// reads show it as it was before the claim (inflight.go). Its last
 // redelivery failure stays on it until a produce succeeds (Settle clears
 // it). An empty claim (nothing due) has no token.
 //
@@ -104,24 +102,23 @@ type prior struct {
 // something.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
-	err := s.withGenericPlans(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
-			token, p.Owner, p.Lease.Milliseconds())
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			c.Records = append(c.Records, dlq.Record{})
-			c.prior = append(c.prior, prior{})
-			if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
+	// Planned at every call, with its values (see withGenericPlans for why
+	// not its generic plan).
+	rows, err := s.pool.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
+		token, p.Owner, p.Lease.Milliseconds())
 	if err != nil {
+		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+	}
+	defer rows.Close()
+	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
+	for rows.Next() {
+		c.Records = append(c.Records, dlq.Record{})
+		c.prior = append(c.prior, prior{})
+		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
+			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
 	if len(c.Records) > 0 {
@@ -183,9 +180,7 @@ claimed AS (
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
-    -- r.id = ANY: the generic plan (withGenericPlans) cannot know the LIMIT
-    -- and would hash the whole lifecycle to join it; by ids it reads them.
-    FROM due WHERE r.id = due.id AND r.id = ANY(ARRAY(SELECT id FROM due))
+    FROM due WHERE r.id = due.id
     RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
