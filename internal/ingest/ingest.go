@@ -5,9 +5,11 @@
 // are; a batch that cannot be written is retried, with backoff, until it is —
 // ingest pauses rather than drops. It never decides anything about redelivery.
 //
-// Two batches overlap: while one is written to Postgres, the next is polled
-// and decoded (pipeline.go). Batches are written and committed one at a time,
-// in poll order.
+// Three batches overlap (pipeline.go): while one batch's records are written
+// to Postgres, the batch before it is finished (its incidents recorded, its
+// offsets committed, its events published) and the next one is polled and
+// decoded. Each stage takes one batch at a time, in poll order, so offsets
+// are committed in order.
 package ingest
 
 import (
@@ -205,14 +207,29 @@ const errorPause = 250 * time.Millisecond
 // rebalance (the group's rebalance timeout is far longer).
 const rebalanceEvery = time.Second
 
-// handleBatch persists a decoded batch, then commits its offsets and reports
-// it. It runs on the writer, one batch at a time, in poll order.
-func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
-	res, err := in.persist(ctx, j.b)
+// storeBatch writes a decoded batch's records (the writer's store stage).
+func (in *Ingester) storeBatch(ctx context.Context, j *job) error {
+	res, err := untilWritten(ctx, in, j.b, func() (persisted, error) { return in.write(ctx, j.b) })
 	if err != nil {
 		return err
 	}
 	j.b.encoded.Release()
+	j.res = res
+	return nil
+}
+
+// finishBatch records a stored batch's incidents, then commits its offsets
+// and reports it (the writer's finish stage, while the next batch is stored).
+func (in *Ingester) finishBatch(ctx context.Context, j *job) error {
+	res := &j.res
+	seen := res.tally(j.b)
+	// After the records: a crash in between leaves the batch uncommitted,
+	// and its next consumption records the incidents.
+	opened, err := untilWritten(ctx, in, j.b, func() ([]store.IncidentSeen, error) { return in.store.RecordIncidents(ctx, seen) })
+	if err != nil {
+		return err
+	}
+	res.opened = opened
 	if err := in.client.CommitRecords(ctx, j.recs...); err != nil {
 		// Rows are stored; the batch will be consumed again and skipped as duplicates.
 		in.topics.commitFailed(topicsOf(j.recs), err, in.cfg.Clock.Now())
@@ -222,7 +239,7 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 	if err := in.store.RecordActivity(ctx, j.b.now, res.added); err != nil && ctx.Err() == nil {
 		in.cfg.Logger.Warn("record queue activity", "component", "ingest", "err", err)
 	}
-	in.report(j.recs, j.b, res)
+	in.report(j.recs, j.b, *res)
 	in.trace(ctx, j)
 	if res.due && in.cfg.Wake != nil {
 		in.cfg.Wake()
@@ -237,7 +254,8 @@ func (in *Ingester) handleBatch(ctx context.Context, j *job) error {
 
 // persisted is what a batch changed.
 type persisted struct {
-	stored  store.InsertResult   // which new records were stored (the rest were duplicates)
+	fresh   []dlq.Record         // the records inserted: the batch's new ones, then orphaned repeats
+	stored  store.InsertResult   // which of fresh were stored (the rest were duplicates)
 	changed []*dlq.Record        // existing records a repeat failure or ack changed
 	due     bool                 // something now waits for redelivery
 	opened  []store.IncidentSeen // incidents the batch opened
@@ -248,13 +266,14 @@ type persisted struct {
 	added map[store.ActivityKey]int64
 }
 
-// persist writes the batch, retrying with backoff until it succeeds or ctx
-// ends. Every step is idempotent, so a retry after a partial failure (or a
-// re-consumed batch) changes nothing twice.
-func (in *Ingester) persist(ctx context.Context, b *batch) (persisted, error) {
+// untilWritten runs a write of batch b until it succeeds or ctx ends,
+// pausing ingest (Ready) with backoff while it fails. Every write is
+// idempotent, so a retry after a partial failure (or a re-consumed batch)
+// changes nothing twice.
+func untilWritten[T any](ctx context.Context, in *Ingester, b *batch, write func() (T, error)) (T, error) {
 	backoff := in.cfg.RetryBackoffMin
 	for {
-		res, err := in.write(ctx, b)
+		res, err := write()
 		if err == nil {
 			if in.paused.Swap(false) {
 				in.cfg.Metrics.IngestPaused.Set(0)
@@ -337,15 +356,22 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 				"dlq_topic", r.DLQ.Topic, "dlq_partition", r.DLQ.Partition, "dlq_offset", r.DLQ.Offset, "reason", reason)
 		}
 	}
-	// Records stored now come first, so that an incident's sample is one
-	// of them; duplicates (stored before) still make sure it exists.
-	seen := make([]store.IncidentSeen, 0, len(fresh)+len(res.changed))
+	res.fresh = fresh
+	return res, nil
+}
+
+// tally counts what a stored batch added (added, due) and lists the
+// incidents its failures belong to. Records stored now come first, so that
+// an incident's sample is one of them; duplicates (stored before) still make
+// sure it exists.
+func (res *persisted) tally(b *batch) []store.IncidentSeen {
+	seen := make([]store.IncidentSeen, 0, len(res.fresh)+len(res.changed))
 	var dups []store.IncidentSeen
 	res.added = map[store.ActivityKey]int64{}
-	for i := range fresh {
-		r := &fresh[i]
+	for i := range res.fresh {
+		r := &res.fresh[i]
 		res.due = res.due || r.State == dlq.StateRetryable
-		if stored.New(i) {
+		if res.stored.New(i) {
 			seen = append(seen, incidentOf(r, b.fps))
 			res.added[store.ActivityKey{Queue: r.Queue, Fingerprint: r.Fingerprint}]++
 		} else {
@@ -363,12 +389,7 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 	for i := range seen {
 		seen[i].ArrivedAt = b.now // what "redrive when quiet" measures from
 	}
-	// After the records: a crash in between leaves the batch uncommitted,
-	// and its next consumption records the incidents.
-	if res.opened, err = in.store.RecordIncidents(ctx, seen); err != nil {
-		return res, err
-	}
-	return res, nil
+	return seen
 }
 
 // incidentOf is the incident a record's latest error belongs to.

@@ -14,49 +14,88 @@ type job struct {
 	recs   []*kgo.Record
 	b      *batch
 	polled time.Time
+	res    persisted // what storing it changed, for the finisher
 }
 
-// writer persists and commits batches one at a time, in the order they were
-// submitted, while the poll loop decodes the next one. The hand-off is
-// unbuffered: at most two batches are in memory, the one being written and
-// the one waiting to be.
+// writer takes batches through two stages, each one batch at a time and in
+// poll order: the store stage writes a batch's records (one transaction),
+// then hands it to the finish stage, which records its incidents, commits
+// its offsets and reports it while the store stage writes the next one.
+// Postgres is then not left idle for the round trips that follow a batch's
+// commit. A batch's offsets are committed after its records and incidents,
+// and after every earlier batch's. The hand-offs are unbuffered: at most
+// three batches are in memory, one being finished, one being stored and
+// one decoded and waiting (the stored one without its COPY streams).
 type writer struct {
-	in   *Ingester
-	jobs chan *job
-	done chan struct{} // closed when the writer's goroutine ends
+	in     *Ingester
+	jobs   chan *job
+	stored chan *job
+	done   chan struct{} // closed when both stages have ended
 
 	mu       sync.Mutex
-	inFlight int           // submitted and not yet committed
+	inFlight int           // submitted and not yet finished
 	idleCh   chan struct{} // closed when inFlight drops to 0; nil while idle
 	err      error         // why the writer stopped
 }
 
 func startWriter(ctx context.Context, in *Ingester) *writer {
-	w := &writer{in: in, jobs: make(chan *job), done: make(chan struct{})}
-	go w.run(ctx)
+	w := &writer{in: in, jobs: make(chan *job), stored: make(chan *job), done: make(chan struct{})}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		w.finish(ctx)
+	}()
+	go func() {
+		w.store(ctx)
+		close(w.stored)
+		<-finished
+		close(w.done)
+	}()
 	return w
 }
 
-func (w *writer) run(ctx context.Context) {
-	defer close(w.done)
+// store is the first stage: it writes each batch's records.
+func (w *writer) store(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case j := <-w.jobs:
-			if err := w.in.handleBatch(ctx, j); err != nil {
-				w.mu.Lock()
-				w.err = err
-				w.mu.Unlock()
+			if err := w.in.storeBatch(ctx, j); err != nil {
+				w.fail(err)
 				return
 			}
-			w.mu.Lock()
-			if w.inFlight--; w.inFlight == 0 && w.idleCh != nil {
-				close(w.idleCh)
-				w.idleCh = nil
+			select {
+			case w.stored <- j:
+			case <-ctx.Done():
+				return
 			}
-			w.mu.Unlock()
 		}
+	}
+}
+
+// finish is the second stage: it completes each stored batch.
+func (w *writer) finish(ctx context.Context) {
+	for j := range w.stored {
+		if err := w.in.finishBatch(ctx, j); err != nil {
+			w.fail(err)
+			return
+		}
+		w.mu.Lock()
+		if w.inFlight--; w.inFlight == 0 && w.idleCh != nil {
+			close(w.idleCh)
+			w.idleCh = nil
+		}
+		w.mu.Unlock()
+	}
+}
+
+// fail records why a stage stopped (the first reason).
+func (w *writer) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
 	}
 }
 
@@ -78,7 +117,8 @@ func (w *writer) submit(ctx context.Context, j *job) error {
 	}
 }
 
-// idle reports whether every submitted batch is committed.
+// idle reports whether every submitted batch is finished: stored,
+// committed and reported.
 func (w *writer) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -86,7 +126,7 @@ func (w *writer) idle() bool {
 }
 
 // untilIdle returns a context that ends with ctx or when the writer has
-// committed everything submitted so far (at once when it already has).
+// finished everything submitted so far (at once when it already has).
 func (w *writer) untilIdle(ctx context.Context) (context.Context, context.CancelFunc) {
 	w.mu.Lock()
 	idle := w.idleCh
@@ -106,7 +146,7 @@ func (w *writer) untilIdle(ctx context.Context) (context.Context, context.Cancel
 	return pctx, cancel
 }
 
-// drain waits until every submitted batch is committed.
+// drain waits until every submitted batch is finished.
 func (w *writer) drain(ctx context.Context) error {
 	w.mu.Lock()
 	idle := w.idleCh
@@ -142,7 +182,7 @@ func (w *writer) result(ctx context.Context, err error) error {
 	return err
 }
 
-// stop waits for the writer to end. Run returns only when its ctx is done or
-// the writer failed, so the writer is ending either way; waiting for it keeps
-// the client open until its last commit.
+// stop waits for both stages to end. Run returns only when its ctx is done
+// or the writer failed, so the writer is ending either way; waiting for it
+// keeps the client open until its last commit.
 func (w *writer) stop() { <-w.done }

@@ -1,0 +1,77 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/kafkatest"
+)
+
+// While a stored batch waits to be finished (here: on the incidents table,
+// held by another transaction), the next batch is stored; neither batch's
+// offsets are committed before its incidents are recorded, and both are
+// once they can be.
+func TestTheNextBatchIsStoredWhileTheLastOneIsFinished(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	hold, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, "LOCK TABLE redrive_incident IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	start(t, b, b.store, "overlap")
+
+	kafkatest.Produce(t, b.cl, dlqRecord("orders", []byte("k1"), []byte(`{"n":1}`)))
+	waitForCount(t, b.store, 1)
+	// A poll of its own: the first batch is stored and waits to be finished.
+	kafkatest.Produce(t, b.cl, dlqRecord("orders", []byte("k2"), []byte(`{"n":2}`)))
+	waitForCount(t, b.store, 2)
+
+	adm := kadm.NewClient(b.cl)
+	committed := func() (int64, error) {
+		offsets, err := adm.FetchOffsets(ctx, "overlap")
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		offsets.Each(func(o kadm.OffsetResponse) { n += max(o.At, 0) })
+		return n, nil
+	}
+	// Give a wrong commit time to happen: the finish stage is blocked, so
+	// nothing may be committed however long we wait.
+	time.Sleep(100 * time.Millisecond)
+	if n, err := committed(); err != nil || n != 0 {
+		t.Fatalf("committed %d offsets (%v) while the batches' incidents could not be recorded, want 0", n, err)
+	}
+	var incidents int
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_incident").Scan(&incidents); err != nil {
+		t.Fatal(err)
+	}
+	if incidents != 0 {
+		t.Fatalf("%d incidents recorded through the lock", incidents)
+	}
+
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Nil(t, "both batches committed", func() error {
+		if n, err := committed(); err != nil || n != 2 {
+			return fmt.Errorf("committed %d offsets (%v), want 2", n, err)
+		}
+		return nil
+	})
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM redrive_incident").Scan(&incidents); err != nil {
+		t.Fatal(err)
+	}
+	if incidents != 1 {
+		t.Fatalf("%d incidents after the lock, want the batches' one", incidents)
+	}
+}
