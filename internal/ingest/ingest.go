@@ -215,6 +215,7 @@ func (in *Ingester) storeBatch(ctx context.Context, j *job) error {
 	}
 	j.b.encoded.Release()
 	j.res = res
+	j.lighten(in.cfg.Tracer.On())
 	return nil
 }
 

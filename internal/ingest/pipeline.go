@@ -1,12 +1,15 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/dlq"
 )
 
 // job is one polled and decoded batch on its way to Postgres.
@@ -15,6 +18,39 @@ type job struct {
 	b      *batch
 	polled time.Time
 	res    persisted // what storing it changed, for the finisher
+}
+
+// lighten drops from a stored batch what its finish stage does not need, so
+// that the Kafka fetches it was decoded from can be collected while it waits
+// to be finished: its records' values, headers and meta, its repeat
+// failures but for their coordinates, and its polled records but for their
+// coordinates (unless the spans of tracing, which read their headers, are
+// wanted). Keys are kept (events carry them), copied out of the fetch.
+func (j *job) lighten(tracing bool) {
+	lightenRecords(j.b.fresh)
+	if f := j.res.fresh; len(f) > 0 && (len(j.b.fresh) == 0 || &f[0] != &j.b.fresh[0]) {
+		lightenRecords(f) // a copy, with orphaned repeats after the batch's records
+	}
+	for i := range j.b.repeats {
+		f := &j.b.repeats[i]
+		*f = dlq.Failure{DLQ: f.DLQ, RecordID: f.RecordID}
+	}
+	if tracing {
+		return
+	}
+	marks := make([]kgo.Record, len(j.recs))
+	for i, rec := range j.recs {
+		marks[i] = kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+			LeaderEpoch: rec.LeaderEpoch, Timestamp: rec.Timestamp}
+		j.recs[i] = &marks[i]
+	}
+}
+
+func lightenRecords(rs []dlq.Record) {
+	for i := range rs {
+		r := &rs[i]
+		r.Key, r.Value, r.Headers, r.Meta = bytes.Clone(r.Key), nil, nil, nil
+	}
 }
 
 // writer takes batches through two stages, each one batch at a time and in

@@ -3,12 +3,15 @@ package ingest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 )
 
@@ -27,7 +30,13 @@ func TestTheNextBatchIsStoredWhileTheLastOneIsFinished(t *testing.T) {
 	if _, err := hold.Exec(ctx, "LOCK TABLE redrive_incident IN EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
-	start(t, b, b.store, "overlap")
+	pub := events.New(events.Config{})
+	sub := pub.Broker().Subscribe(events.Filter{})
+	if err := pub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pub.Stop() })
+	startWith(t, b, b.store, "overlap", func(c *ingest.Config) { c.Events = pub })
 
 	kafkatest.Produce(t, b.cl, dlqRecord("orders", []byte("k1"), []byte(`{"n":1}`)))
 	waitForCount(t, b.store, 1)
@@ -73,5 +82,20 @@ func TestTheNextBatchIsStoredWhileTheLastOneIsFinished(t *testing.T) {
 	}
 	if incidents != 1 {
 		t.Fatalf("%d incidents after the lock, want the batches' one", incidents)
+	}
+	// Finished without their values, their events still carry their keys.
+	var keys []string
+	for len(keys) < 2 {
+		select {
+		case m := <-sub.C:
+			if d, ok := m.Event.Data.(events.RecordData); ok && m.Event.Type == events.DeadLetterAdded && d.RecordKeyData != nil {
+				keys = append(keys, d.Key)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("dead_letter.added events with keys: %v, want k1 and k2", keys)
+		}
+	}
+	if !slices.Equal(keys, []string{"k1", "k2"}) {
+		t.Fatalf("dead_letter.added events with keys %v, want [k1 k2]", keys)
 	}
 }
