@@ -159,6 +159,9 @@ func (in *Ingester) run(ctx context.Context) error {
 		})
 		recs := fetches.Records()
 		if len(recs) > 0 {
+			if err := w.reserve(ctx); err != nil {
+				return w.result(ctx, err)
+			}
 			// polled is wall time: IngestBatchSeconds measures how long the batch took.
 			if err := w.submit(ctx, &job{recs: recs, b: in.decode(recs), polled: time.Now()}); err != nil {
 				return w.result(ctx, err)

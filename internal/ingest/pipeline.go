@@ -59,14 +59,19 @@ func lightenRecords(rs []dlq.Record) {
 // its offsets and reports it while the store stage writes the next one.
 // Postgres is then not left idle for the round trips that follow a batch's
 // commit. A batch's offsets are committed after its records and incidents,
-// and after every earlier batch's. The hand-offs are unbuffered: at most
-// three batches are in memory, one being finished, one being stored and
-// one decoded and waiting (the stored one without its COPY streams).
+// and after every earlier batch's.
+//
+// Memory: the hand-offs are unbuffered, and the poll loop decodes a batch
+// only while at most one other is unfinished (reserve). So at most two
+// batches are held whole, the one being stored and one decoded and waiting,
+// as with a single stage, and one more is held light (lighten) while it is
+// finished.
 type writer struct {
 	in     *Ingester
 	jobs   chan *job
 	stored chan *job
 	done   chan struct{} // closed when both stages have ended
+	slots  chan struct{} // a token per batch reserved and not finished
 
 	mu       sync.Mutex
 	inFlight int           // submitted and not yet finished
@@ -75,7 +80,8 @@ type writer struct {
 }
 
 func startWriter(ctx context.Context, in *Ingester) *writer {
-	w := &writer{in: in, jobs: make(chan *job), stored: make(chan *job), done: make(chan struct{})}
+	w := &writer{in: in, jobs: make(chan *job), stored: make(chan *job), done: make(chan struct{}),
+		slots: make(chan struct{}, 2)}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -123,6 +129,7 @@ func (w *writer) finish(ctx context.Context) {
 			w.idleCh = nil
 		}
 		w.mu.Unlock()
+		<-w.slots
 	}
 }
 
@@ -135,7 +142,20 @@ func (w *writer) fail(err error) {
 	}
 }
 
-// submit hands a batch to the writer, waiting while it is busy with the
+// reserve waits, before the poll loop decodes a batch, until at most one
+// batch is unfinished. It fails when the writer has stopped.
+func (w *writer) reserve(ctx context.Context) error {
+	select {
+	case w.slots <- struct{}{}:
+		return nil
+	case <-w.done:
+		return w.stopped()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// submit hands a reserved batch to the writer, waiting while it is busy with the
 // previous one. It fails when the writer has stopped.
 func (w *writer) submit(ctx context.Context, j *job) error {
 	w.mu.Lock()
