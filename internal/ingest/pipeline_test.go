@@ -54,9 +54,19 @@ func TestTheNextBatchIsStoredWhileTheLastOneIsFinished(t *testing.T) {
 		offsets.Each(func(o kadm.OffsetResponse) { n += max(o.At, 0) })
 		return n, nil
 	}
-	// Give a wrong commit time to happen: the finish stage is blocked, so
-	// nothing may be committed however long we wait.
-	time.Sleep(100 * time.Millisecond)
+	// The finish stage is at the incidents, waiting on the lock: past that
+	// point come the commits, so none may have happened.
+	eventually.Nil(t, "the finish stage waiting on the incidents table", func() error {
+		var waiting int
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO redrive_incident%'`).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting == 0 {
+			return fmt.Errorf("no statement waits on redrive_incident")
+		}
+		return nil
+	})
 	if n, err := committed(); err != nil || n != 0 {
 		t.Fatalf("committed %d offsets (%v) while the batches' incidents could not be recorded, want 0", n, err)
 	}
