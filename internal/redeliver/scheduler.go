@@ -55,6 +55,7 @@ type Scheduler struct {
 	listedAt  time.Time      // when queues was listed
 	busy      bool           // a pass since then filled a batch: reuse the list
 	rescuedAt time.Time
+	places    map[string]place // where each draining queue's next claim starts
 
 	batches sync.WaitGroup
 
@@ -75,7 +76,7 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
 	return &Scheduler{outbox: newOutbox("redeliver", st, cl, cfg.Logger, cfg.Clock), cfg: cfg,
-		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}}, nil
+		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}, places: map[string]place{}}, nil
 }
 
 // Name implements service.Service.
@@ -116,7 +117,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 		p, err := s.pass(ctx, &batches)
 		batches.Wait()
 		total += p.claimed
-		if err != nil || p.claimed == 0 {
+		if err != nil || p.claimed == 0 && !p.more {
 			return total, err
 		}
 	}
@@ -164,24 +165,33 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			res.next = earliest(res.next, now.Add(wait))
 			continue
 		}
+		after := s.placeOf(q, now)
 		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease,
-			AwaitAck: t.AwaitsAck(), AckTimeout: t.AckTimeout})
+			AwaitAck: t.AwaitsAck(), AckTimeout: t.AckTimeout, After: after})
 		got := 0
 		if c != nil {
 			got = len(c.Records)
 		}
 		s.settleReservation(q, reservation, limit, got, now)
+		full := err == nil && got == limit
+		if err == nil {
+			s.moveOn(q, after, c, full, now)
+		}
+		// A claim from a place that came up short may have left records
+		// before the place: the queue is claimed again at once, from the
+		// start, before it is called idle.
+		short := err == nil && !full && after != nil
+		res.more = res.more || short
 		if err != nil || got == 0 {
 			s.release(q)
 			if err != nil {
 				errs = append(errs, err)
-			} else {
+			} else if !short {
 				idle = append(idle, q)
 			}
 			continue
 		}
 		res.claimed += got
-		full := got == limit
 		res.more = res.more || (full && s.hasSlot(q))
 		if full {
 			s.mu.Lock()
@@ -210,6 +220,56 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// placeTTL is how long the claims of a draining queue go on from where the
+// last one ended before one starts from the start again, so that a record
+// left before the place (held locked by another transaction when a claim
+// passed it, or due earlier than the place) waits at most about this long.
+const placeTTL = time.Second
+
+// place is where a draining queue's next claim starts.
+type place struct {
+	key   store.DueKey
+	since time.Time // when the claims from the start of the queue last ran
+}
+
+// placeOf returns where the next claim of queue starts: after the last
+// record claimed while its backlog drains, or nil (from the start) when it
+// is not draining or placeTTL has passed. A claim from the start scans the
+// due index past the entries of every record claimed since the table was
+// last vacuumed, which are not removed until then: half way through a
+// backlog of 100,000 that was about 4 ms of a 10 ms claim of 500.
+func (s *Scheduler) placeOf(queue string, now time.Time) *store.DueKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.places[queue]
+	if !ok || now.Sub(p.since) >= placeTTL || now.Before(p.since) {
+		delete(s.places, queue)
+		return nil
+	}
+	return &p.key
+}
+
+// moveOn records where queue's next claim starts after claim c, which
+// started at after: after the last record claimed so far while claims are
+// full, or from the start once one comes up short (the backlog is drained,
+// or what was left before the place is next). Only a full claim from the
+// start sets a place: one that started at a place another worker's short
+// claim has since dropped leaves it dropped.
+func (s *Scheduler) moveOn(queue string, after *store.DueKey, c *store.Claim, full bool, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.places[queue]
+	switch {
+	case !full:
+		delete(s.places, queue)
+	case !ok && after == nil:
+		s.places[queue] = place{key: c.Last(), since: now}
+	case ok && c.Last().After(p.key):
+		p.key = c.Last()
+		s.places[queue] = p
+	}
 }
 
 // queueListTTL is how long a backlog reuses the list of waiting queues: a

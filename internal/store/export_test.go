@@ -46,9 +46,12 @@ const PayloadMatchCap = payloadMatchCap
 // their EXPLAIN.
 var SettleSQL, RescueSQL = settleSQL, rescueSQL
 
-// ClaimSQL is ClaimDue's statement, and GenericPlans what the settle runs
-// under.
-const ClaimSQL, GenericPlans = claimSQL, genericPlans
+// ClaimSQL and ClaimAfterSQL are ClaimDue's statements (from the start of
+// the due records, and from a place in due order).
+var ClaimSQL, ClaimAfterSQL = claimSQL, claimAfterSQL
+
+// GenericPlans is what the settle runs under.
+const GenericPlans = genericPlans
 
 // CountScan is the statement countFor runs for a filter the count table
 // cannot answer, for its EXPLAIN.

@@ -54,6 +54,30 @@ type ClaimParams struct {
 	// otherwise (completion: redelivered) a record is completed by its produce.
 	AwaitAck   bool
 	AckTimeout time.Duration
+	// After, when set, claims only records that come after it in due order
+	// (their due time, then their id): the scheduler passes the last record
+	// it claimed of the queue while a backlog drains, so that a claim starts
+	// where the last one ended instead of scanning past the index entries
+	// of every record claimed since the table was last vacuumed. Records
+	// before it that are still due (one another transaction held locked, one
+	// due earlier than it) are claimed by the next claim without it.
+	After *DueKey
+}
+
+// DueKey is a record's place in due order: its due time, then its id.
+type DueKey struct {
+	At time.Time
+	ID string
+}
+
+// After reports whether k comes after o in due order. Ids are UUIDs in
+// their canonical text (lower-case hex): compared as strings, they order as
+// Postgres orders uuid values.
+func (k DueKey) After(o DueKey) bool {
+	if !k.At.Equal(o.At) {
+		return k.At.After(o.At)
+	}
+	return k.ID > o.ID
 }
 
 // Claim is a committed claim of records for redelivery (River's model: claim
@@ -75,7 +99,13 @@ type Claim struct {
 	// index finds a record by id; built on the first failure, which is the
 	// only time it is needed.
 	index map[string]int
+	// last is the claimed record that comes last in due order.
+	last DueKey
 }
+
+// Last is the key of the claimed record that comes last in due order (the
+// zero key for an empty claim): the After of a claim that goes on from here.
+func (c *Claim) Last() DueKey { return c.last }
 
 // prior is what ClaimDue changed, so a failed produce can undo it.
 type prior struct {
@@ -104,8 +134,12 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
 	// Planned at every call, with its values (see withGenericPlans for why
 	// not its generic plan).
-	rows, err := s.pool.Query(ctx, claimSQL, p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
-		token, p.Owner, p.Lease.Milliseconds())
+	statement, args := claimSQL, []any{p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
+		token, p.Owner, p.Lease.Milliseconds()}
+	if p.After != nil {
+		statement, args = claimAfterSQL, append(args, p.After.At, p.After.ID)
+	}
+	rows, err := s.pool.Query(ctx, statement, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
@@ -126,6 +160,9 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	}
 	for i := range c.Records {
 		r := &c.Records[i]
+		if k := (DueKey{At: *r.NextRetryAt, ID: r.ID}); i == 0 || k.After(c.last) {
+			c.last = k
+		}
 		r.RedeliveredAt, r.InFlight = &p.Now, true
 		if p.AwaitAck {
 			r.State = dlq.StateAvailable
@@ -164,12 +201,25 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior) error {
 // claimSQL is ClaimDue's statement: $1 queue, $2 now, $3 the most records,
 // $4 await_ack, $5 ack timeout (ms), $6 the claim's token, $7 its owner, $8
 // its lease (ms). It writes the lifecycle rows only; the wide rows (key,
-// value, headers) are read.
-const claimSQL = `
+// value, headers) are read. claimAfterSQL is the same from a place in due
+// order on: $9 its due time, $10 its id.
+//
+// The place is compared as a row, which the due index (queue,
+// next_retry_at, id) starts its scan at. Its values are read from
+// subqueries so that the planner costs them as unknown: given the values
+// themselves, it estimates the rows after them from the statistics, which
+// a draining backlog makes stale (every record was due at once when they
+// were taken; none is now), finds a handful, and sorts every due row of the
+// queue instead of merging the weeks' index scans in order.
+var claimSQL, claimAfterSQL = claimStatement(""),
+	claimStatement("AND (d.next_retry_at, d.id) > ROW((SELECT $9::timestamptz), (SELECT $10::uuid))")
+
+func claimStatement(after string) string {
+	return `
 WITH due AS (
     SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
-    WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz
-    ORDER BY d.next_retry_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+    WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz ` + after + `
+    ORDER BY d.next_retry_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED),
 claimed AS (
     UPDATE redrive_lifecycle r
     SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
@@ -191,6 +241,7 @@ lease AS (
 SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
     w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
 FROM claimed JOIN redrive_record_data w ON w.id = claimed.id`
+}
 
 // PriorFailures is how many produces of the record failed in a row before
 // this claim (0 for a record of another claim).
