@@ -50,8 +50,8 @@ var SettleSQL, RescueSQL = settleSQL, rescueSQL
 // the due records, and from a place in due order).
 var ClaimSQL, ClaimAfterSQL = claimSQL, claimAfterSQL
 
-// GenericPlans is what the settle runs under.
-const GenericPlans = genericPlans
+// EndClaimSQL is Settle's statement when nothing failed.
+const EndClaimSQL = endClaimSQL
 
 // CountScan is the statement countFor runs for a filter the count table
 // cannot answer, for its EXPLAIN.

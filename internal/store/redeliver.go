@@ -132,10 +132,10 @@ type prior struct {
 // something.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
-	// Planned at every call, with its values (see withGenericPlans for why
-	// not its generic plan).
-	statement, args := claimSQL, []any{p.Queue, p.Now, int32(p.Limit), p.AwaitAck, p.AckTimeout.Milliseconds(),
-		token, p.Owner, p.Lease.Milliseconds()}
+	// Planned at every call, with its values (an unnamed statement): a
+	// generic plan knows neither its LIMIT nor the ids it claims.
+	statement, args := claimSQL, []any{pgx.QueryExecModeCacheDescribe, p.Queue, p.Now, int32(p.Limit), p.AwaitAck,
+		p.AckTimeout.Milliseconds(), token, p.Owner, p.Lease.Milliseconds()}
 	if p.After != nil {
 		statement, args = claimAfterSQL, append(args, p.After.At, p.After.ID)
 	}
@@ -318,11 +318,16 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 			next[i] = &f.Failure.NextAttemptAt
 		}
 	}
-	var ended bool
-	err := s.withGenericPlans(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, settleSQL, c.Token, ids, states, redeliveredAt, failures, next, now,
-			now.Truncate(time.Minute), n, discard, cleared).Scan(&ended)
-	})
+	var (
+		ended bool
+		err   error
+	)
+	if n == 0 && len(cleared) == 0 {
+		err = s.pool.QueryRow(ctx, endClaimSQL, c.Token, now.Truncate(time.Minute)).Scan(&ended)
+	} else {
+		err = s.pool.QueryRow(ctx, settleSQL, pgx.QueryExecModeCacheDescribe, c.Token, ids, states, redeliveredAt, failures,
+			next, now, now.Truncate(time.Minute), n, discard, cleared).Scan(&ended)
+	}
 	if err != nil {
 		return fmt.Errorf("settle claim %s: %w", c.Token, err)
 	}
@@ -335,18 +340,39 @@ func (s *Store) Settle(ctx context.Context, c *Claim, failed []FailedDelivery, n
 
 // asClaimed holds for a record (r) that is as its claim left it: redelivered
 // and waiting for nothing but its outcome — not joined by a repeat failure
-// (which sets next_retry_at or discards it), not acknowledged.
+// (which sets next_retry_at or discards it), not acknowledged. That is,
+// available, or completed by its redelivery.
+//
+// It is written so that no index can find the rows it allows: the
+// statements that use it find their records by id, and a plan made while
+// the statistics saw no completed record (a backlog about to drain) would
+// otherwise read every completed record through the partial index of
+// completed records or (state, id), which costs nothing while they are
+// few and grows with every record redelivered. The state is compared with
+// <> (never an index condition), and the OR has an arm no index covers (so
+// it cannot become a BitmapOr of index scans).
 const asClaimed = `r.next_retry_at IS NULL
-	AND (r.state = 'available' OR r.state = 'completed' AND r.completed_by = 'redelivered')`
+	AND r.state <> 'retryable' AND r.state <> 'discarded' AND (r.state = 'available' OR r.completed_by = 'redelivered')`
 
 // undoCompletion renders the SET assignments that take back what a claim set
 // about completion.
 const undoCompletion = `completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL`
 
-// settleSQL is Settle's statement: $1 the claim's token, $2–$6 and $10 the
-// failed records (id, prior state, prior redelivered_at, failure, next
-// attempt, discard), $7 now, $8 its minute, $9 how many failed, $11 the
-// produced records whose last redelivery failure is cleared.
+// endClaimSQL is Settle's statement when every record was produced and none
+// had failed before: $1 the claim's token, $2 the minute of now. The claim
+// left its records as they are to stay, so it only ends the claim and
+// counts them as retried; it reads no record table.
+const endClaimSQL = `
+		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING queue, cardinality(ids) AS n),
+		activity AS (INSERT INTO redrive_queue_activity (queue, minute, retried) SELECT queue, $2, n FROM lease WHERE n > 0)
+		SELECT EXISTS (SELECT 1 FROM lease)`
+
+// settleSQL is Settle's statement when records failed, or had failed before:
+// $1 the claim's token, $2–$6 and $10 the failed records (id, prior state,
+// prior redelivered_at, failure, next attempt, discard), $7 now, $8 its
+// minute, $9 how many failed, $11 the produced records whose last
+// redelivery failure is cleared. It is planned at every call with its
+// values (an unnamed statement), so that the ids prune the weeks.
 var settleSQL = `
 		WITH lease AS (DELETE FROM redrive_claim WHERE token = $1 RETURNING token, queue, cardinality(ids) AS n),
 		undo AS (
@@ -384,7 +410,7 @@ func (s *Store) RescueExpired(ctx context.Context, now time.Time) ([]Rescued, er
 		var r Rescued
 		err := row.Scan(&r.ID, &r.Queue)
 		return r, err
-	}, rescueSQL, now)
+	}, rescueSQL, pgx.QueryExecModeCacheDescribe, now)
 }
 
 // rescueSQL is RescueExpired's statement ($1: now). The records are found by

@@ -206,45 +206,82 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 // queue with SKIP LOCKED, update them and read them back, in batches — the
 // scheduler's claim statement, done bare: no decoding, no Kafka, no
 // bookkeeping. Like the scheduler it claims and updates the lifecycle rows
-// and reads the wide rows (key, value, headers) without writing them.
+// and reads the wide rows (key, value, headers) without writing them, and
+// each claim starts after the last row claimed (the scheduler's place in
+// due order), from the start again once one comes up empty.
 func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (time.Duration, error) {
 	start := time.Now()
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		place *store.DueKey // the last row claimed; nil: from the start
+	)
 	errs := make(chan error, workers)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				rows, err := d.pool.Query(ctx, `
-					WITH due AS (
-						SELECT id FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
-						ORDER BY next_retry_at LIMIT 500 FOR UPDATE SKIP LOCKED),
-					claimed AS (
-						UPDATE redrive_lifecycle r
-						SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
-						FROM due WHERE r.id = due.id
-						RETURNING r.id)
-					SELECT d.id, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`, queue)
+				mu.Lock()
+				after := place
+				mu.Unlock()
+				n, last, err := d.rawClaim(ctx, queue, after)
 				if err != nil {
 					errs <- err
 					return
 				}
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				if rows.Close(); rows.Err() != nil {
-					errs <- rows.Err()
+				mu.Lock()
+				switch {
+				case n == 0 && after == nil:
+					mu.Unlock()
 					return
+				case n == 0:
+					place = nil
+				case place == nil || last.After(*place):
+					place = &last
 				}
-				if n == 0 {
-					return
-				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	return time.Since(start), <-errs
+}
+
+// rawClaim claims up to 500 due rows of queue after a place (nil: from the
+// start) and returns how many it claimed and the last one.
+func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey) (int, store.DueKey, error) {
+	from, fromID := time.Time{}, "00000000-0000-0000-0000-000000000000"
+	if after != nil {
+		from, fromID = after.At, after.ID
+	}
+	rows, err := d.pool.Query(ctx, `
+		WITH due AS (
+			SELECT id, next_retry_at FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
+			    AND (next_retry_at, id) > ROW((SELECT $2::timestamptz), (SELECT $3::uuid))
+			ORDER BY next_retry_at, id LIMIT 500 FOR UPDATE SKIP LOCKED),
+		claimed AS (
+			UPDATE redrive_lifecycle r
+			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
+			FROM due WHERE r.id = due.id
+			RETURNING r.id, due.next_retry_at)
+		SELECT d.id, claimed.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`,
+		queue, from, fromID)
+	if err != nil {
+		return 0, store.DueKey{}, err
+	}
+	defer rows.Close()
+	n, last := 0, store.DueKey{}
+	for rows.Next() {
+		var k store.DueKey
+		if err := rows.Scan(&k.ID, &k.At, nil, nil, nil); err != nil {
+			return 0, store.DueKey{}, err
+		}
+		if n == 0 || k.After(last) {
+			last = k
+		}
+		n++
+	}
+	return n, last, rows.Err()
 }
