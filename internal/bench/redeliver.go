@@ -71,7 +71,7 @@ func Redeliver(ctx context.Context, cfg Config) (*RedeliverResult, error) {
 
 	n := cfg.Records / 2 // each run updates every record; keep the whole suite short
 	res := &RedeliverResult{Records: n}
-	fmt.Fprintf(cfg.Out, "redelivery: %d due records, %d-byte values, batches of 500\n", n, cfg.ValueSize)
+	fmt.Fprintf(cfg.Out, "redelivery: %d due records, %d-byte values, batches of %d (the default)\n", n, cfg.ValueSize, redeliver.DefaultBatchSize)
 	if err := loadDue(ctx, pool, n, cfg.ValueSize); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func loadDue(ctx context.Context, pool *rawbench.DB, n, size int) error {
 
 // timeRawClaimLoop is the redelivery baseline (rawbench.DB.TimeRawClaimLoop).
 func timeRawClaimLoop(ctx context.Context, pool *rawbench.DB, workers int) (time.Duration, error) {
-	return pool.TimeRawClaimLoop(ctx, redeliverQueue, workers)
+	return pool.TimeRawClaimLoop(ctx, redeliverQueue, workers, redeliver.DefaultBatchSize)
 }
 
 // makeDueAgain resets the records for the next run and vacuums away the dead
@@ -236,7 +236,7 @@ func makeDueAgain(ctx context.Context, pool *rawbench.DB) error {
 func timeScheduler(ctx context.Context, pool *rawbench.DB, brokers []string, n, workers int) (time.Duration, error) {
 	m := metrics.New()
 	// Redeliveries of the previous run are still on the topic; it does not matter.
-	s, err := redeliver.New(redeliver.Config{Brokers: brokers, Workers: workers, BatchSize: 500, Logger: quiet,
+	s, err := redeliver.New(redeliver.Config{Brokers: brokers, Workers: workers, Logger: quiet,
 		Metrics: m, PollInterval: 10 * time.Millisecond}, pool.Store())
 	if err != nil {
 		return 0, err

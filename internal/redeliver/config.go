@@ -33,7 +33,8 @@ type Config struct {
 	// target is one of them is kept as a dead letter, not routable. Default:
 	// the zero value, which reserves Kafka's internal topics only.
 	Reserved dlq.ReservedTopics
-	// BatchSize is the most records claimed per queue per claim. Default: 500.
+	// BatchSize is the most records claimed per queue per claim. Default:
+	// DefaultBatchSize.
 	BatchSize int
 	// Workers is how many claim loops run at once; SKIP LOCKED keeps them
 	// apart. Up to two batches of one queue per worker are in flight, so
@@ -74,6 +75,15 @@ type Config struct {
 	Tracer *tracing.Tracer
 }
 
+// DefaultBatchSize is the most records the scheduler claims at once of one
+// queue, unless Config.BatchSize says otherwise. Each claim costs the same
+// few statements and round trips (the claim, its planning, the settle, the
+// activity row) and one scan of the due index, however many records it
+// takes: claims of 1,000 instead of 500 cut the scheduler's CPU per record
+// by about a seventh (docs/performance.md). A batch in flight holds its
+// records' keys, values and headers, so larger ones cost memory.
+const DefaultBatchSize = 1000
+
 // ArchiveSuffix is appended to a DLQ topic to name its default archive topic.
 const ArchiveSuffix = ".archive"
 
@@ -90,7 +100,7 @@ func (c Config) withDefaults() Config {
 	if c.Policies == nil {
 		c.Policies = (*policy.Set)(nil)
 	}
-	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
 	c.Workers = cmp.Or(c.Workers, 2)
 	c.MaxInFlight = cmp.Or(c.MaxInFlight, 4*c.Workers)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)

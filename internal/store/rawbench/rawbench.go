@@ -203,13 +203,14 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 }
 
 // TimeRawClaimLoop is the redelivery baseline: workers that claim due rows of
-// queue with SKIP LOCKED, update them and read them back, in batches — the
+// queue with SKIP LOCKED, update them and read them back, in batches of
+// batch (the scheduler's) — the
 // scheduler's claim statement, done bare: no decoding, no Kafka, no
 // bookkeeping. Like the scheduler it claims and updates the lifecycle rows
 // and reads the wide rows (key, value, headers) without writing them, and
 // each claim starts after the last row claimed (the scheduler's place in
 // due order), from the start again once one comes up empty.
-func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (time.Duration, error) {
+func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers, batch int) (time.Duration, error) {
 	start := time.Now()
 	var (
 		wg    sync.WaitGroup
@@ -225,7 +226,7 @@ func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (t
 				mu.Lock()
 				after := place
 				mu.Unlock()
-				n, last, err := d.rawClaim(ctx, queue, after)
+				n, last, err := d.rawClaim(ctx, queue, after, batch)
 				if err != nil {
 					errs <- err
 					return
@@ -249,9 +250,9 @@ func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers int) (t
 	return time.Since(start), <-errs
 }
 
-// rawClaim claims up to 500 due rows of queue after a place (nil: from the
+// rawClaim claims up to batch due rows of queue after a place (nil: from the
 // start) and returns how many it claimed and the last one.
-func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey) (int, store.DueKey, error) {
+func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, batch int) (int, store.DueKey, error) {
 	from, fromID := time.Time{}, "00000000-0000-0000-0000-000000000000"
 	if after != nil {
 		from, fromID = after.At, after.ID
@@ -260,14 +261,14 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey) (i
 		WITH due AS (
 			SELECT id, next_retry_at FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
 			    AND (next_retry_at, id) > ROW((SELECT $2::timestamptz), (SELECT $3::uuid))
-			ORDER BY next_retry_at, id LIMIT 500 FOR UPDATE SKIP LOCKED),
+			ORDER BY next_retry_at, id LIMIT $4 FOR UPDATE SKIP LOCKED),
 		claimed AS (
 			UPDATE redrive_lifecycle r
 			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
 			FROM due WHERE r.id = due.id
 			RETURNING r.id, due.next_retry_at)
 		SELECT d.id, claimed.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`,
-		queue, from, fromID)
+		queue, from, fromID, batch)
 	if err != nil {
 		return 0, store.DueKey{}, err
 	}
