@@ -151,7 +151,39 @@ var ErrPartitionKept = errors.New("partition kept")
 // statistics (a DROP fires no trigger), and both tables' partitions are
 // dropped. Its DLQ coordinates are removed afterwards (CleanDroppedCoords).
 // Locks are waited for partitionLockTimeout at most.
+//
+// The drop takes the parent tables' lock last, after the partition's: a
+// statement on the record tables that holds the parent's lock and then
+// locks the partition (one planned over every week) makes a deadlock,
+// which Postgres breaks by aborting one of the two, most often the drop,
+// which has waited longest. The drop is then tried again, up to
+// dropAttempts times in all.
 func (m *Maint) DropPartition(ctx context.Context, p *Partition, keep func([]PartitionGroup) string) ([]PartitionGroup, error) {
+	var (
+		groups []PartitionGroup
+		err    error
+	)
+	for range dropAttempts {
+		if groups, err = m.dropPartition(ctx, p, keep); !isDeadlock(err) {
+			break
+		}
+	}
+	return groups, err
+}
+
+// dropAttempts is how many times DropPartition tries when its transaction
+// is aborted to break a deadlock.
+const dropAttempts = 3
+
+// isDeadlock says err is Postgres aborting the transaction to break a
+// deadlock (SQLSTATE 40P01).
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// dropPartition is one attempt of DropPartition.
+func (m *Maint) dropPartition(ctx context.Context, p *Partition, keep func([]PartitionGroup) string) ([]PartitionGroup, error) {
 	var groups []PartitionGroup
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
@@ -244,9 +276,9 @@ func idBefore(t time.Time) pgtype.UUID {
 }
 
 // LockNotGranted says err is partition DDL giving up on a lock it waited
-// partitionLockTimeout for (SQLSTATE 55P03): busy tables, tried again next
-// pass.
+// partitionLockTimeout for (SQLSTATE 55P03), or aborted to break a deadlock
+// as often as it tried: busy tables, tried again next pass.
 func LockNotGranted(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03" || isDeadlock(err)
 }
