@@ -257,6 +257,8 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 	if after != nil {
 		from, fromID = after.At, after.ID
 	}
+	// Planned with its values at every call, as the scheduler's claim is:
+	// a generic plan knows neither the LIMIT nor the place.
 	rows, err := d.pool.Query(ctx, `
 		WITH due AS (
 			SELECT id, next_retry_at FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
@@ -268,7 +270,7 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 			FROM due WHERE r.id = due.id
 			RETURNING r.id, due.next_retry_at)
 		SELECT d.id, claimed.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`,
-		queue, from, fromID, batch)
+		pgx.QueryExecModeCacheDescribe, queue, from, fromID, batch)
 	if err != nil {
 		return 0, store.DueKey{}, err
 	}
