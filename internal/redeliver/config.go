@@ -80,7 +80,7 @@ type Config struct {
 // few statements and round trips (the claim, its planning, the settle, the
 // activity row) and one scan of the due index, however many records it
 // takes: claims of 1,000 instead of 500 cut the scheduler's CPU per record
-// by about a seventh (docs/performance.md). A batch in flight holds its
+// by about a sixth (docs/performance.md). A batch in flight holds its
 // records' keys, values and headers, so larger ones cost memory.
 const DefaultBatchSize = 1000
 

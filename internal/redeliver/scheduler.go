@@ -238,8 +238,8 @@ type place struct {
 // record claimed while its backlog drains, or nil (from the start) when it
 // is not draining or placeTTL has passed. A claim from the start scans the
 // due index past the entries of every record claimed since the table was
-// last vacuumed, which are not removed until then: half way through a
-// backlog of 100,000 that was about 4 ms of a 10 ms claim of 500.
+// last vacuumed, which are not removed until then: three quarters through
+// a backlog of 100,000, 8.4 ms of a 19 ms claim of 500.
 func (s *Scheduler) placeOf(queue string, now time.Time) *store.DueKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -204,9 +204,8 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 
 // TimeRawClaimLoop is the redelivery baseline: workers that claim due rows of
 // queue with SKIP LOCKED, update them and read them back, in batches of
-// batch (the scheduler's) — the
-// scheduler's claim statement, done bare: no decoding, no Kafka, no
-// bookkeeping. Like the scheduler it claims and updates the lifecycle rows
+// batch — the scheduler's claim statement, done bare: no decoding, no
+// Kafka, no bookkeeping. Like the scheduler it claims and updates the lifecycle rows
 // and reads the wide rows (key, value, headers) without writing them, and
 // each claim starts after the last row claimed (the scheduler's place in
 // due order), from the start again once one comes up empty.
