@@ -36,6 +36,12 @@ type Config struct {
 	// BatchSize is the most records claimed per queue per claim. Default:
 	// DefaultBatchSize.
 	BatchSize int
+	// BatchBytes bounds the keys and values of one claim: it takes records
+	// while those before them add up to less, so a batch holds at most
+	// BatchBytes and one more record (at least one). With MaxInFlight it
+	// bounds the memory of the batches in flight whatever the records' size.
+	// Default: DefaultBatchBytes.
+	BatchBytes int64
 	// Workers is how many claim loops run at once; SKIP LOCKED keeps them
 	// apart. Up to two batches of one queue per worker are in flight, so
 	// claiming the next batch overlaps producing the last. Default: 2.
@@ -84,6 +90,12 @@ type Config struct {
 // records' keys, values and headers, so larger ones cost memory.
 const DefaultBatchSize = 1000
 
+// DefaultBatchBytes bounds one claim's keys and values unless
+// Config.BatchBytes says otherwise: 8 MiB, so the default eight batches in
+// flight hold about 64 MiB of them at most. Claims of 1,000 records of up
+// to about 8 KiB are never cut.
+const DefaultBatchBytes = 8 << 20
+
 // ArchiveSuffix is appended to a DLQ topic to name its default archive topic.
 const ArchiveSuffix = ".archive"
 
@@ -101,6 +113,7 @@ func (c Config) withDefaults() Config {
 		c.Policies = (*policy.Set)(nil)
 	}
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.BatchBytes = cmp.Or(c.BatchBytes, DefaultBatchBytes)
 	c.Workers = cmp.Or(c.Workers, 2)
 	c.MaxInFlight = cmp.Or(c.MaxInFlight, 4*c.Workers)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
@@ -120,8 +133,8 @@ func (c Config) validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("redeliver: Brokers is required")
 	}
-	if c.BatchSize < 1 || c.Workers < 1 || c.MaxInFlight < 1 {
-		return errors.New("redeliver: BatchSize, Workers and MaxInFlight must be >= 1")
+	if c.BatchSize < 1 || c.BatchBytes < 1 || c.Workers < 1 || c.MaxInFlight < 1 {
+		return errors.New("redeliver: BatchSize, BatchBytes, Workers and MaxInFlight must be >= 1")
 	}
 	if c.Lease <= 2*c.ProduceTimeout {
 		return fmt.Errorf("redeliver: Lease (%s) must exceed twice ProduceTimeout (%s), or claims expire while they are produced", c.Lease, c.ProduceTimeout)

@@ -167,13 +167,14 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 		}
 		after := s.placeOf(q, now)
 		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease,
-			AwaitAck: t.AwaitsAck(), AckTimeout: t.AckTimeout, After: after})
+			AwaitAck: t.AwaitsAck(), AckTimeout: t.AckTimeout, After: after, MaxBytes: s.cfg.BatchBytes})
 		got := 0
 		if c != nil {
 			got = len(c.Records)
 		}
 		s.settleReservation(q, reservation, limit, got, now)
-		full := err == nil && got == limit
+		// A claim cut at its bytes left records due: it counts as full.
+		full := err == nil && (got == limit || c.Cut())
 		if err == nil {
 			s.moveOn(q, after, c, full, now)
 		}

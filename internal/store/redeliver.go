@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,6 +63,11 @@ type ClaimParams struct {
 	// before it that are still due (one another transaction held locked, one
 	// due earlier than it) are claimed by the next claim without it.
 	After *DueKey
+	// MaxBytes, when set, bounds the claim's keys and values: it takes
+	// records in due order while those before them add up to less than
+	// MaxBytes, so it holds at most MaxBytes and one more record, and never
+	// fewer than one. The records it leaves are due still (Claim.Cut).
+	MaxBytes int64
 }
 
 // DueKey is a record's place in due order: its due time, then its id.
@@ -101,7 +107,13 @@ type Claim struct {
 	index map[string]int
 	// last is the claimed record that comes last in due order.
 	last DueKey
+	// cut says MaxBytes left records it found due.
+	cut bool
 }
+
+// Cut reports whether the claim stopped at its MaxBytes before its Limit
+// with records still due: more may be claimed at once.
+func (c *Claim) Cut() bool { return c.cut }
 
 // Last is the key of the claimed record that comes last in due order (the
 // zero key for an empty claim): the After of a claim that goes on from here.
@@ -132,10 +144,14 @@ type prior struct {
 // something.
 func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	token := uuid.Must(uuid.NewV7()).String()
+	maxBytes := p.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = math.MaxInt64
+	}
 	// Planned at every call, with its values (an unnamed statement): a
 	// generic plan knows neither its LIMIT nor the ids it claims.
 	statement, args := claimSQL, []any{pgx.QueryExecModeCacheDescribe, p.Queue, p.Now, int32(p.Limit), p.AwaitAck,
-		p.AckTimeout.Milliseconds(), token, p.Owner, p.Lease.Milliseconds()}
+		p.AckTimeout.Milliseconds(), token, p.Owner, p.Lease.Milliseconds(), maxBytes}
 	if p.After != nil {
 		statement, args = claimAfterSQL, append(args, p.After.At, p.After.ID)
 	}
@@ -145,10 +161,11 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	}
 	defer rows.Close()
 	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
+	locked := 0
 	for rows.Next() {
 		c.Records = append(c.Records, dlq.Record{})
 		c.prior = append(c.prior, prior{})
-		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1]); err != nil {
+		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1], &locked); err != nil {
 			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 		}
 	}
@@ -158,6 +175,7 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	if len(c.Records) > 0 {
 		c.Token = token
 	}
+	c.cut = locked > len(c.Records)
 	for i := range c.Records {
 		r := &c.Records[i]
 		if k := (DueKey{At: *r.NextRetryAt, ID: r.ID}); i == 0 || k.After(c.last) {
@@ -173,15 +191,16 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	return c, nil
 }
 
-// scanClaimed reads one row of claimSQL into r and what it was before into pr.
-func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior) error {
+// scanClaimed reads one row of claimSQL into r, what it was before into pr,
+// and how many records the claim locked into locked.
+func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
 	var (
 		format              string
 		attempt, failures   int32
 		headers, redelivery []byte
 	)
 	if err := rows.Scan(&r.ID, &r.Queue, &format, &attempt, &r.Source.Partition, &r.Source.Group, &r.Key, &r.Value,
-		&headers, &redelivery, &r.NextRetryAt, &pr.state, &pr.redeliveredAt, &failures); err != nil {
+		&headers, &redelivery, &r.NextRetryAt, &pr.state, &pr.redeliveredAt, &failures, locked); err != nil {
 		return err
 	}
 	r.Format, r.Attempt, pr.failures = dlq.Format(format), int(attempt), int(failures)
@@ -200,9 +219,14 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior) error {
 
 // claimSQL is ClaimDue's statement: $1 queue, $2 now, $3 the most records,
 // $4 await_ack, $5 ack timeout (ms), $6 the claim's token, $7 its owner, $8
-// its lease (ms). It writes the lifecycle rows only; the wide rows (key,
-// value, headers) are read. claimAfterSQL is the same from a place in due
-// order on: $9 its due time, $10 its id.
+// its lease (ms), $9 the most bytes. It writes the lifecycle rows only; the
+// wide rows (key, value, headers) are read. claimAfterSQL is the same from a
+// place in due order on: $10 its due time, $11 its id.
+//
+// The records locked past the bytes (sized.before: the keys and values of
+// the records before it in due order, from the lifecycle row's bytes) are
+// left as they were, and their locks go with the claim's commit; each row
+// says how many were locked, for Claim.Cut.
 //
 // The place is compared as a row, which the due index (queue,
 // next_retry_at, id) starts its scan at. Its values are read from
@@ -212,14 +236,16 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior) error {
 // were taken; none is now), finds a handful, and sorts every due row of the
 // queue instead of merging the weeks' index scans in order.
 var claimSQL, claimAfterSQL = claimStatement(""),
-	claimStatement("AND (d.next_retry_at, d.id) > ROW((SELECT $9::timestamptz), (SELECT $10::uuid))")
+	claimStatement("AND (d.next_retry_at, d.id) > ROW((SELECT $10::timestamptz), (SELECT $11::uuid))")
 
 func claimStatement(after string) string {
 	return `
 WITH due AS (
-    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure FROM redrive_lifecycle d
+    SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure, d.bytes FROM redrive_lifecycle d
     WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz ` + after + `
     ORDER BY d.next_retry_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+sized AS (
+    SELECT due.*, sum(due.bytes) OVER (ORDER BY due.next_retry_at, due.id) - due.bytes AS before FROM due),
 claimed AS (
     UPDATE redrive_lifecycle r
     SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
@@ -230,7 +256,7 @@ claimed AS (
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
-    FROM due WHERE r.id = due.id
+    FROM sized due WHERE r.id = due.id AND due.before < $9::bigint
     RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
               coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
 lease AS (
@@ -239,7 +265,8 @@ lease AS (
         array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
     FROM claimed HAVING count(*) > 0)
 SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
-    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures
+    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures,
+    (SELECT count(*) FROM due)::int AS locked
 FROM claimed JOIN redrive_record_data w ON w.id = claimed.id`
 }
 
