@@ -226,7 +226,9 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
 // The records locked past the bytes (sized.before: the keys and values of
 // the records before it in due order, from the lifecycle row's bytes) are
 // left as they were, and their locks go with the claim's commit; each row
-// says how many were locked, for Claim.Cut.
+// says how many were locked, for Claim.Cut. The running sum adds ints into
+// a bigint, not numerics (a record's bytes past an int's range count as
+// its largest value, which no bound reaches).
 //
 // The place is compared as a row, which the due index (queue,
 // next_retry_at, id) starts its scan at. Its values are read from
@@ -245,7 +247,7 @@ WITH due AS (
     WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz ` + after + `
     ORDER BY d.next_retry_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED),
 sized AS (
-    SELECT due.*, sum(due.bytes) OVER (ORDER BY due.next_retry_at, due.id) - due.bytes AS before FROM due),
+    SELECT due.*, sum(least(due.bytes, 2147483647)::int) OVER (ORDER BY due.next_retry_at, due.id) - due.bytes AS before FROM due),
 claimed AS (
     UPDATE redrive_lifecycle r
     SET state = CASE WHEN $4::bool THEN 'available' ELSE 'completed' END,
