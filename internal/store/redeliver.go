@@ -226,7 +226,14 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
 // The records locked past the bytes (sized.before: the keys and values of
 // the records before it in due order, from the lifecycle row's bytes) are
 // left as they were, and their locks go with the claim's commit; each row
-// says how many were locked, for Claim.Cut. The running sum adds ints into
+// says how many were locked, for Claim.Cut. The update's join is estimated
+// at a third of the locked rows (the bytes filter's default selectivity),
+// which keeps it on the lifecycle's primary key above some tens of
+// thousands of rows; below, the planner may prefer a hash join over a
+// sequential scan, which at that size costs a few milliseconds a claim.
+// (Handing the ids over as an array, as the bench's raw loop does, keeps
+// it on the index at any size, but measured slower in the scheduler:
+// docs/performance.md.) The running sum adds ints into
 // a bigint, not numerics (a record's bytes past an int's range count as
 // its largest value, which no bound reaches).
 //

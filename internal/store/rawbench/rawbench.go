@@ -257,7 +257,11 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 		from, fromID = after.At, after.ID
 	}
 	// Planned with its values at every call, as the scheduler's claim is:
-	// a generic plan knows neither the LIMIT nor the place.
+	// a generic plan knows neither the LIMIT nor the place. The ids reach
+	// the update as an array (unnest), which the planner takes for a few
+	// rows, so the rows are updated through their index: joined to the
+	// locked rows, a claim of 1,000 of the bench's 100,000 was planned as a
+	// hash join over a sequential scan of the whole table, at half the speed.
 	rows, err := d.pool.Query(ctx, `
 		WITH due AS (
 			SELECT id, next_retry_at FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
@@ -266,7 +270,8 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 		claimed AS (
 			UPDATE redrive_lifecycle r
 			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
-			FROM due WHERE r.id = due.id
+			FROM unnest(ARRAY(SELECT id FROM due)) AS taken(id) JOIN due ON due.id = taken.id
+			WHERE r.id = taken.id
 			RETURNING r.id, due.next_retry_at)
 		SELECT d.id, claimed.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN redrive_record_data d ON d.id = claimed.id`,
 		pgx.QueryExecModeCacheDescribe, queue, from, fromID, batch)
