@@ -233,9 +233,9 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
 // sequential scan, which at that size costs a few milliseconds a claim.
 // (Handing the ids over as an array, as the bench's raw loop does, keeps
 // it on the index at any size, but measured slower in the scheduler:
-// docs/performance.md.) The running sum adds ints into
-// a bigint, not numerics (a record's bytes past an int's range count as
-// its largest value, which no bound reaches).
+// docs/performance.md.) The running sum adds ints into a bigint, not
+// numerics (a record's bytes past an int's range count as its largest
+// value, which no bound reaches).
 //
 // The place is compared as a row, which the due index (queue,
 // next_retry_at, id) starts its scan at. Its values are read from
