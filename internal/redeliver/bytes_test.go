@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/redeliver"
 )
@@ -37,5 +38,32 @@ func TestBatchesAreBoundedByTheirBytes(t *testing.T) {
 	}
 	if got := len(kafkatest.Consume(t, b.brokers, "orders", 9, 30*time.Second)); got != 9 {
 		t.Fatalf("orders has %d records, want 9", got)
+	}
+}
+
+// A claim cut at its bytes counts as full: while its batch is still being
+// produced, the queue's next batch is claimed at once, not once the batch
+// ends or at the next poll.
+func TestAClaimCutAtItsBytesIsFollowedAtOnce(t *testing.T) {
+	b := setup(t, "orders")
+	b.due(t, "orders", 9)
+	s := b.scheduler(t, nil, func(c *redeliver.Config) {
+		c.BatchBytes, c.Workers, c.Clock, c.PollInterval = 20, 1, clock.Wall, time.Minute
+	})
+	produced, release := make(chan struct{}, 3), make(chan struct{})
+	redeliver.SetAfterProduce(s, func() {
+		produced <- struct{}{}
+		<-release // the first batch is held here until the second is produced
+	})
+	defer close(release)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		select {
+		case <-produced:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d batches produced while the first was held, want 2: the cut claim was not followed at once", i)
+		}
 	}
 }
