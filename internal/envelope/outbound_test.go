@@ -99,3 +99,32 @@ func TestAckDecodesAsCompletion(t *testing.T) {
 		t.Fatalf("ack without a valid id decodes as %+v", f)
 	}
 }
+
+// The records of one batch share its allocations, and no record's headers
+// run into the next one's: a target group set on one, or more records than
+// the batch made room for, leave the others as Redelivery builds them.
+func TestRedeliveriesOfABatchStayApart(t *testing.T) {
+	at := time.Date(2026, 2, 13, 10, 0, 0, 0, time.UTC)
+	b := NewRedeliveries(2, at)
+	var recs []*kgo.Record
+	var want []*kgo.Record
+	for i, attempt := range []int{4, 4, 5} { // the third is past the room made for two
+		r := testRecord()
+		r.ID = r.ID[:len(r.ID)-1] + string(rune('1'+i))
+		r.Key, r.Headers = []byte{byte('a' + i)}, nil // the room made for each record is all used
+		recs = append(recs, b.Add(r, "orders", int32(i), attempt))
+		want = append(want, Redelivery(r, "orders", int32(i), attempt, at))
+	}
+	for _, rec := range []*kgo.Record{recs[0], want[0]} {
+		SetTargetGroup(rec, "billing")
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: "traceparent", Value: []byte("00-def")},
+			kgo.RecordHeader{Key: "tracestate", Value: []byte("x")})
+	}
+	for i := range recs {
+		got, _ := json.Marshal(recs[i])
+		w, _ := json.Marshal(want[i])
+		if string(got) != string(w) {
+			t.Errorf("record %d of the batch = %s\nwant %s", i, got, w)
+		}
+	}
+}

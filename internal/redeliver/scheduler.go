@@ -476,6 +476,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 
 	out := make([]*kgo.Record, 0, len(c.Records))
 	sent := make([]int, 0, len(c.Records)) // index in c.Records of each out record
+	batch := envelope.NewRedeliveries(len(c.Records), now)
 	var failed []store.FailedDelivery
 	fail := func(i int, err error) {
 		r := &c.Records[i]
@@ -506,7 +507,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			refuse(i, topic, problem)
 			continue
 		}
-		rec := envelope.Redelivery(r, topic, partition(r, t), r.Attempt, now)
+		rec := batch.Add(r, topic, partition(r, t), r.Attempt)
 		// The claim read who failed the record (source.group); a failure
 		// that names no group goes to the whole topic.
 		if g := r.Source.Group; g != "" && wantsGroup(r, t) {

@@ -162,10 +162,16 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	defer rows.Close()
 	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
 	locked := 0
+	var values *arena
+	// No fields when the statement failed: its error comes with rows.Err.
+	if fds := rows.FieldDescriptions(); len(fds) > claimedValue &&
+		fds[claimedKey].Format == pgx.BinaryFormatCode && fds[claimedValue].Format == pgx.BinaryFormatCode {
+		values = &arena{}
+	}
 	for rows.Next() {
 		c.Records = append(c.Records, dlq.Record{})
 		c.prior = append(c.prior, prior{})
-		if err := scanClaimed(rows, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1], &locked); err != nil {
+		if err := scanClaimed(rows, values, &c.Records[len(c.Records)-1], &c.prior[len(c.prior)-1], &locked); err != nil {
 			return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 		}
 	}
@@ -191,17 +197,30 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	return c, nil
 }
 
+// claimedKey and claimedValue are the columns of claimSQL's key and value.
+const claimedKey, claimedValue = 6, 7
+
 // scanClaimed reads one row of claimSQL into r, what it was before into pr,
-// and how many records the claim locked into locked.
-func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
+// and how many records the claim locked into locked. With values (the key
+// and value came in binary, which for bytea is the bytes themselves), the
+// key and value are copied into it instead of into two allocations each.
+func scanClaimed(rows pgx.Rows, values *arena, r *dlq.Record, pr *prior, locked *int) error {
 	var (
 		format              string
 		attempt, failures   int32
 		headers, redelivery []byte
 	)
-	if err := rows.Scan(&r.ID, &r.Queue, &format, &attempt, &r.Source.Partition, &r.Source.Group, &r.Key, &r.Value,
+	key, value := any(&r.Key), any(&r.Value)
+	if values != nil {
+		key, value = nil, nil // copied from the raw row below
+	}
+	if err := rows.Scan(&r.ID, &r.Queue, &format, &attempt, &r.Source.Partition, &r.Source.Group, key, value,
 		&headers, &redelivery, &r.NextRetryAt, &pr.state, &pr.redeliveredAt, &failures, locked); err != nil {
 		return err
+	}
+	if values != nil {
+		raw := rows.RawValues()
+		r.Key, r.Value = values.copy(raw[claimedKey]), values.copy(raw[claimedValue])
 	}
 	r.Format, r.Attempt, pr.failures = dlq.Format(format), int(attempt), int(failures)
 	if r.Format != dlq.FormatUnparseable {
@@ -215,6 +234,32 @@ func scanClaimed(rows pgx.Rows, r *dlq.Record, pr *prior, locked *int) error {
 	}
 	r.Redelivery, err = decodeRedelivery(redelivery)
 	return err
+}
+
+// arena hands out copies of byte slices cut from larger blocks: a claim's
+// keys and values in a few allocations instead of two per record.
+type arena struct{ block []byte }
+
+// arenaBlock is the size of an arena's blocks; a slice larger than a
+// quarter of it gets an allocation of its own.
+const arenaBlock = 256 << 10
+
+// copy returns a copy of b that stays valid as long as it is referenced:
+// nil for nil (a NULL), empty and not nil for empty. Its capacity ends with
+// it, so an append to it copies.
+func (a *arena) copy(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) > arenaBlock/4 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if len(a.block)+len(b) > cap(a.block) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, b...)
+	return a.block[start:len(a.block):len(a.block)]
 }
 
 // claimSQL is ClaimDue's statement: $1 queue, $2 now, $3 the most records,
