@@ -181,3 +181,45 @@ func TestWeeksAreMadeOnceByConcurrentCallers(t *testing.T) {
 		t.Errorf("stored in %s, want %s", part, want)
 	}
 }
+
+// Dropping a partition locks its parent and then the parent's DEFAULT
+// partition, whose constraint the drop changes. Making a week takes the same
+// locks in the same order, so a week made while another is dropped waits
+// for the drop instead of deadlocking with it (the pruner of one replica
+// drops weeks while another's makes them; the api bench's load made past
+// weeks while the pruner dropped them).
+func TestAWeekIsMadeWhileAPartitionIsDropped(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	drop, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = drop.Rollback(ctx) }()
+	// What DROP TABLE of a week's lifecycle partition locks, in its order.
+	if _, err := drop.Exec(ctx, "LOCK TABLE ONLY redrive_lifecycle IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	type made struct {
+		names []string
+		err   error
+	}
+	done := make(chan made, 1)
+	go func() {
+		names, err := s.EnsureWeeks(ctx, time.Now().AddDate(1, 0, 0), 1)
+		done <- made{names, err}
+	}()
+	// Let EnsureWeeks queue behind the drop before the drop goes on.
+	time.Sleep(300 * time.Millisecond)
+	if _, err := drop.Exec(ctx, "LOCK TABLE redrive_lifecycle_default IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatalf("the drop's lock of the DEFAULT partition: %v", err)
+	}
+	if err := drop.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-done; m.err != nil || len(m.names) != 1 {
+		t.Fatalf("made %v, %v; want the week, after the drop", m.names, m.err)
+	}
+}
