@@ -312,12 +312,18 @@ func dimsOf(r *dlq.Record, mode jsonMode) dims {
 // lifecycleValues are the values of r's lifecycle row, in lifecycleColumns
 // order, for a wide row written in mode.
 func lifecycleValues(r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
+	return appendLifecycleValues(nil, r, id, mode)
+}
+
+// appendLifecycleValues appends lifecycleValues to dst: the encoder reuses
+// one slice for every row instead of allocating one per record.
+func appendLifecycleValues(dst []any, r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
 	d := dimsOf(r, mode)
-	return []any{
+	return append(dst,
 		id, d.queue, d.typ, d.errorType, d.fp, string(r.Format), int64(len(r.Key) + len(r.Value)),
 		string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt,
 		r.CompletedAt, r.UpdatedAt, archiveStateOf(r.State),
-	}
+	)
 }
 
 // recordID is r's id as a binary uuid (uuid.UUID would be encoded as text
@@ -334,6 +340,11 @@ func recordID(r *dlq.Record) (pgtype.UUID, error) {
 // reason is why a degraded row (asText, asMinimal) has no payload: it is
 // kept when the value would have had one.
 func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
+	return appendRowValues(nil, r, mode, reason)
+}
+
+// appendRowValues appends rowValues to dst (see appendLifecycleValues).
+func appendRowValues(dst []any, r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 	headers, err := encodeHeaders(r.Headers)
 	if err != nil {
 		return nil, fmt.Errorf("encode headers: %w", err)
@@ -372,14 +383,14 @@ func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
 			meta = []byte("{}")
 		}
 	}
-	return []any{
+	return append(dst,
 		id, d.queue, d.typ, r.MaxAttempts,
 		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), d.group,
 		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
 		r.Key, r.Value, headers, payload, d.errorType, errs, retry, meta,
 		r.CreatedAt, d.fp, nullIfEmptyString(omitted), FailedAt(r),
 		valueSchema, keySchema, keyPayload, nullIfEmptyString(clean(r.DecodeError)), r.DecodePending,
-	}, nil
+	), nil
 }
 
 // FailedAt is when a record's latest failure happened, as the failed_at

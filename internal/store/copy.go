@@ -174,19 +174,24 @@ func (e *Encoder) Encode(records []dlq.Record) (*EncodedRecords, error) {
 	out.data.append(copyHeader)
 	out.lifecycle.append(copyHeader)
 	out.coord.append(copyHeader)
+	// The rows' values, reused: each row is encoded before the next is built.
+	var vals, life, coord []any
 	for i := range records {
 		r := &records[i]
-		vals, err := rowValues(r, asJSONUnchecked, "")
+		var err error
+		vals, err = appendRowValues(vals[:0], r, asJSONUnchecked, "")
 		if err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
 		if err := e.appendRowTo(&out.data, vals, dataOIDs, dataColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		if err := e.appendRowTo(&out.lifecycle, lifecycleValues(r, vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
+		life = appendLifecycleValues(life[:0], r, vals[0].(pgtype.UUID), asJSONUnchecked)
+		if err := e.appendRowTo(&out.lifecycle, life, lifecycleOIDs, lifecycleColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
-		if err := e.appendRowTo(&out.coord, coordValues(vals), coordOIDs, coordColumns); err != nil {
+		coord = appendCoordValues(coord[:0], vals)
+		if err := e.appendRowTo(&out.coord, coord, coordOIDs, coordColumns); err != nil {
 			return fail(fmt.Errorf("encode record %s: %w", r.ID, err))
 		}
 	}

@@ -358,12 +358,14 @@ var coordIndex = func() []int {
 }()
 
 // coordValues picks a record's coordinates out of its rowValues.
-func coordValues(vals []any) []any {
-	out := make([]any, len(coordIndex))
-	for i, j := range coordIndex {
-		out[i] = vals[j]
+func coordValues(vals []any) []any { return appendCoordValues(nil, vals) }
+
+// appendCoordValues appends coordValues to dst (see appendLifecycleValues).
+func appendCoordValues(dst []any, vals []any) []any {
+	for _, j := range coordIndex {
+		dst = append(dst, vals[j])
 	}
-	return out
+	return dst
 }
 
 // coordPlaceholders are the placeholders of insertIgnoringDuplicates' data
