@@ -11,14 +11,14 @@ import (
 )
 
 // A claim hands over each record's key and value byte for byte: a NULL key
-// stays nil and an empty one empty, a value larger than the claim's shared
+// stays nil and an empty one empty (the first one claimed too), a value larger than the claim's shared
 // blocks and the small ones around it come back whole, and appending to one
 // does not write over the next.
 func TestAClaimCarriesKeysAndValuesExactly(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
 	due := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
-	keys := [][]byte{[]byte("k0"), {}, nil, []byte("k3")}
+	keys := [][]byte{{}, []byte("k1"), nil, []byte("k3")}
 	values := [][]byte{[]byte(`{"n":1}`), bytes.Repeat([]byte("v"), 300<<10), {0xff, 0x00}, []byte("tail")}
 	var recs []dlq.Record
 	want := map[string]int{}

@@ -254,7 +254,9 @@ func (a *arena) copy(b []byte) []byte {
 	if len(b) > arenaBlock/4 {
 		return append(make([]byte, 0, len(b)), b...)
 	}
-	if len(a.block)+len(b) > cap(a.block) {
+	// A block even for an empty b: a slice of a nil block would be nil,
+	// which is a NULL key, not an empty one.
+	if a.block == nil || len(a.block)+len(b) > cap(a.block) {
 		a.block = make([]byte, 0, arenaBlock)
 	}
 	start := len(a.block)
