@@ -320,7 +320,7 @@ func lifecycleValues(r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
 func appendLifecycleValues(dst []any, r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
 	d := dimsOf(r, mode)
 	return append(dst,
-		id, d.queue, d.typ, d.errorType, d.fp, string(r.Format), int64(len(r.Key) + len(r.Value)),
+		id, d.queue, d.typ, d.errorType, d.fp, string(r.Format), int64(len(r.Key)+len(r.Value)),
 		string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt,
 		r.CompletedAt, r.UpdatedAt, archiveStateOf(r.State),
 	)
