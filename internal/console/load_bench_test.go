@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/bench"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -143,21 +144,20 @@ func (b *browser) load(t testing.TB, url string) time.Duration {
 }
 
 // waitForPrunerPass waits until the server's pruner has finished a pass.
-func waitForPrunerPass(b testing.TB, s *server) {
-	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+func waitForPrunerPass(tb testing.TB, s *server) {
+	tb.Helper()
+	eventually.True(tb, "the pruner's first pass", func() bool {
 		resp, err := http.Get(s.base + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			for _, line := range strings.Split(string(body), "\n") {
-				if v, ok := strings.CutPrefix(line, "redrive_pruner_last_success_timestamp_seconds "); ok && v != "0" {
-					return
-				}
+		if err != nil {
+			return false
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "redrive_pruner_last_success_timestamp_seconds "); ok && v != "0" {
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	b.Fatal("the pruner finished no pass within a minute")
+		return false
+	}, eventually.Within(time.Minute))
 }

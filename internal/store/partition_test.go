@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
@@ -211,8 +212,12 @@ func TestAWeekIsMadeWhileAPartitionIsDropped(t *testing.T) {
 		names, err := s.EnsureWeeks(ctx, time.Now().AddDate(1, 0, 0), 1)
 		done <- made{names, err}
 	}()
-	// Let EnsureWeeks queue behind the drop before the drop goes on.
-	time.Sleep(300 * time.Millisecond)
+	// EnsureWeeks queues behind the drop before the drop goes on.
+	eventually.True(t, "EnsureWeeks waiting on a lock", func() bool {
+		var waiting bool
+		err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid())").Scan(&waiting)
+		return err == nil && waiting
+	})
 	if _, err := drop.Exec(ctx, "LOCK TABLE redrive_lifecycle_default IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatalf("the drop's lock of the DEFAULT partition: %v", err)
 	}
