@@ -215,7 +215,8 @@ func TestAWeekIsMadeWhileAPartitionIsDropped(t *testing.T) {
 	// EnsureWeeks queues behind the drop before the drop goes on.
 	eventually.True(t, "EnsureWeeks waiting on a lock", func() bool {
 		var waiting bool
-		err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid())").Scan(&waiting)
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE NOT granted AND relation = 'redrive_lifecycle'::regclass AND pid <> pg_backend_pid())`).Scan(&waiting)
 		return err == nil && waiting
 	})
 	if _, err := drop.Exec(ctx, "LOCK TABLE redrive_lifecycle_default IN ACCESS EXCLUSIVE MODE"); err != nil {
