@@ -148,9 +148,9 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
 	}
-	// Planned at every call, with its values (an unnamed statement): a
-	// generic plan knows neither its LIMIT nor the ids it claims.
-	statement, args := claimSQL, []any{pgx.QueryExecModeCacheDescribe, p.Queue, p.Now, int32(p.Limit), p.AwaitAck,
+	// A prepared statement, whose generic plan Postgres keeps after a few
+	// calls (claimSQL says why the plan needs no values).
+	statement, args := claimSQL, []any{p.Queue, p.Now, int32(p.Limit), p.AwaitAck,
 		p.AckTimeout.Milliseconds(), token, p.Owner, p.Lease.Milliseconds(), maxBytes}
 	if p.After != nil {
 		statement, args = claimAfterSQL, append(args, p.After.At, p.After.ID)
@@ -268,29 +268,32 @@ func (a *arena) copy(b []byte) []byte {
 // $4 await_ack, $5 ack timeout (ms), $6 the claim's token, $7 its owner, $8
 // its lease (ms), $9 the most bytes. It writes the lifecycle rows only; the
 // wide rows (key, value, headers) are read. claimAfterSQL is the same from a
-// place in due order on: $10 its due time, $11 its id.
+// place in due order on: $10 its due time, $11 its id. Rows come in due
+// order.
 //
 // The records locked past the bytes (sized.before: the keys and values of
 // the records before it in due order, from the lifecycle row's bytes) are
 // left as they were, and their locks go with the claim's commit; each row
-// says how many were locked, for Claim.Cut. The update's join is estimated
-// at a third of the locked rows (the bytes filter's default selectivity),
-// which keeps it on the lifecycle's primary key above some tens of
-// thousands of rows; below, the planner may prefer a hash join over a
-// sequential scan, which at that size costs a few milliseconds a claim.
-// (Handing the ids over as an array, as the bench's raw loop does, keeps
-// it on the index at any size, but measured slower in the scheduler:
-// docs/performance.md.) The running sum adds ints into a bigint, not
-// numerics (a record's bytes past an int's range count as its largest
-// value, which no bound reaches).
+// says how many were locked, for Claim.Cut. The running sum adds ints into
+// a bigint, not numerics (a record's bytes past an int's range count as its
+// largest value, which no bound reaches).
 //
-// The place is compared as a row, which the due index (queue,
-// next_retry_at, id) starts its scan at. Its values are read from
-// subqueries so that the planner costs them as unknown: given the values
-// themselves, it estimates the rows after them from the statistics, which
-// a draining backlog makes stale (every record was due at once when they
-// were taken; none is now), finds a handful, and sorts every due row of the
-// queue instead of merging the weeks' index scans in order.
+// It runs as a prepared statement, and its plan is one that no value
+// changes, so that Postgres plans it once per connection (its generic plan)
+// instead of at every call, which cost 1.5–2.3 ms a claim of 1,000 over the
+// weeks' partitions:
+//   - the values the plan would be costed by (the due time, the limit, the
+//     place) are read from subqueries, which a plan with its values costs
+//     as unknown too: its cost is the generic plan's, which Postgres then
+//     keeps. Costed with the values themselves, a draining backlog's stale
+//     statistics (every record was due at once when they were taken; none
+//     is now) make it sort every due row of the queue instead of merging
+//     the weeks' index scans in order.
+//   - the locked rows' ids reach the update and the read of the wide rows
+//     as arrays (= ANY), which read the primary keys at any claim's size;
+//     joined to the locked rows, a claim of 1,000 was planned as a hash join
+//     over a sequential scan of every record when the plan did not know the
+//     limit.
 var claimSQL, claimAfterSQL = claimStatement(""),
 	claimStatement("AND (d.next_retry_at, d.id) > ROW((SELECT $10::timestamptz), (SELECT $11::uuid))")
 
@@ -298,8 +301,8 @@ func claimStatement(after string) string {
 	return `
 WITH due AS (
     SELECT d.id, d.state, d.next_retry_at, d.redelivered_at, d.redelivery_failure, d.bytes FROM redrive_lifecycle d
-    WHERE d.queue = $1 AND d.next_retry_at <= $2::timestamptz ` + after + `
-    ORDER BY d.next_retry_at, d.id LIMIT $3 FOR UPDATE SKIP LOCKED),
+    WHERE d.queue = $1 AND d.next_retry_at <= (SELECT $2::timestamptz) ` + after + `
+    ORDER BY d.next_retry_at, d.id LIMIT (SELECT $3::int) FOR UPDATE SKIP LOCKED),
 sized AS (
     SELECT due.*, sum(least(due.bytes, 2147483647)::int) OVER (ORDER BY due.next_retry_at, due.id) - due.bytes AS before FROM due),
 claimed AS (
@@ -312,18 +315,20 @@ claimed AS (
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
-    FROM sized due WHERE r.id = due.id AND due.before < $9::bigint
-    RETURNING r.id, r.attempt, due.next_retry_at AS due_at, due.state AS prior_state, due.redelivered_at AS prior_redelivered_at,
-              coalesce((due.redelivery_failure->>'failures')::int, 0)::int AS failures),
+    WHERE r.id = ANY (ARRAY(SELECT sized.id FROM sized WHERE sized.before < $9::bigint))
+    RETURNING r.id, r.attempt),
 lease AS (
     INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
     SELECT $6::uuid, $7::text, $1::text, $2::timestamptz, $2::timestamptz + interval '1 millisecond' * $8::bigint,
-        array_agg(claimed.id), array_agg(claimed.prior_state), array_agg(claimed.prior_redelivered_at)
-    FROM claimed HAVING count(*) > 0)
+        array_agg(sized.id), array_agg(sized.state), array_agg(sized.redelivered_at)
+    FROM sized WHERE sized.before < $9::bigint HAVING count(*) > 0)
 SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.source_group, w.key, w.value,
-    w.headers, w.redelivery, claimed.due_at, claimed.prior_state, claimed.prior_redelivered_at, claimed.failures,
+    w.headers, w.redelivery, sized.next_retry_at, sized.state, sized.redelivered_at,
+    coalesce((sized.redelivery_failure->>'failures')::int, 0)::int AS failures,
     (SELECT count(*) FROM due)::int AS locked
-FROM claimed JOIN redrive_record_data w ON w.id = claimed.id`
+FROM claimed JOIN sized ON sized.id = claimed.id
+JOIN redrive_record_data w ON w.id = ANY (ARRAY(SELECT claimed.id FROM claimed)) AND w.id = claimed.id
+ORDER BY sized.next_retry_at, sized.id`
 }
 
 // PriorFailures is how many produces of the record failed in a row before
