@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // Postgres's first five calls planned with their values, the connection
 // keeps one plan (its generic plan) instead of planning every claim, and that
 // plan reads the claimed records' lifecycle and wide rows by their primary
-// keys, whatever the claim's size. Its rows come in due order.
+// keys in the one week each record's id falls in, whatever the claim's size.
+// Its rows come in due order.
 func TestAClaimKeepsOnePlanThatReadsByKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -41,7 +43,15 @@ func TestAClaimKeepsOnePlanThatReadsByKey(t *testing.T) {
 		at := due.Add(time.Duration(len(recs)-i) * time.Millisecond) // inserted in the reverse of due order
 		recs[i].NextRetryAt = &at
 	}
-	if _, err := s.InsertRecords(ctx, recs); err != nil {
+	// Records of next week, due later: their week's rows are never read.
+	nextWeek := make([]dlq.Record, 100)
+	for i := range nextWeek {
+		nextWeek[i] = newRecord(int64(len(recs)+i), "orders")
+		nextWeek[i].ID = idAt(t, time.Now().Add(7*24*time.Hour))
+		at := due.Add(2 * time.Hour)
+		nextWeek[i].NextRetryAt = &at
+	}
+	if _, err := s.InsertRecords(ctx, append(recs, nextWeek...)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE redrive_record_data, redrive_lifecycle"); err != nil {
@@ -93,6 +103,16 @@ func TestAClaimKeepsOnePlanThatReadsByKey(t *testing.T) {
 	if strings.Contains(p, "Seq Scan") || strings.Contains(p, "Bitmap") {
 		t.Errorf("the generic plan of a claim of 2,000 reads a table through:\n%s", p)
 	}
+	// One week's primary keys are read, once a record: the other weeks are
+	// pruned, record by record.
+	if read := executedKeyScan.FindAllString(p, -1); len(read) != 2 {
+		t.Errorf("the generic plan of a claim of 2,000 read %d primary keys; want 2 (a week's, each table's):\n%s", len(read), p)
+	}
+	for _, table := range []string{"redrive_lifecycle_pkey", "redrive_record_pkey"} {
+		if !regexp.MustCompile(table + ` on \S+ \S+\s+\(.*actual .* rows=1 loops=2000\)`).MatchString(p) {
+			t.Errorf("the generic plan of a claim of 2,000 does not look each record up in %s:\n%s", table, p)
+		}
+	}
 }
 
 // A claim's arrays (its records' ids, prior states and prior redelivered_at)
@@ -124,3 +144,6 @@ func TestAClaimsArraysAreNotCompressed(t *testing.T) {
 		}
 	}
 }
+
+// executedKeyScan matches a plan's scan of a primary key that ran.
+var executedKeyScan = regexp.MustCompile(`Index Scan using redrive_(lifecycle|record)_pkey on .*\(actual [^)]*\)`)

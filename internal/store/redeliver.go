@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -182,11 +183,14 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 		c.Token = token
 	}
 	c.cut = locked > len(c.Records)
+	if !sort.IsSorted(inDueOrder{c}) {
+		sort.Sort(inDueOrder{c})
+	}
+	if n := len(c.Records); n > 0 {
+		c.last = dueKeyOf(&c.Records[n-1])
+	}
 	for i := range c.Records {
 		r := &c.Records[i]
-		if k := (DueKey{At: *r.NextRetryAt, ID: r.ID}); i == 0 || k.After(c.last) {
-			c.last = k
-		}
 		r.RedeliveredAt, r.InFlight = &p.Now, true
 		if p.AwaitAck {
 			r.State = dlq.StateAvailable
@@ -196,6 +200,23 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	}
 	return c, nil
 }
+
+// inDueOrder sorts a claim's records, and their prior states with them, in
+// due order: the order the claim's plan reads them in, which its joins keep
+// but which no plan promises.
+type inDueOrder struct{ c *Claim }
+
+func (o inDueOrder) Len() int { return len(o.c.Records) }
+func (o inDueOrder) Less(i, j int) bool {
+	return dueKeyOf(&o.c.Records[j]).After(dueKeyOf(&o.c.Records[i]))
+}
+func (o inDueOrder) Swap(i, j int) {
+	o.c.Records[i], o.c.Records[j] = o.c.Records[j], o.c.Records[i]
+	o.c.prior[i], o.c.prior[j] = o.c.prior[j], o.c.prior[i]
+}
+
+// dueKeyOf is a claimed record's place in due order.
+func dueKeyOf(r *dlq.Record) DueKey { return DueKey{At: *r.NextRetryAt, ID: r.ID} }
 
 // claimedKey and claimedValue are the columns of claimSQL's key and value.
 const claimedKey, claimedValue = 6, 7
@@ -268,8 +289,7 @@ func (a *arena) copy(b []byte) []byte {
 // $4 await_ack, $5 ack timeout (ms), $6 the claim's token, $7 its owner, $8
 // its lease (ms), $9 the most bytes. It writes the lifecycle rows only; the
 // wide rows (key, value, headers) are read. claimAfterSQL is the same from a
-// place in due order on: $10 its due time, $11 its id. Rows come in due
-// order.
+// place in due order on: $10 its due time, $11 its id.
 //
 // The records locked past the bytes (sized.before: the keys and values of
 // the records before it in due order, from the lifecycle row's bytes) are
@@ -278,22 +298,28 @@ func (a *arena) copy(b []byte) []byte {
 // a bigint, not numerics (a record's bytes past an int's range count as its
 // largest value, which no bound reaches).
 //
-// It runs as a prepared statement, and its plan is one that no value
-// changes, so that Postgres plans it once per connection (its generic plan)
-// instead of at every call, which cost 1.5–2.3 ms a claim of 1,000 over the
-// weeks' partitions:
-//   - the values the plan would be costed by (the due time, the limit, the
-//     place) are read from subqueries, which a plan with its values costs
-//     as unknown too: its cost is the generic plan's, which Postgres then
-//     keeps. Costed with the values themselves, a draining backlog's stale
-//     statistics (every record was due at once when they were taken; none
-//     is now) make it sort every due row of the queue instead of merging
-//     the weeks' index scans in order.
-//   - the locked rows' ids reach the update and the read of the wide rows
-//     as arrays (= ANY), which read the primary keys at any claim's size;
-//     joined to the locked rows, a claim of 1,000 was planned as a hash join
-//     over a sequential scan of every record when the plan did not know the
-//     limit.
+// It runs as a prepared statement whose plan no value changes, so that
+// Postgres plans it once per connection (its generic plan) instead of at
+// every call, which cost 1.5–2.3 ms a claim of 1,000 over the weeks'
+// partitions:
+//   - the values the plan would be costed by (the due time, the limit,
+//     the place) are read from subqueries, which a plan made with its
+//     values costs as unknown too: that plan's cost is the generic plan's,
+//     which Postgres then keeps. Costed with the values themselves, a
+//     draining backlog's stale statistics (every record was due at once
+//     when they were taken; none is now) make it sort every due row of the
+//     queue instead of merging the weeks' index scans in order.
+//   - the locked ids reach the update as an array that is unnested, which
+//     the planner takes for a few rows whatever the claim's size: the
+//     update, and the read of the wide rows after it, look each record up
+//     by primary key in the one week its id falls in (the others are
+//     pruned at run time, row by row). Joined to the locked rows instead,
+//     a plan that does not know the limit hashes every lifecycle row; and
+//     an id = ANY(array) condition, which prunes no week, probes every
+//     week's primary key with every id.
+//
+// Its rows come in due order as its plan produces them; ClaimDue puts them
+// in that order when they do not.
 var claimSQL, claimAfterSQL = claimStatement(""),
 	claimStatement("AND (d.next_retry_at, d.id) > ROW((SELECT $10::timestamptz), (SELECT $11::uuid))")
 
@@ -315,7 +341,8 @@ claimed AS (
         attempt = r.attempt + 1, next_retry_at = NULL, exhaustion = NULL,
         discarded_at = NULL, redelivered_at = $2::timestamptz, updated_at = $2::timestamptz,
         claim_token = $6::uuid
-    WHERE r.id = ANY (ARRAY(SELECT sized.id FROM sized WHERE sized.before < $9::bigint))
+    FROM unnest(ARRAY(SELECT sized.id FROM sized WHERE sized.before < $9::bigint)) AS taken(id)
+    WHERE r.id = taken.id
     RETURNING r.id, r.attempt),
 lease AS (
     INSERT INTO redrive_claim (token, owner, queue, claimed_at, expires_at, ids, prior_states, prior_redelivered_at)
@@ -326,9 +353,7 @@ SELECT claimed.id, w.queue, w.format, claimed.attempt, w.source_partition, w.sou
     w.headers, w.redelivery, sized.next_retry_at, sized.state, sized.redelivered_at,
     coalesce((sized.redelivery_failure->>'failures')::int, 0)::int AS failures,
     (SELECT count(*) FROM due)::int AS locked
-FROM claimed JOIN sized ON sized.id = claimed.id
-JOIN redrive_record_data w ON w.id = ANY (ARRAY(SELECT claimed.id FROM claimed)) AND w.id = claimed.id
-ORDER BY sized.next_retry_at, sized.id`
+FROM claimed JOIN sized ON sized.id = claimed.id JOIN redrive_record_data w ON w.id = claimed.id`
 }
 
 // PriorFailures is how many produces of the record failed in a row before

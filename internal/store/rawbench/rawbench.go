@@ -258,9 +258,9 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 	}
 	// A prepared statement whose plan no value changes, as the scheduler's
 	// claim is (store.claimSQL): the limit and the place are read from
-	// subqueries, and the ids reach the update and the wide rows as arrays,
-	// which read their primary keys at any size. Postgres keeps its generic
-	// plan after five calls instead of planning every claim.
+	// subqueries, and the ids reach the update as an unnested array, which
+	// looks each row up by primary key at any size. Postgres keeps its
+	// generic plan after five calls instead of planning every claim.
 	rows, err := d.pool.Query(ctx, `
 		WITH due AS (
 			SELECT id, next_retry_at FROM redrive_lifecycle WHERE queue = $1 AND next_retry_at <= now()
@@ -269,10 +269,10 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 		claimed AS (
 			UPDATE redrive_lifecycle r
 			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
-			WHERE r.id = ANY (ARRAY(SELECT id FROM due))
+			FROM unnest(ARRAY(SELECT id FROM due)) AS taken(id) WHERE r.id = taken.id
 			RETURNING r.id)
 		SELECT d.id, due.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN due ON due.id = claimed.id
-		JOIN redrive_record_data d ON d.id = ANY (ARRAY(SELECT claimed.id FROM claimed)) AND d.id = claimed.id`,
+		JOIN redrive_record_data d ON d.id = claimed.id`,
 		queue, from, fromID, int32(batch))
 	if err != nil {
 		return 0, store.DueKey{}, err
