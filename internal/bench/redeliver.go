@@ -222,7 +222,7 @@ func timeRawClaimLoop(ctx context.Context, pool *rawbench.DB, workers int) (time
 // tuples of the previous one, so both runs start from the same table.
 func makeDueAgain(ctx context.Context, pool *rawbench.DB) error {
 	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle SET state = 'retryable', attempt = 1, redelivered_at = NULL,
-		claim_token = NULL, next_retry_at = now() - interval '1 minute'`); err != nil {
+		completed_at = NULL, completed_by = NULL, claim_token = NULL, next_retry_at = now() - interval '1 minute'`); err != nil {
 		return err
 	}
 	if _, err := pool.Exec(ctx, `DELETE FROM redrive_claim`); err != nil {

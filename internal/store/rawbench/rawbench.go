@@ -205,8 +205,10 @@ func (d *DB) TimeRawCopy(ctx context.Context, batch int) (time.Duration, error) 
 // TimeRawClaimLoop is the redelivery baseline: workers that claim due rows of
 // queue with SKIP LOCKED, update them and read them back, in batches of
 // batch — the scheduler's claim statement, done bare: no decoding, no
-// Kafka, no bookkeeping. Like the scheduler it claims and updates the lifecycle rows
-// and reads the wide rows (key, value, headers) without writing them, and
+// Kafka, no bookkeeping. Like the scheduler it claims the lifecycle rows and
+// writes each as its redelivery completes it (state, completion, attempt:
+// the same row version and index entries the scheduler's claim writes),
+// reads the wide rows (key, value, headers) without writing them, and
 // each claim starts after the last row claimed (the scheduler's place in
 // due order), from the start again once one comes up empty.
 func (d *DB) TimeRawClaimLoop(ctx context.Context, queue string, workers, batch int) (time.Duration, error) {
@@ -268,7 +270,8 @@ func (d *DB) rawClaim(ctx context.Context, queue string, after *store.DueKey, ba
 			ORDER BY next_retry_at, id LIMIT (SELECT $4::int) FOR UPDATE SKIP LOCKED),
 		claimed AS (
 			UPDATE redrive_lifecycle r
-			SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, redelivered_at = now(), updated_at = now()
+			SET state = 'completed', completed_at = now(), completed_by = 'redelivered', attempt = r.attempt + 1, next_retry_at = NULL,
+			    redelivered_at = now(), updated_at = now()
 			FROM unnest(ARRAY(SELECT id FROM due)) AS taken(id) WHERE r.id = taken.id
 			RETURNING r.id)
 		SELECT d.id, due.next_retry_at, d.key, d.value, d.headers FROM claimed JOIN due ON due.id = claimed.id
