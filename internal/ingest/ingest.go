@@ -55,6 +55,10 @@ type Ingester struct {
 	warn *warnings
 	// closed closes the client once: when the work ends, or at Stop.
 	closed sync.Once
+	// rebalanceWaits: a rebalance waits for the poll loop to allow it;
+	// rebalanceWake ends the poll in progress then.
+	rebalanceWaits atomic.Bool
+	rebalanceWake  chan struct{}
 }
 
 // New creates an Ingester and its Kafka client; Start starts consuming, Stop
@@ -64,6 +68,10 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	in := &Ingester{cfg: cfg, store: st, encoder: store.NewEncoder(),
+		topics:        newTopicHealth(cfg.Logger.With("component", "ingest")),
+		warn:          newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Clock.Now),
+		rebalanceWake: make(chan struct{}, 1)}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -72,15 +80,17 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 		kgo.DisableAutoCommit(),
 		// No rebalance between a poll and the commit of what it returned: a
 		// partition is never revoked while its records are being persisted.
+		// The poll loop lets a rebalance through once its batches are
+		// committed, as soon as one waits (rebalanceBlocked).
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { in.rebalanceBlocked() }),
 	}, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: create kafka client: %w", err)
 	}
-	return &Ingester{cfg: cfg, client: cl, store: st, encoder: store.NewEncoder(),
-		topics: newTopicHealth(cfg.Logger.With("component", "ingest")),
-		warn:   newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Clock.Now)}, nil
+	in.client = cl
+	return in, nil
 }
 
 // Ready returns nil while ingest can write, ErrPaused while it waits for Postgres.
@@ -128,20 +138,11 @@ func (in *Ingester) run(ctx context.Context) error {
 	defer func() { stopWatch(); <-watched }()
 	w := startWriter(ctx, in)
 	defer w.stop()
-	// Wall time: rebalances are paced for the brokers' group protocol,
-	// whose timeouts run on the real clock.
-	allowed := time.Now()
 	for {
-		// While a batch is being written, polling must not block for good:
-		// rebalances stay blocked until it is committed and AllowRebalance
-		// runs, so the poll ends when the writer goes idle. The id watch
-		// ends it when a topic was recreated.
-		pollCtx, cancel := w.untilIdle(ctx)
-		pollCtx, wake := context.WithCancel(pollCtx)
-		in.topics.polling(wake)
+		pollCtx, cancel := in.pollContext(ctx, w)
+		in.topics.polling(cancel)
 		fetches := in.client.PollRecords(pollCtx, in.cfg.BatchSize)
 		in.topics.polling(nil)
-		wake()
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -172,22 +173,52 @@ func (in *Ingester) run(ctx context.Context) error {
 			clock.Sleep(ctx, in.cfg.Clock, errorPause)
 		}
 		if len(recreated) > 0 {
+			in.rebalanceWaits.Store(false) // readopt lets it through
 			if err := in.readopt(ctx, w, recreated, log); err != nil {
 				return w.result(ctx, err)
 			}
-			allowed = time.Now()
 			continue
 		}
-		// Rebalances wait for every polled batch to be committed. Let one
-		// through whenever the writer is idle, and at least once a second
-		// under a steady stream (a short pause in the overlap).
-		if w.idle() || time.Since(allowed) >= rebalanceEvery {
+		// A rebalance waits for every polled batch to be committed: let one
+		// through whenever the writer is idle, and as soon as one waits (a
+		// short pause in the overlap; a steady stream never lets the writer
+		// go idle).
+		if w.idle() || in.rebalanceWaits.Swap(false) {
 			if err := w.drain(ctx); err != nil {
 				return w.result(ctx, err)
 			}
 			in.client.AllowRebalance()
-			allowed = time.Now()
 		}
+	}
+}
+
+// pollContext is the context of one poll. While a batch is being written,
+// polling must not block for good: a rebalance stays blocked until the
+// batch is committed and AllowRebalance runs. So besides with ctx, the poll
+// ends when the writer goes idle, and when a rebalance waits. The id watch
+// ends it too, when a topic was recreated (topics.polling).
+func (in *Ingester) pollContext(ctx context.Context, w *writer) (context.Context, context.CancelFunc) {
+	idle := w.whenIdle()
+	pctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-idle:
+		case <-in.rebalanceWake:
+		case <-w.done:
+		case <-pctx.Done():
+		}
+		cancel()
+	}()
+	return pctx, cancel
+}
+
+// rebalanceBlocked is the client's signal that a rebalance waits for the
+// poll loop to allow it (OnPartitionsCallbackBlocked).
+func (in *Ingester) rebalanceBlocked() {
+	in.rebalanceWaits.Store(true)
+	select {
+	case in.rebalanceWake <- struct{}{}:
+	default:
 	}
 }
 
@@ -205,10 +236,6 @@ func topicsOf(recs []*kgo.Record) []string {
 // errorPause is how long the poll loop waits after a poll that returned
 // fetch errors and no records.
 const errorPause = 250 * time.Millisecond
-
-// rebalanceEvery bounds how long a steady stream of batches holds back a
-// rebalance (the group's rebalance timeout is far longer).
-const rebalanceEvery = time.Second
 
 // storeBatch writes a decoded batch's records (the writer's store stage).
 func (in *Ingester) storeBatch(ctx context.Context, j *job) error {

@@ -181,25 +181,12 @@ func (w *writer) idle() bool {
 	return w.inFlight == 0
 }
 
-// untilIdle returns a context that ends with ctx or when the writer has
-// finished everything submitted so far (at once when it already has).
-func (w *writer) untilIdle(ctx context.Context) (context.Context, context.CancelFunc) {
+// whenIdle is closed when the writer has finished everything submitted so
+// far; nil (never ready) when it already has.
+func (w *writer) whenIdle() <-chan struct{} {
 	w.mu.Lock()
-	idle := w.idleCh
-	w.mu.Unlock()
-	if idle == nil {
-		return ctx, func() {}
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-idle:
-		case <-w.done:
-		case <-pctx.Done():
-		}
-		cancel()
-	}()
-	return pctx, cancel
+	defer w.mu.Unlock()
+	return w.idleCh
 }
 
 // drain waits until every submitted batch is finished.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
@@ -108,4 +109,43 @@ func TestTheNextBatchIsStoredWhileTheLastOneIsFinished(t *testing.T) {
 	if !slices.Equal(keys, []string{"k1", "k2"}) {
 		t.Fatalf("dead_letter.added events with keys %v, want [k1 k2]", keys)
 	}
+}
+
+// A member that joins the group while a steady stream keeps the writer
+// busy, every batch slow to store, gets its partitions: the poll loop lets
+// the rebalance through as soon as it waits, though the writer is never idle.
+func TestAMemberJoinsWhileBatchesKeepComing(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	// Each batch takes at least 200 ms to store.
+	if _, err := b.pool.Exec(ctx, `CREATE FUNCTION slow_batch() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END $$;
+		CREATE TRIGGER slow_batch AFTER INSERT ON redrive_record_coord FOR EACH STATEMENT EXECUTE FUNCTION slow_batch()`); err != nil {
+		t.Fatal(err)
+	}
+	first := startWith(t, b, b.store, "steady")
+	streamCtx, stopStream := context.WithCancel(ctx)
+	streamed := make(chan struct{})
+	go func() {
+		defer close(streamed)
+		for i := 0; streamCtx.Err() == nil; i++ {
+			// A record every 20 ms, to every partition.
+			_ = b.cl.ProduceSync(streamCtx, dlqRecord("orders", fmt.Appendf(nil, "k%d", i), []byte(`{}`))).FirstErr()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { stopStream(); <-streamed })
+	eventually.Nil(t, "the first member storing", func() error {
+		if n := counterValue(first.metrics.IngestRecords.WithLabelValues(dlqTopic, string(dlq.FormatRedrive))); n < 20 {
+			return fmt.Errorf("%v records stored", n)
+		}
+		return nil
+	})
+	second := startWith(t, b, b.store, "steady")
+	eventually.Nil(t, "the second member storing records of its own partitions", func() error {
+		if n := counterValue(second.metrics.IngestRecords.WithLabelValues(dlqTopic, string(dlq.FormatRedrive))); n == 0 {
+			return fmt.Errorf("the second member stored nothing")
+		}
+		return nil
+	})
 }
