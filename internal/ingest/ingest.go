@@ -47,8 +47,6 @@ type Ingester struct {
 	client *kgo.Client
 	store  *store.Store
 	paused atomic.Bool
-	// encoder encodes each batch's rows on the poll loop (its only user).
-	encoder *store.Encoder
 	// topics follows each DLQ topic's fetch errors (topics.go).
 	topics *topicHealth
 	// warn logs warnings about records' content, rate-limited.
@@ -68,7 +66,7 @@ func New(cfg Config, st *store.Store) (*Ingester, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	in := &Ingester{cfg: cfg, store: st, encoder: store.NewEncoder(),
+	in := &Ingester{cfg: cfg, store: st,
 		topics:        newTopicHealth(cfg.Logger.With("component", "ingest")),
 		warn:          newWarnings(cfg.Logger, cfg.WarnEvery, cfg.Clock.Now),
 		rebalanceWake: make(chan struct{}, 1)}
@@ -243,7 +241,6 @@ func (in *Ingester) storeBatch(ctx context.Context, j *job) error {
 	if err != nil {
 		return err
 	}
-	j.b.encoded.Release()
 	j.res = res
 	j.lighten(in.cfg.Tracer.On())
 	return nil
@@ -362,13 +359,7 @@ func (in *Ingester) write(ctx context.Context, b *batch) (persisted, error) {
 		}
 		fresh = append(slices.Clip(fresh), orphans...)
 	}
-	var stored store.InsertResult
-	var err error
-	if len(fresh) == len(b.fresh) {
-		stored, err = in.store.InsertEncoded(ctx, b.encoded)
-	} else {
-		stored, err = in.store.InsertRecords(ctx, fresh) // with orphans, which were not encoded
-	}
+	stored, err := in.store.InsertRecords(ctx, fresh)
 	if err != nil {
 		return res, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
-	"github.com/redrive/redrive/internal/store"
 )
 
 // batch is one polled batch, decoded and sorted by what it does.
@@ -24,9 +23,6 @@ type batch struct {
 	// change existing records.
 	repeats []dlq.Failure
 	now     time.Time
-	// encoded is fresh as a COPY stream, encoded while the previous batch
-	// is being written.
-	encoded *store.EncodedRecords
 	// fps fingerprints the batch's failures, each distinct one once.
 	fps *fingerprints
 	// pending: a new record waits for its schema (background decoder).
@@ -77,12 +73,6 @@ func (in *Ingester) decode(recs []*kgo.Record) *batch {
 			b.turned[len(b.fresh)] = ta
 		}
 		b.fresh = append(b.fresh, r)
-	}
-	var err error
-	if b.encoded, err = in.encoder.Encode(b.fresh); err != nil {
-		// Still stored: the write takes the slow path, which keeps every
-		// record it can and reports the one it cannot.
-		in.cfg.Logger.Warn("batch not encoded for COPY; writing it row by row", "component", "ingest", "err", err)
 	}
 	return b
 }

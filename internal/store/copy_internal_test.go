@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,12 +138,11 @@ func TestEncodeHeadersIsTheMarshalledJSON(t *testing.T) {
 	}
 }
 
-// A batch's COPY streams are held in pieces of copyChunk: read back (twice,
-// as a write that failed is sent again) they must be exactly the stream
-// one growing slice would hold, rows cut across pieces included; and the
-// pieces a released batch gives back are reused without touching a batch
-// still held; a huge row's scratch is not kept.
-func TestCopyStreamsInPieces(t *testing.T) {
+// A table's COPY stream, encoded row by row as pgconn reads it in pieces,
+// is exactly the stream one slice would hold: rows smaller and larger than
+// a read, of all records or of some; a huge row's buffer is not kept; and
+// a record that does not encode ends the stream with an error naming it.
+func TestRowReadersStreamWhatOneSliceHolds(t *testing.T) {
 	t.Parallel()
 	record := func(i, size int) dlq.Record {
 		now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
@@ -150,12 +150,12 @@ func TestCopyStreamsInPieces(t *testing.T) {
 			DLQ: dlq.Coord{Topic: "dlq", Offset: int64(i)}, Format: dlq.FormatRedrive, Key: []byte("k"),
 			Value: bytes.Repeat([]byte{byte('a' + i%26)}, size), CreatedAt: now, UpdatedAt: now, NextRetryAt: &now}
 	}
-	// What one slice holds: the stream as it was encoded before the pieces.
-	whole := func(t *testing.T, records []dlq.Record) (data, lifecycle, coord []byte) {
+	// What one slice holds: each table's stream encoded from the values
+	// the row functions give.
+	whole := func(t *testing.T, records []dlq.Record) map[copyTable][]byte {
 		t.Helper()
-		types := pgtype.NewMap()
-		e := &Encoder{types: types}
-		data, lifecycle, coord = bytes.Clone(copyHeader), bytes.Clone(copyHeader), bytes.Clone(copyHeader)
+		e := newEncoder()
+		data, lifecycle, coord := bytes.Clone(copyHeader), bytes.Clone(copyHeader), bytes.Clone(copyHeader)
 		for i := range records {
 			vals, err := rowValues(&records[i], asJSONUnchecked, "")
 			if err != nil {
@@ -172,93 +172,66 @@ func TestCopyStreamsInPieces(t *testing.T) {
 			}
 		}
 		end := []byte{0xFF, 0xFF}
-		return append(data, end...), append(lifecycle, end...), append(coord, end...)
+		return map[copyTable][]byte{dataTable: append(data, end...), lifecycleTable: append(lifecycle, end...), coordTable: append(coord, end...)}
 	}
-	read := func(t *testing.T, s *copyStream) []byte {
-		t.Helper()
+	read := func(r io.Reader) ([]byte, error) {
 		var out []byte
-		r := s.reader()
 		buf := make([]byte, 65531) // pgconn reads a COPY in pieces of 64 KiB less its header
 		for {
 			n, err := r.Read(buf)
 			out = append(out, buf[:n]...)
 			if err == io.EOF {
-				return out
+				return out, nil
 			}
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	check := func(t *testing.T, records []dlq.Record, idx []int) {
+		t.Helper()
+		picked := records
+		if idx != nil {
+			picked = nil
+			for _, i := range idx {
+				picked = append(picked, records[i])
+			}
+		}
+		want := whole(t, picked)
+		for _, table := range []copyTable{coordTable, lifecycleTable, dataTable} {
+			got, err := read(newRowReader(newEncoder(), records, idx, table, asJSONUnchecked))
 			if err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	check := func(t *testing.T, e *EncodedRecords, records []dlq.Record) {
-		t.Helper()
-		data, lifecycle, coord := whole(t, records)
-		for range 2 {
-			if got := read(t, &e.data); !bytes.Equal(got, data) {
-				t.Fatalf("data stream: %d bytes, want the %d of one slice", len(got), len(data))
-			}
-			if got := read(t, &e.lifecycle); !bytes.Equal(got, lifecycle) {
-				t.Fatalf("lifecycle stream: %d bytes, want %d", len(got), len(lifecycle))
-			}
-			if got := read(t, &e.coord); !bytes.Equal(got, coord) {
-				t.Fatalf("coord stream: %d bytes, want %d", len(got), len(coord))
+			if !bytes.Equal(got, want[table]) {
+				t.Fatalf("table %d: %d bytes streamed, want the %d of one slice", table, len(got), len(want[table]))
 			}
 		}
 	}
 
-	enc := NewEncoder()
-	// Rows smaller and larger than a piece, and one of exactly a piece's value.
-	big := []dlq.Record{record(0, 10), record(1, copyChunk-3), record(2, 3*copyChunk+7), record(3, copyChunk), record(4, 1000)}
-	first, err := enc.Encode(big)
-	if err != nil || !first.encoded {
-		t.Fatalf("Encode: %v", err)
-	}
-	if len(first.data.chunks) < 5 {
-		t.Fatalf("data stream in %d pieces; want the rows cut across several", len(first.data.chunks))
-	}
-	check(t, first, big)
-
-	small := []dlq.Record{record(5, 100), record(6, 200)}
-	second, err := enc.Encode(small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Release()
-	if first.encoded || first.data.chunks != nil {
-		t.Fatal("a released batch still holds its streams")
-	}
-	// Reusing first's pieces leaves second as it was.
-	third, err := enc.Encode(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, second, small)
-	check(t, third, big)
-
-	// Rows of 1 KiB values, written in place while a piece has room for
-	// one and cut across the pieces when it has not.
+	// Rows smaller and larger than a read, one of exactly a read.
+	big := []dlq.Record{record(0, 10), record(1, 65531-3), record(2, 3*65531+7), record(3, 65531), record(4, 1000)}
+	check(t, big, nil)
+	check(t, big, []int{4, 1, 2})
 	var ordinary []dlq.Record
 	for i := range 300 {
 		ordinary = append(ordinary, record(i, 1000+i%7))
 	}
-	fourth, err := enc.Encode(ordinary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fourth.data.chunks) < 3 {
-		t.Fatalf("ordinary rows in %d pieces; want several", len(fourth.data.chunks))
-	}
-	check(t, fourth, ordinary)
+	check(t, ordinary, nil)
+	check(t, nil, nil)
 
-	second.Release()
-	third.Release()
-	fourth.Release()
-	// A row of more than keepRow leaves no scratch row that size behind.
-	huge := []dlq.Record{record(7, 2*keepRow)}
-	if _, err := enc.Encode(huge); err != nil {
+	// A row of more than keepRow leaves no buffer that size behind.
+	r := newRowReader(newEncoder(), []dlq.Record{record(7, 2*keepRow), record(8, 10)}, nil, dataTable, asJSONUnchecked)
+	if _, err := read(r); err != nil {
 		t.Fatal(err)
 	}
-	if cap(enc.row) > keepRow {
-		t.Fatalf("the encoder keeps a scratch row of %d bytes; want at most %d", cap(enc.row), keepRow)
+	if cap(r.buf) > keepRow {
+		t.Fatalf("the reader keeps a buffer of %d bytes; want at most %d", cap(r.buf), keepRow)
+	}
+
+	bad := []dlq.Record{record(0, 10), record(1, 10)}
+	bad[1].ID = "not-a-uuid"
+	if _, err := read(newRowReader(newEncoder(), bad, nil, dataTable, asJSONUnchecked)); err == nil || !strings.Contains(err.Error(), "not-a-uuid") {
+		t.Fatalf("streaming a record whose id is no UUID: %v; want an error naming it", err)
 	}
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/redrive/redrive/internal/store"
 )
 
-// A batch encoded ahead (ingest's path) is stored exactly as InsertRecords
-// stores it: every column of the two rows is equal but the id and offset.
-func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
+// A record COPYed (the fast path) is stored exactly as one written by
+// INSERT (the path of a re-consumed batch's new records): every column of
+// the two rows is equal but the id and offset.
+func TestCopiedRecordsAreStoredAsInsertedOnes(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	s := store.New(pool)
@@ -28,14 +29,10 @@ func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
 		}
 		again := want
 		again.ID, again.DLQ.Offset = uuid.Must(uuid.NewV7()).String(), want.DLQ.Offset+1000
-		e, err := store.NewEncoder().Encode([]dlq.Record{again})
-		if err != nil {
-			t.Fatalf("Encode: %v", err)
-		}
-		res, err := s.InsertEncoded(ctx, e)
-		e.Release()
-		if err != nil || res.N != 1 {
-			t.Fatalf("InsertEncoded = %+v, %v", res, err)
+		// With want, stored already, the batch is written by INSERT.
+		res, err := s.InsertRecords(ctx, []dlq.Record{want, again})
+		if err != nil || res.N != 1 || res.New(0) {
+			t.Fatalf("InsertRecords with a duplicate = %+v, %v; want the new record only", res, err)
 		}
 		var diff []string
 		if err := pool.QueryRow(ctx, `
@@ -46,33 +43,25 @@ func TestInsertEncodedStoresWhatInsertRecordsStores(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(diff) > 0 {
-			t.Errorf("state %s: columns differ between the two paths: %v", want.State, diff)
+			t.Errorf("state %s: columns differ between COPY and INSERT: %v", want.State, diff)
 		}
 	}
 }
 
-// The encoded path keeps InsertRecords' fallbacks: a re-consumed batch skips
-// what is stored, and JSON that jsonb rejects is kept as text.
-func TestInsertEncodedFallsBack(t *testing.T) {
+// The fast path falls back: a re-consumed batch skips what is stored, JSON
+// that jsonb rejects is kept as text, and a value shaped like JSON that is
+// not (the COPY does not check it) is written the checked way.
+func TestInsertRecordsFallsBack(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	s := store.New(pool)
 	ctx := context.Background()
-	enc := store.NewEncoder()
-	first, err := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")})
-	if err != nil {
-		t.Fatalf("Encode: %v", err)
-	}
-	if res, err := s.InsertEncoded(ctx, first); err != nil || res.N != 2 {
+	if res, err := s.InsertRecords(ctx, []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders")}); err != nil || res.N != 2 {
 		t.Fatalf("first = %+v, %v", res, err)
 	}
 	huge := newRecord(3, "orders")
 	huge.Value = []byte(`{"amount":1e999999}`)
-	again, err := enc.Encode([]dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), huge})
-	if err != nil {
-		t.Fatalf("Encode: %v", err)
-	}
-	res, err := s.InsertEncoded(ctx, again)
+	res, err := s.InsertRecords(ctx, []dlq.Record{newRecord(1, "orders"), newRecord(2, "orders"), huge})
 	if err != nil || res.N != 1 || res.New(0) || res.New(1) || !res.New(2) {
 		t.Fatalf("re-consumed batch = %+v, %v; want only the third stored", res, err)
 	}
@@ -80,15 +69,9 @@ func TestInsertEncodedFallsBack(t *testing.T) {
 	if err != nil || string(got.Value) != `{"amount":1e999999}` {
 		t.Fatalf("value not kept byte for byte: %q %v", got.Value, err)
 	}
-	// A value shaped like JSON that is not: the batch is encoded without the
-	// full check, so its COPY fails and the batch is written the checked way.
 	fake, fine := newRecord(4, "orders"), newRecord(5, "orders")
 	fake.Value = []byte(`{"not": json}`)
-	batch, err := enc.Encode([]dlq.Record{fake, fine})
-	if err != nil {
-		t.Fatalf("Encode: %v", err)
-	}
-	if res, err := s.InsertEncoded(ctx, batch); err != nil || res.N != 2 {
+	if res, err := s.InsertRecords(ctx, []dlq.Record{fake, fine}); err != nil || res.N != 2 {
 		t.Fatalf("batch with a fake JSON value = %+v, %v", res, err)
 	}
 	var payloads int

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 )
 
@@ -15,6 +17,22 @@ var (
 	LifecycleColumns = lifecycleColumns
 	LifecycleOIDs    = lifecycleOIDs
 )
+
+// EncodeRows encodes the three tables' COPY streams of records, as
+// InsertRecords sends them, and says how many bytes they hold (for
+// BenchmarkEncode).
+func EncodeRows(records []dlq.Record) (int64, error) {
+	enc := newEncoder()
+	var n int64
+	for _, table := range []copyTable{coordTable, lifecycleTable, dataTable} {
+		m, err := io.Copy(io.Discard, newRowReader(enc, records, nil, table, asJSONUnchecked))
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
 
 // QueueActivitySQL is QueueActivity's statement, for its EXPLAIN.
 const QueueActivitySQL = queueActivitySQL

@@ -40,17 +40,15 @@ func TestServerFaultsNeverDegradeRows(t *testing.T) {
 				CREATE TRIGGER fail BEFORE INSERT ON redrive_record_data FOR EACH ROW EXECUTE FUNCTION fail()`, code)); err != nil {
 				t.Fatal(err)
 			}
-			for _, encoded := range []bool{false, true} {
-				res, err := insertBatch(ctx, s, batch, encoded)
-				var pgErr *pgconn.PgError
-				if !errors.As(err, &pgErr) || pgErr.Code != code || res.N != 0 {
-					t.Fatalf("encoded=%v: InsertRecords = %+v, %v; want the server's error %s", encoded, res, err, code)
-				}
+			res, err := s.InsertRecords(ctx, batch)
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != code || res.N != 0 {
+				t.Fatalf("InsertRecords = %+v, %v; want the server's error %s", res, err, code)
 			}
 			if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_record_data`); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := insertBatch(ctx, s, batch, true); err != nil || res.N != len(batch) {
+			if res, err := s.InsertRecords(ctx, batch); err != nil || res.N != len(batch) {
 				t.Fatalf("once the server is well: %+v, %v", res, err)
 			}
 			checkPayloads(t, pool, batch, true, false, false, true)
@@ -84,10 +82,10 @@ func TestReadOnlyDatabaseIsAServerFault(t *testing.T) {
 	huge, deep := newRecord(2, "orders"), newRecord(3, "orders")
 	huge.Value, deep.Value = []byte(`{"n":1e999999}`), nested(20000, false)
 	batch := []dlq.Record{newRecord(1, "orders"), deep, huge}
-	res, err := insertBatch(ctx, store.New(ro), batch, true)
+	res, err := store.New(ro).InsertRecords(ctx, batch)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "25006" || res.N != 0 {
-		t.Fatalf("InsertEncoded on a read-only database = %+v, %v; want 25006", res, err)
+		t.Fatalf("InsertRecords on a read-only database = %+v, %v; want 25006", res, err)
 	}
 	var n int
 	if err := admin.QueryRow(ctx, "SELECT count(*) FROM redrive_record").Scan(&n); err != nil || n != 0 {
@@ -101,22 +99,10 @@ func TestReadOnlyDatabaseIsAServerFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rw.Close()
-	if res, err := insertBatch(ctx, store.New(rw), batch, true); err != nil || res.N != len(batch) {
+	if res, err := store.New(rw).InsertRecords(ctx, batch); err != nil || res.N != len(batch) {
 		t.Fatalf("once writable: %+v, %v", res, err)
 	}
 	checkPayloads(t, rw, batch, true, false, false)
-}
-
-func insertBatch(ctx context.Context, s *store.Store, batch []dlq.Record, encoded bool) (store.InsertResult, error) {
-	if !encoded {
-		return s.InsertRecords(ctx, batch)
-	}
-	e, err := store.NewEncoder().Encode(batch)
-	if err != nil {
-		return store.InsertResult{}, err
-	}
-	defer e.Release()
-	return s.InsertEncoded(ctx, e)
 }
 
 // checkPayloads checks which records of batch have a payload.
@@ -151,10 +137,10 @@ func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 		CREATE TRIGGER fail BEFORE INSERT ON redrive_lifecycle FOR EACH ROW EXECUTE FUNCTION fail()`); err != nil {
 		t.Fatal(err)
 	}
-	res, err := insertBatch(ctx, s, batch, true)
+	res, err := s.InsertRecords(ctx, batch)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "53100" || res.N != 0 {
-		t.Fatalf("InsertEncoded = %+v, %v; want the server's error", res, err)
+		t.Fatalf("InsertRecords = %+v, %v; want the server's error", res, err)
 	}
 	if n, err := s.Count(ctx, &filter.Filter{}); err != nil || n != 0 {
 		t.Fatalf("%d records stored, %v; want none", n, err)
@@ -166,7 +152,7 @@ func TestServerFaultWhileIsolatingWritesNothing(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DROP TRIGGER fail ON redrive_lifecycle`); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := insertBatch(ctx, s, batch, true); err != nil || res.N != len(batch) {
+	if res, err := s.InsertRecords(ctx, batch); err != nil || res.N != len(batch) {
 		t.Fatalf("once the server is well: %+v, %v", res, err)
 	}
 	checkPayloads(t, pool, batch, true, false, true, true)

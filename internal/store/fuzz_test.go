@@ -37,7 +37,7 @@ const (
 // (up to the broker's default 1 MiB message size: binary keys, values and
 // headers, invalid UTF-8, NULs, deep JSON, huge numbers, many and long
 // headers, long types, error types, messages and details) and checks that
-// every one is stored, on both write paths, with key, value and headers
+// every one is stored, with key, value and headers
 // byte for byte, and that storing it again is a duplicate, not an error:
 // no input can stop ingest.
 func FuzzInsert(f *testing.F) {
@@ -68,10 +68,9 @@ func FuzzInsert(f *testing.F) {
 		r.Errors[0].Type, r.Errors[0].Message, r.Errors[0].Details = errType, message, details
 		n := int(size % maxMessageBytes)
 		grow(&r, shape%growFields, n, randomText(max(n, 1)))
-		encoded := shape >= 128
-		res, err := insertBatch(context.Background(), s, []dlq.Record{r}, encoded)
+		res, err := s.InsertRecords(context.Background(), []dlq.Record{r})
 		if err != nil || res.N != 1 {
-			t.Fatalf("encoded=%v: stored %d: %v", encoded, res.N, err)
+			t.Fatalf("stored %d: %v", res.N, err)
 		}
 		got, err := s.Get(context.Background(), r.ID)
 		if err != nil {
@@ -92,7 +91,7 @@ func FuzzInsert(f *testing.F) {
 			}
 		}
 		// Consumed again: a duplicate.
-		if res, err := insertBatch(context.Background(), s, []dlq.Record{r}, !encoded); err != nil || res.N != 0 {
+		if res, err := s.InsertRecords(context.Background(), []dlq.Record{r}); err != nil || res.N != 0 {
 			t.Fatalf("stored again: %d, %v; want a duplicate", res.N, err)
 		}
 	})

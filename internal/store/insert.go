@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -85,39 +86,52 @@ func placeholders(first int, oids []uint32) string {
 // idempotent on the records' DLQ identity (coordinates and timestamp): records
 // already stored are skipped.
 //
-// The fast path is a single COPY, which is all-or-nothing. When it fails,
-// what failed decides (see afterCopy): Postgres unreachable or unwell is an
-// error, and the caller tries again later; a duplicate or a row Postgres
-// refuses for what it holds is dealt with here, so that one record never
-// blocks a batch.
+// The fast path is a single COPY per table, which is all-or-nothing. Its
+// JSON values are not checked here: Postgres checks them as it parses the
+// jsonb. When it fails, what failed decides (see afterCopy): Postgres
+// unreachable or unwell is an error, and the caller tries again later; a
+// duplicate or a row Postgres refuses for what it holds is dealt with here,
+// so that one record never blocks a batch.
 func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (InsertResult, error) {
 	if len(records) == 0 {
 		return InsertResult{}, nil
 	}
-	// Rows are encoded lazily: pgx encodes in a goroutine while Postgres is
-	// already ingesting the rows sent before, so encoding overlaps the COPY.
 	var n int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		n, err = copyRecords(ctx, tx, records, nil)
+		n, err = copyRecords(ctx, tx, records, nil, asJSONUnchecked)
 		return err
 	})
 	return s.afterCopy(ctx, records, n, err)
 }
 
+// encoders are encoders between COPYs (an encoder's type map is costly to
+// make, and not safe for concurrent use).
+var encoders = sync.Pool{New: func() any { return newEncoder() }}
+
 // copyRecords COPYs records (all of them, or those at idx) into the three
-// tables within tx: their DLQ coordinates (a duplicate fails there), their
-// lifecycles, then their wide rows.
-func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int) (int64, error) {
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_coord"}, coordColumns, &coordSource{records: records, idx: idx, i: -1}); err != nil {
-		return 0, err
+// tables within tx, encoding their rows (mode) as they are sent: their DLQ
+// coordinates first (a batch consumed again fails there, on their primary
+// key, before any wide row is written), then their lifecycles before their
+// wide rows (the view's lock order, which every statement keeps, partition
+// DDL included).
+func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, mode jsonMode) (int64, error) {
+	enc := encoders.Get().(*encoder)
+	pg := tx.Conn().PgConn()
+	var tag pgconn.CommandTag
+	for _, c := range []struct {
+		table copyTable
+		sql   string
+	}{{coordTable, copyCoordSQL}, {lifecycleTable, copyLifecycleSQL}, {dataTable, copyDataSQL}} {
+		var err error
+		if tag, err = pg.CopyFrom(ctx, newRowReader(enc, records, idx, c.table, mode), c.sql); err != nil {
+			// Not given back: when the connection broke, its reader may
+			// still be encoding.
+			return 0, err
+		}
 	}
-	// The lifecycles before the wide rows: the view's lock order, which
-	// every statement keeps (partition DDL included).
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"redrive_lifecycle"}, lifecycleColumns, &lifecycleSource{records: records, idx: idx, i: -1}); err != nil {
-		return 0, err
-	}
-	return tx.CopyFrom(ctx, pgx.Identifier{"redrive_record_data"}, dataColumns, newRecordSource(records, idx, asJSON))
+	encoders.Put(enc)
+	return tag.RowsAffected(), nil
 }
 
 // afterCopy finishes a COPY of records: done when it succeeded. A COPY that
@@ -195,7 +209,7 @@ func isolate(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, du
 func writePart(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int, dups bool) ([]bool, error) {
 	stored := make([]bool, len(idx))
 	if !dups {
-		_, err := copyRecords(ctx, tx, records, idx)
+		_, err := copyRecords(ctx, tx, records, idx, asJSON)
 		for k := range stored {
 			stored[k] = true
 		}
@@ -379,36 +393,3 @@ func coordPlaceholders() string {
 	}
 	return strings.Join(ps, ", ")
 }
-
-// coordSource feeds the DLQ coordinates of records (all, or those at idx)
-// to COPY, as rowValues gives them.
-type coordSource struct {
-	records []dlq.Record
-	idx     []int
-	i       int
-	err     error
-}
-
-func (cs *coordSource) Next() bool {
-	cs.i++
-	n := len(cs.records)
-	if cs.idx != nil {
-		n = len(cs.idx)
-	}
-	return cs.err == nil && cs.i < n
-}
-
-func (cs *coordSource) Values() ([]any, error) {
-	r := &cs.records[cs.i]
-	if cs.idx != nil {
-		r = &cs.records[cs.idx[cs.i]]
-	}
-	id, err := recordID(r)
-	if err != nil {
-		cs.err = fmt.Errorf("encode record %s: %w", r.ID, err)
-		return nil, cs.err
-	}
-	return []any{r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), id}, nil
-}
-
-func (cs *coordSource) Err() error { return cs.err }

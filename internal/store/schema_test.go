@@ -55,11 +55,7 @@ func TestDecodedRecordsAreStoredAndSearched(t *testing.T) {
 	pending.Value, pending.DecodePending = []byte{0, 0, 0, 0, 9, 2, 'y'}, true
 	failed := newRecord(3, "orders")
 	failed.Value, failed.DecodeError = []byte{0, 0, 0, 0, 99}, "unknown schema id 99"
-	e, err := store.NewEncoder().Encode([]dlq.Record{decoded, pending, failed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.InsertEncoded(ctx, e); err != nil {
+	if _, err := s.InsertRecords(ctx, []dlq.Record{decoded, pending, failed}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, decoded.ID)

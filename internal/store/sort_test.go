@@ -169,14 +169,7 @@ func TestFailedAtFollowsTheLatestFailure(t *testing.T) {
 	known, unknown := newRecord(1, "orders"), newRecord(2, "orders")
 	known.Errors[0].OccurredAt = known.CreatedAt.Add(-time.Hour)
 	unknown.Errors[0].OccurredAt = time.Time{}
-	encoded, err := store.NewEncoder().Encode([]dlq.Record{unknown})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.InsertRecords(ctx, []dlq.Record{known}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.InsertEncoded(ctx, encoded); err != nil {
+	if _, err := s.InsertRecords(ctx, []dlq.Record{known, unknown}); err != nil {
 		t.Fatal(err)
 	}
 	failedAt := func(id string) *time.Time {
