@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/store/pgcopy"
 )
 
 // insertIgnoringDuplicates stores one record (its DLQ coordinates, its
@@ -86,7 +87,8 @@ func placeholders(first int, oids []uint32) string {
 // idempotent on the records' DLQ identity (coordinates and timestamp): records
 // already stored are skipped.
 //
-// The fast path is a single COPY per table, which is all-or-nothing. Its
+// The fast path is a COPY per table, all three sent as one query (copyBatch),
+// which is all-or-nothing. Its
 // JSON values are not checked here: Postgres checks them as it parses the
 // jsonb. When it fails, what failed decides (see afterCopy): Postgres
 // unreachable or unwell is an error, and the caller tries again later; a
@@ -96,13 +98,27 @@ func (s *Store) InsertRecords(ctx context.Context, records []dlq.Record) (Insert
 	if len(records) == 0 {
 		return InsertResult{}, nil
 	}
-	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		n, err = copyRecords(ctx, tx, records, nil, asJSONUnchecked)
-		return err
-	})
+	n, err := s.copyBatch(ctx, records)
 	return s.afterCopy(ctx, records, n, err)
+}
+
+// copyBatch COPYs records into the three tables in one query (pgcopy): a
+// batch costs one round trip to Postgres instead of five (BEGIN, three
+// COPYs, COMMIT), and ingest's store stage keeps Postgres busier. It
+// returns the rows the last COPY wrote.
+func (s *Store) copyBatch(ctx context.Context, records []dlq.Record) (int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	enc := encoders.Get().(*encoder)
+	defer encoders.Put(enc) // every stream is read by the time InOneQuery returns
+	tags, err := pgcopy.InOneQuery(ctx, conn.Conn().PgConn(), copyStreams(enc, records, nil, asJSONUnchecked)...)
+	if err != nil {
+		return 0, err
+	}
+	return tags[len(tags)-1].RowsAffected(), nil
 }
 
 // encoders are encoders between COPYs (an encoder's type map is costly to
@@ -119,12 +135,9 @@ func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int
 	enc := encoders.Get().(*encoder)
 	pg := tx.Conn().PgConn()
 	var tag pgconn.CommandTag
-	for _, c := range []struct {
-		table copyTable
-		sql   string
-	}{{coordTable, copyCoordSQL}, {lifecycleTable, copyLifecycleSQL}, {dataTable, copyDataSQL}} {
+	for _, s := range copyStreams(enc, records, idx, mode) {
 		var err error
-		if tag, err = pg.CopyFrom(ctx, newRowReader(enc, records, idx, c.table, mode), c.sql); err != nil {
+		if tag, err = pg.CopyFrom(ctx, s.Rows, s.SQL); err != nil {
 			// Not given back: when the connection broke, its reader may
 			// still be encoding.
 			return 0, err
@@ -132,6 +145,16 @@ func copyRecords(ctx context.Context, tx pgx.Tx, records []dlq.Record, idx []int
 	}
 	encoders.Put(enc)
 	return tag.RowsAffected(), nil
+}
+
+// copyStreams are the COPYs of records (all of them, or those at idx), in
+// the order copyRecords explains, their rows encoded by enc as they are read.
+func copyStreams(enc *encoder, records []dlq.Record, idx []int, mode jsonMode) []pgcopy.Stream {
+	return []pgcopy.Stream{
+		{SQL: copyCoordSQL, Rows: newRowReader(enc, records, idx, coordTable, mode)},
+		{SQL: copyLifecycleSQL, Rows: newRowReader(enc, records, idx, lifecycleTable, mode)},
+		{SQL: copyDataSQL, Rows: newRowReader(enc, records, idx, dataTable, mode)},
+	}
 }
 
 // afterCopy finishes a COPY of records: done when it succeeded. A COPY that
