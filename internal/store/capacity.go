@@ -12,10 +12,14 @@ import (
 // Queue capacity (max_size, max_size_bytes): a topic's non-terminal records
 // (retryable and available) and their bytes (key plus value) are read from
 // the statistics table, which the triggers keep current, never counted. A
-// batch is checked once it is stored, per topic with a limit, in a
-// transaction that holds the topic's advisory lock: replicas ingesting the
-// same topic take turns, so a topic never ends past its limit because two
-// of them checked at once.
+// batch is checked once it is stored, per topic with a limit: first by one
+// read of the topic's size, then, only when that shows it past a limit, in
+// a transaction that holds the topic's advisory lock and reads it again:
+// replicas ingesting the same topic take turns, so a topic never ends past
+// its limit because two of them checked at once. The first read needs no
+// lock: a size grows only by batches stored before it is read, and each
+// batch is checked after it is stored, so of two replicas' batches the
+// later check sees both.
 
 // QueueSize is a topic's non-terminal records and their bytes.
 type QueueSize struct {
@@ -52,23 +56,26 @@ type CapacityCheck struct {
 // saves them (archive copies due, as for any discarded record). It returns
 // the records it changed.
 func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard func(r *dlq.Record)) ([]dlq.Record, error) {
+	// Within its limits (as nearly always), a topic costs one round trip
+	// per batch, not the four of the locked transaction.
+	size, err := s.q.QueueSize(ctx, s.pool, c.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("enforce capacity of %s: read queue size: %w", c.Queue, err)
+	}
+	if !c.past(size.N, size.Bytes) {
+		return nil, nil
+	}
 	var out []dlq.Record
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = nil
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('redrive_capacity:' || $1::text, 0))`, c.Queue); err != nil {
 			return fmt.Errorf("lock queue: %w", err)
 		}
-		size, err := s.q.QueueSize(ctx, tx, c.Queue)
+		size, err := s.q.QueueSize(ctx, tx, c.Queue) // again, under the lock
 		if err != nil {
 			return fmt.Errorf("read queue size: %w", err)
 		}
-		var overN, overB int64
-		if c.MaxSize > 0 {
-			overN = size.N - c.MaxSize
-		}
-		if c.MaxBytes > 0 {
-			overB = size.Bytes - c.MaxBytes
-		}
+		overN, overB := c.over(size.N, size.Bytes)
 		over := func() bool { return overN > 0 || overB > 0 }
 		if !over() {
 			return nil
@@ -135,4 +142,22 @@ func (s *Store) EnforceCapacity(ctx context.Context, c CapacityCheck, discard fu
 		return nil, fmt.Errorf("enforce capacity of %s: %w", c.Queue, err)
 	}
 	return out, nil
+}
+
+// over is how far a topic of n records and bytes is past each limit (0 or
+// less: within it, or no limit).
+func (c CapacityCheck) over(n, bytes int64) (overN, overB int64) {
+	if c.MaxSize > 0 {
+		overN = n - c.MaxSize
+	}
+	if c.MaxBytes > 0 {
+		overB = bytes - c.MaxBytes
+	}
+	return overN, overB
+}
+
+// past reports whether a topic of n records and bytes is past a limit.
+func (c CapacityCheck) past(n, bytes int64) bool {
+	overN, overB := c.over(n, bytes)
+	return overN > 0 || overB > 0
 }
