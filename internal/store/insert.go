@@ -87,10 +87,9 @@ func placeholders(first int, oids []uint32) string {
 // idempotent on the records' DLQ identity (coordinates and timestamp): records
 // already stored are skipped.
 //
-// The fast path is a COPY per table, all three sent as one query (copyBatch),
-// which is all-or-nothing. Its
-// JSON values are not checked here: Postgres checks them as it parses the
-// jsonb. When it fails, what failed decides (see afterCopy): Postgres
+// The fast path is a COPY per table, all three sent as one query
+// (copyBatch), which is all-or-nothing. Its JSON values are not checked
+// here: Postgres checks them as it parses the jsonb. When it fails, what failed decides (see afterCopy): Postgres
 // unreachable or unwell is an error, and the caller tries again later; a
 // duplicate or a row Postgres refuses for what it holds is dealt with here,
 // so that one record never blocks a batch.
