@@ -115,11 +115,14 @@ const (
 // EncodeBytes returns b as text and the encoding used: UTF-8 when b is valid
 // UTF-8 without NUL bytes (which Postgres text and JSON strings cannot hold), else base64.
 func EncodeBytes(b []byte) (string, string) {
-	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+	if textSafe(b) {
 		return string(b), EncodingUTF8
 	}
 	return base64.StdEncoding.EncodeToString(b), EncodingBase64
 }
+
+// textSafe says whether b can be kept as text: valid UTF-8 without NUL bytes.
+func textSafe(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
 
 // DecodeBytes reverses EncodeBytes.
 func DecodeBytes(s, encoding string) ([]byte, error) {
@@ -143,37 +146,36 @@ type storedHeader struct {
 	Encoding    string `json:"encoding"`
 }
 
-// encodeHeaders is hs as the headers column stores them: a JSON array of
-// storedHeader, written by hand (json.Marshal of the structs cost ingest
+// appendHeaders appends hs as the headers column stores them: a JSON array
+// of storedHeader, written by hand (json.Marshal of the structs cost ingest
 // 0.8 µs a record); every string in it is valid UTF-8 without NUL bytes
-// (EncodeBytes), which appendJSONString needs.
-func encodeHeaders(hs []dlq.Header) ([]byte, error) {
-	n := 2
-	for _, h := range hs {
-		n += len(h.Key) + len(h.Value) + 48
-	}
-	out := append(make([]byte, 0, n), '[')
+// (as EncodeBytes makes them), which appendJSONString needs.
+func appendHeaders(dst []byte, hs []dlq.Header) []byte {
+	dst = append(dst, '[')
 	for i, h := range hs {
 		if i > 0 {
-			out = append(out, ',')
+			dst = append(dst, ',')
 		}
-		out = append(out, `{"key":`...)
+		dst = append(dst, `{"key":`...)
 		if clean(h.Key) != h.Key {
 			k, enc := EncodeBytes([]byte(h.Key))
-			out = appendJSONString(out, k)
-			out = append(out, `,"key_encoding":`...)
-			out = appendJSONString(out, enc)
+			dst = appendJSONString(dst, k)
+			dst = append(dst, `,"key_encoding":`...)
+			dst = appendJSONString(dst, enc)
 		} else {
-			out = appendJSONString(out, h.Key)
+			dst = appendJSONString(dst, h.Key)
 		}
-		v, enc := EncodeBytes(h.Value)
-		out = append(out, `,"value":`...)
-		out = appendJSONString(out, v)
-		out = append(out, `,"encoding":`...)
-		out = appendJSONString(out, enc)
-		out = append(out, '}')
+		dst = append(dst, `,"value":`...)
+		if textSafe(h.Value) { // EncodeBytes' test, without its copy
+			dst = appendJSONString(dst, h.Value)
+			dst = append(dst, `,"encoding":"`+EncodingUTF8+`"}`...)
+		} else {
+			dst = append(dst, '"')
+			dst = base64.StdEncoding.AppendEncode(dst, h.Value)
+			dst = append(dst, `","encoding":"`+EncodingBase64+`"}`...)
+		}
 	}
-	return append(out, ']'), nil
+	return append(dst, ']')
 }
 
 func decodeHeaders(b []byte) ([]dlq.Header, error) {
@@ -231,17 +233,28 @@ const maxIdentifierBytes = 255
 
 // encodeErrors marshals an error history, keeping the newest dlq.MaxErrorHistory.
 func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
+	return appendErrors(make([]byte, 0, 256*min(len(errs), dlq.MaxErrorHistory)), errs, mode)
+}
+
+// appendErrors appends encodeErrors' JSON to dst: each entry cleaned (see
+// clean) as it is written, its details kept as a string where jsonb could
+// not take them (or mode says not to try).
+func appendErrors(dst []byte, errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 	if len(errs) > dlq.MaxErrorHistory {
 		errs = errs[len(errs)-dlq.MaxErrorHistory:]
 	}
-	cleaned := make([]dlq.ErrorEntry, len(errs))
-	for i, e := range errs {
+	dst = append(dst, '[')
+	for i := range errs {
+		e := errs[i] // a copy to clean: the record's own history is left as it is
 		e.Type, e.Message = clean(e.Type), clean(e.Message)
-		for j := range e.Backtrace {
-			e.Backtrace[j] = clean(e.Backtrace[j])
-		}
 		if mode == asMinimal {
 			e.Type = cut(e.Type, maxIdentifierBytes)
+		}
+		if len(e.Backtrace) > 0 && !allClean(e.Backtrace) {
+			e.Backtrace = slices.Clone(e.Backtrace)
+			for j := range e.Backtrace {
+				e.Backtrace[j] = clean(e.Backtrace[j])
+			}
 		}
 		if len(e.Details) > 0 && (mode == asTextDetails || mode == asText || mode == asMinimal || !jsonbSafe(e.Details)) {
 			raw, err := json.Marshal(map[string]string{"raw_details": clean(string(e.Details))})
@@ -250,9 +263,22 @@ func encodeErrors(errs []dlq.ErrorEntry, mode jsonMode) ([]byte, error) {
 			}
 			e.Details = raw
 		}
-		cleaned[i] = e
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendErrorJSON(dst, &e)
 	}
-	return appendErrorsJSON(make([]byte, 0, 256*len(cleaned)), cleaned), nil
+	return append(dst, ']'), nil
+}
+
+// allClean says whether clean leaves every one of ss as it is.
+func allClean(ss []string) bool {
+	for _, s := range ss {
+		if clean(s) != s {
+			return false
+		}
+	}
+	return true
 }
 
 // cut cuts s to at most n bytes, at a rune boundary.
@@ -282,19 +308,15 @@ func nullIfEmpty(s dlq.Exhaustion) *string {
 	return &v
 }
 
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func jsonOr(b []byte, fallback string) []byte {
+func jsonOr(b, fallback []byte) []byte {
 	if len(b) == 0 {
-		return []byte(fallback)
+		return fallback
 	}
 	return b
 }
+
+// emptyObject is the JSON {}: shared, never written to.
+var emptyObject = []byte("{}")
 
 // dims are a record's dimensions as its rows store them: cleaned, and cut in
 // the minimal form. The wide row and the lifecycle's copies hold the same.
@@ -312,18 +334,39 @@ func dimsOf(r *dlq.Record, mode jsonMode) dims {
 // lifecycleValues are the values of r's lifecycle row, in lifecycleColumns
 // order, for a wide row written in mode.
 func lifecycleValues(r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
-	return appendLifecycleValues(nil, r, id, mode)
+	var a argRow
+	writeLifecycleRow(&a, r, id, mode)
+	return a.vals
 }
 
-// appendLifecycleValues appends lifecycleValues to dst: the encoder reuses
-// one slice for every row instead of allocating one per record.
-func appendLifecycleValues(dst []any, r *dlq.Record, id pgtype.UUID, mode jsonMode) []any {
+// writeLifecycleRow writes r's lifecycle row to w.
+func writeLifecycleRow(w rowWriter, r *dlq.Record, id pgtype.UUID, mode jsonMode) {
 	d := dimsOf(r, mode)
-	return append(dst,
-		id, d.queue, d.typ, d.errorType, d.fp, string(r.Format), int64(len(r.Key)+len(r.Value)),
-		string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.EnqueuedAt, r.NextRetryAt, r.DiscardedAt,
-		r.CompletedAt, r.UpdatedAt, archiveStateOf(r.State),
-	)
+	w.uuid(id)
+	w.text(d.queue)
+	w.text(d.typ)
+	w.text(d.errorType)
+	w.text(d.fp)
+	w.text(string(r.Format))
+	w.int8(int64(len(r.Key) + len(r.Value)))
+	w.text(string(r.State))
+	textOrNull(w, string(r.Exhaustion))
+	w.int4(r.Attempt)
+	timeOrNull(w, r.EnqueuedAt)
+	timeOrNull(w, r.NextRetryAt)
+	timeOrNull(w, r.DiscardedAt)
+	timeOrNull(w, r.CompletedAt)
+	w.timestamptz(r.UpdatedAt)
+	textOrNull(w, archiveStateOf(r.State))
+}
+
+// writeCoordRow writes r's DLQ coordinates row to w.
+func writeCoordRow(w rowWriter, r *dlq.Record, id pgtype.UUID) {
+	w.text(r.DLQ.Topic)
+	w.int4(int(r.DLQ.Partition))
+	w.int8(r.DLQ.Offset)
+	timeOrNegInf(w, r.DLQ.Timestamp)
+	w.uuid(id)
 }
 
 // recordID is r's id as a binary uuid (uuid.UUID would be encoded as text
@@ -340,25 +383,21 @@ func recordID(r *dlq.Record) (pgtype.UUID, error) {
 // reason is why a degraded row (asText, asMinimal) has no payload: it is
 // kept when the value would have had one.
 func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
-	return appendRowValues(nil, r, mode, reason)
-}
-
-// appendRowValues appends rowValues to dst (see appendLifecycleValues).
-func appendRowValues(dst []any, r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
-	headers, err := encodeHeaders(r.Headers)
-	if err != nil {
-		return nil, fmt.Errorf("encode headers: %w", err)
-	}
-	errs, err := encodeErrors(r.Errors, mode)
-	if err != nil {
-		return nil, fmt.Errorf("encode errors: %w", err)
-	}
-	id, err := recordID(r)
-	if err != nil {
+	var a argRow
+	if err := writeDataRow(&a, r, mode, reason); err != nil {
 		return nil, err
 	}
+	return a.vals, nil
+}
+
+// writeDataRow writes r's wide row to w (see rowValues).
+func writeDataRow(w rowWriter, r *dlq.Record, mode jsonMode, reason string) error {
+	id, err := recordID(r)
+	if err != nil {
+		return err
+	}
 	d := dimsOf(r, mode)
-	retry, meta := jsonOr(r.Retry, "{}"), jsonOr(r.Meta, "{}")
+	retry, meta := jsonOr(r.Retry, emptyObject), jsonOr(r.Meta, emptyObject)
 	var payload []byte
 	var omitted string
 	if r.ValueSchema != nil {
@@ -367,7 +406,6 @@ func appendRowValues(dst []any, r *dlq.Record, mode jsonMode, reason string) ([]
 		payload, omitted = payloadOf(r.Value, mode != asJSONUnchecked)
 	}
 	keyPayload, _ := decodedPayloadOf(r.KeyPayload)
-	valueSchema, keySchema := schemaRefJSON(r.ValueSchema), schemaRefJSON(r.KeySchema)
 	switch mode {
 	case asText, asMinimal:
 		if payload != nil {
@@ -377,20 +415,51 @@ func appendRowValues(dst []any, r *dlq.Record, mode jsonMode, reason string) ([]
 	}
 	if mode == asMinimal {
 		if !jsonbSafe(retry) {
-			retry = []byte("{}")
+			retry = emptyObject
 		}
 		if !jsonbSafe(meta) {
-			meta = []byte("{}")
+			meta = emptyObject
 		}
 	}
-	return append(dst,
-		id, d.queue, d.typ, r.MaxAttempts,
-		r.Source.Partition, r.Source.Offset, timeOrNil(r.Source.Timestamp), d.group,
-		r.DLQ.Topic, r.DLQ.Partition, r.DLQ.Offset, timestampOrNegInf(r.DLQ.Timestamp), string(r.Format),
-		r.Key, r.Value, headers, payload, d.errorType, errs, retry, meta,
-		r.CreatedAt, d.fp, nullIfEmptyString(omitted), FailedAt(r),
-		valueSchema, keySchema, keyPayload, nullIfEmptyString(clean(r.DecodeError)), r.DecodePending,
-	), nil
+	w.uuid(id)
+	w.text(d.queue)
+	w.text(d.typ)
+	w.int4(r.MaxAttempts)
+	w.int4(int(r.Source.Partition))
+	w.int8(r.Source.Offset)
+	if r.Source.Timestamp.IsZero() {
+		w.null()
+	} else {
+		w.timestamptz(r.Source.Timestamp)
+	}
+	w.text(d.group)
+	w.text(r.DLQ.Topic)
+	w.int4(int(r.DLQ.Partition))
+	w.int8(r.DLQ.Offset)
+	timeOrNegInf(w, r.DLQ.Timestamp)
+	w.text(string(r.Format))
+	w.bytea(r.Key)
+	w.bytea(r.Value)
+	w.built(appendHeaders(w.scratch(), r.Headers))
+	w.jsonb(payload)
+	w.text(d.errorType)
+	errs, err := appendErrors(w.scratch(), r.Errors, mode)
+	if err != nil {
+		return fmt.Errorf("encode errors: %w", err)
+	}
+	w.built(errs)
+	w.jsonb(retry)
+	w.jsonb(meta)
+	w.timestamptz(r.CreatedAt)
+	w.text(d.fp)
+	textOrNull(w, omitted)
+	w.timestamptz(FailedAt(r))
+	w.jsonb(schemaRefJSON(r.ValueSchema))
+	w.jsonb(schemaRefJSON(r.KeySchema))
+	w.jsonb(keyPayload)
+	textOrNull(w, clean(r.DecodeError))
+	w.boolean(r.DecodePending)
+	return nil
 }
 
 // FailedAt is when a record's latest failure happened, as the failed_at
@@ -412,24 +481,14 @@ func nullIfEmptyString(s string) any {
 	return s
 }
 
-// timestampOrNegInf stores an unknown timestamp as -infinity, as the column
-// does for rows stored before it existed.
-func timestampOrNegInf(t time.Time) pgtype.Timestamptz {
-	if t.IsZero() {
-		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	}
-	return pgtype.Timestamptz{Time: t, Valid: true}
-}
-
-// archiveStateOf is the archive state a record is written with: a discarded
-// record's copy is due (archiving on or off: with it off nothing takes it, and
-// the API shows it as off).
-func archiveStateOf(s dlq.State) *string {
+// archiveStateOf is the archive state a record is written with ("" for
+// none): a discarded record's copy is due (archiving on or off: with it off
+// nothing takes it, and the API shows it as off).
+func archiveStateOf(s dlq.State) string {
 	if s != dlq.StateDiscarded {
-		return nil
+		return ""
 	}
-	v := string(dlq.ArchivePending)
-	return &v
+	return string(dlq.ArchivePending)
 }
 
 // storedRedelivery is dlq.Redelivery as kept in the redelivery column.

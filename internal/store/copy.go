@@ -1,12 +1,9 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -70,7 +67,6 @@ type rowReader struct {
 	off     int
 	begun   bool
 	ended   bool
-	vals    []any
 	err     error
 }
 
@@ -137,162 +133,32 @@ func (r *rowReader) appendRow(buf []byte, rec *dlq.Record) ([]byte, error) {
 	if err != nil {
 		return buf, err
 	}
+	w := &r.enc.row
 	switch r.table {
 	case coordTable:
-		r.vals = append(r.vals[:0], rec.DLQ.Topic, rec.DLQ.Partition, rec.DLQ.Offset, timestampOrNegInf(rec.DLQ.Timestamp), id)
-		return r.enc.appendRow(buf, r.vals, coordOIDs, coordColumns)
+		w.begin(buf, coordColumns)
+		writeCoordRow(w, rec, id)
 	case lifecycleTable:
-		r.vals = appendLifecycleValues(r.vals[:0], rec, id, r.mode)
-		return r.enc.appendRow(buf, r.vals, lifecycleOIDs, lifecycleColumns)
+		w.begin(buf, lifecycleColumns)
+		writeLifecycleRow(w, rec, id, r.mode)
 	default:
-		if r.vals, err = appendRowValues(r.vals[:0], rec, r.mode, ""); err != nil {
+		w.begin(buf, dataColumns)
+		if err := writeDataRow(w, rec, r.mode, ""); err != nil {
 			return buf, err
 		}
-		return r.enc.appendRow(buf, r.vals, dataOIDs, dataColumns)
 	}
+	return w.end()
 }
 
 // keepRow bounds the row a rowReader keeps encoding into (a row holds a
 // record's value: one of megabytes is not kept).
 const keepRow = 1 << 20
 
-// encoder encodes rows in the binary COPY format. It is not safe for
-// concurrent use (its type map caches encode plans).
+// encoder encodes the rows of COPY streams, reusing its buffers from row to
+// row. It is not safe for concurrent use.
 type encoder struct {
-	types *pgtype.Map
+	row binaryRow
 }
 
 // newEncoder returns an encoder.
-func newEncoder() *encoder { return &encoder{types: pgtype.NewMap()} }
-
-// appendRow appends one row of a binary COPY stream to buf.
-func (e *encoder) appendRow(buf []byte, vals []any, oids []uint32, columns []string) ([]byte, error) {
-	buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
-	for j, v := range vals {
-		at := len(buf)
-		buf = binary.BigEndian.AppendUint32(buf, 0xFFFFFFFF) // NULL unless a value follows
-		if enc, known := appendBinary(buf, oids[j], v); known {
-			if enc != nil {
-				buf = enc
-				binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
-			}
-			continue
-		}
-		enc, err := e.types.Encode(oids[j], pgtype.BinaryFormatCode, v, buf)
-		if err != nil {
-			return buf, fmt.Errorf("column %s: %w", columns[j], err)
-		}
-		if enc != nil {
-			buf = enc
-			binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
-		}
-	}
-	return buf, nil
-}
-
-// y2k is the epoch of Postgres's binary timestamps.
-var y2k = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-
-// appendBinary appends v in the binary format of the column type oid, as
-// pgtype.Map.Encode would, for the Go types rowValues, lifecycleValues and
-// coordValues give; known is false for any other pair, which Map.Encode
-// then encodes. A nil result with known true is NULL. Map.Encode looks up
-// an encode plan for every value (half of its cost); a batch of 5,000
-// records has 255,000 values (TestAppendBinaryMatchesPgx checks the bytes
-// are Map.Encode's).
-func appendBinary(buf []byte, oid uint32, v any) (out []byte, known bool) {
-	switch oid {
-	case pgtype.TextOID:
-		switch v := v.(type) {
-		case string:
-			return append(buf, v...), true
-		case *string:
-			if v == nil {
-				return nil, true
-			}
-			return append(buf, *v...), true
-		case nil:
-			return nil, true
-		}
-	case pgtype.Int4OID:
-		switch v := v.(type) {
-		case int32:
-			return binary.BigEndian.AppendUint32(buf, uint32(v)), true
-		case int:
-			if v >= math.MinInt32 && v <= math.MaxInt32 {
-				return binary.BigEndian.AppendUint32(buf, uint32(int32(v))), true
-			}
-		}
-	case pgtype.Int8OID:
-		switch v := v.(type) {
-		case int64:
-			return binary.BigEndian.AppendUint64(buf, uint64(v)), true
-		case int:
-			return binary.BigEndian.AppendUint64(buf, uint64(int64(v))), true
-		}
-	case pgtype.TimestamptzOID:
-		switch v := v.(type) {
-		case time.Time:
-			return appendTimestamptz(buf, v), true
-		case *time.Time:
-			if v == nil {
-				return nil, true
-			}
-			return appendTimestamptz(buf, *v), true
-		case pgtype.Timestamptz:
-			switch {
-			case !v.Valid:
-				return nil, true
-			case v.InfinityModifier == pgtype.Finite:
-				return appendTimestamptz(buf, v.Time), true
-			case v.InfinityModifier == pgtype.Infinity:
-				return binary.BigEndian.AppendUint64(buf, math.MaxInt64), true
-			case v.InfinityModifier == pgtype.NegativeInfinity:
-				return binary.BigEndian.AppendUint64(buf, 1<<63), true // math.MinInt64
-			}
-		case nil:
-			return nil, true
-		}
-	case pgtype.UUIDOID:
-		if v, ok := v.(pgtype.UUID); ok {
-			if !v.Valid {
-				return nil, true
-			}
-			return append(buf, v.Bytes[:]...), true
-		}
-	case pgtype.ByteaOID:
-		switch v := v.(type) {
-		case []byte:
-			if v == nil {
-				return nil, true
-			}
-			return append(buf, v...), true
-		case nil:
-			return nil, true
-		}
-	case pgtype.JSONBOID:
-		switch v := v.(type) {
-		case []byte:
-			if v == nil {
-				return nil, true
-			}
-			return append(append(buf, 1), v...), true // jsonb's binary format: version 1, then the text
-		case nil:
-			return nil, true
-		}
-	case pgtype.BoolOID:
-		if v, ok := v.(bool); ok {
-			if v {
-				return append(buf, 1), true
-			}
-			return append(buf, 0), true
-		}
-	}
-	return nil, false
-}
-
-// appendTimestamptz appends t as a binary timestamptz: microseconds since
-// 2000-01-01 UTC (sub-microseconds truncated toward zero, as pgx does).
-func appendTimestamptz(buf []byte, t time.Time) []byte {
-	return binary.BigEndian.AppendUint64(buf, uint64(t.Unix()*1000000+int64(t.Nanosecond())/1000-y2k))
-}
+func newEncoder() *encoder { return &encoder{} }

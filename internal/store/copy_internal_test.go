@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"math"
@@ -16,27 +17,50 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 )
 
-// The COPY encoder writes the values of a record's rows itself
-// (appendBinary) instead of through pgtype.Map.Encode: every value of every
-// row must come out as the bytes Map.Encode gives, NULLs included.
-func TestAppendBinaryMatchesPgx(t *testing.T) {
+// pgxRow is a row of a binary COPY stream as pgx encodes vals, the values
+// of columns of types oids: the bytes binaryRow must give.
+func pgxRow(t *testing.T, types *pgtype.Map, vals []any, oids []uint32, columns []string) []byte {
+	t.Helper()
+	if len(vals) != len(columns) {
+		t.Fatalf("%d values for %d columns", len(vals), len(columns))
+	}
+	row := binary.BigEndian.AppendUint16(nil, uint16(len(vals)))
+	for j, v := range vals {
+		enc, err := types.Encode(oids[j], pgtype.BinaryFormatCode, v, []byte{}) // not nil: nil says NULL
+		if err != nil {
+			t.Fatalf("column %s: Map.Encode(%#v): %v", columns[j], v, err)
+		}
+		if enc == nil {
+			row = binary.BigEndian.AppendUint32(row, math.MaxUint32)
+			continue
+		}
+		row = append(binary.BigEndian.AppendUint32(row, uint32(len(enc))), enc...)
+	}
+	return row
+}
+
+// The COPY path writes a record's rows itself (binaryRow) instead of
+// through pgtype.Map.Encode, and the INSERT path collects the same rows as
+// pgx arguments (argRow): every value of every row, NULLs included, must
+// come out as the bytes Map.Encode gives the argument, for the column's
+// type.
+func TestBinaryRowsAreWhatPgxEncodes(t *testing.T) {
 	t.Parallel()
 	types := pgtype.NewMap()
-	check := func(what string, vals []any, oids []uint32, columns []string) {
+	check := func(what string, write func(rowWriter), oids []uint32, columns []string) {
 		t.Helper()
-		for j, v := range vals {
-			want, err := types.Encode(oids[j], pgtype.BinaryFormatCode, v, []byte("prefix"))
-			if err != nil {
-				t.Fatalf("%s %s: Map.Encode(%#v): %v", what, columns[j], v, err)
-			}
-			got, known := appendBinary([]byte("prefix"), oids[j], v)
-			if !known {
-				t.Errorf("%s %s: %T for oid %d falls back to Map.Encode", what, columns[j], v, oids[j])
-				continue
-			}
-			if (got == nil) != (want == nil) || !bytes.Equal(got, want) {
-				t.Errorf("%s %s (%#v): appendBinary = %v, Map.Encode = %v", what, columns[j], v, got, want)
-			}
+		var args argRow
+		write(&args)
+		want := pgxRow(t, types, args.vals, oids, columns)
+		var w binaryRow
+		w.begin([]byte("prefix"), columns)
+		write(&w)
+		got, err := w.end()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Errorf("%s: binaryRow = %v\nMap.Encode = %v", what, got[len("prefix"):], want)
 		}
 	}
 	now := time.Date(2026, 11, 26, 10, 11, 12, 123456789, time.FixedZone("x", 3600))
@@ -50,8 +74,9 @@ func TestAppendBinaryMatchesPgx(t *testing.T) {
 			DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 1, Offset: math.MaxInt64, Timestamp: before},
 			Format: dlq.FormatRedrive, Key: []byte("k"), Value: []byte(`{"id":1}`),
 			Headers: []dlq.Header{{Key: "traceparent", Value: []byte("00-abc")}, {Key: "bin\x00", Value: []byte{0, 0xff}}},
-			Errors:  []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now}},
-			Retry:   []byte(`{"max_attempts":3}`), Meta: []byte(`{"a":"b"}`),
+			Errors: []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Message: "bad\x00byte", Code: dlq.CodeRetry, OccurredAt: now,
+				Backtrace: []string{"main.f()", "bad\xffframe"}, Details: json.RawMessage(`{"n":1e999999}`)}},
+			Retry: []byte(`{"max_attempts":3}`), Meta: []byte(`{"a":"b"}`),
 			CreatedAt: now, UpdatedAt: now, EnqueuedAt: &now, NextRetryAt: &next,
 			ValueSchema: &dlq.SchemaRef{RegistryID: 7, Type: "AVRO", Subject: "orders-value"}, Payload: []byte(`{"id":1}`),
 			KeySchema: &dlq.SchemaRef{RegistryID: 8}, KeyPayload: []byte(`"k"`), DecodeError: "value: oops", DecodePending: true,
@@ -69,24 +94,57 @@ func TestAppendBinaryMatchesPgx(t *testing.T) {
 	for _, mode := range []jsonMode{asJSONUnchecked, asJSON, asText, asMinimal} {
 		for i := range records {
 			r := &records[i]
-			vals, err := rowValues(r, mode, "why")
+			id, err := recordID(r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			check("data", vals, dataOIDs, dataColumns)
-			check("lifecycle", lifecycleValues(r, vals[0].(pgtype.UUID), mode), lifecycleOIDs, lifecycleColumns)
-			check("coord", coordValues(vals), coordOIDs, coordColumns)
+			check("data", func(w rowWriter) {
+				if err := writeDataRow(w, r, mode, "why"); err != nil {
+					t.Fatal(err)
+				}
+			}, dataOIDs, dataColumns)
+			check("lifecycle", func(w rowWriter) { writeLifecycleRow(w, r, id, mode) }, lifecycleOIDs, lifecycleColumns)
+			check("coord", func(w rowWriter) { writeCoordRow(w, r, id) }, coordOIDs, coordColumns)
 		}
 	}
-	// The infinities and NULLs rowValues can give, and ints at Int4's edges.
-	check("edge", []any{timestampOrNegInf(time.Time{}), pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
-		pgtype.Timestamptz{}, (*time.Time)(nil), nil, (*string)(nil), []byte(nil), math.MinInt32, math.MaxInt32, int64(math.MinInt64), false},
-		[]uint32{pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TimestamptzOID, pgtype.TextOID,
-			pgtype.TextOID, pgtype.JSONBOID, pgtype.Int4OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.BoolOID},
-		[]string{"-infinity", "infinity", "invalid", "nil *time.Time", "nil", "nil *string", "nil jsonb", "min int4", "max int4", "min int8", "false"})
-	// An int beyond Int4 is left to Map.Encode, which refuses it.
-	if _, known := appendBinary(nil, pgtype.Int4OID, math.MaxInt32+1); known {
-		t.Error("an int beyond int4 was encoded")
+	if got := records[0].Errors[0].Backtrace[1]; got != "bad\xffframe" {
+		t.Errorf("writing a row changed the record's backtrace to %q", got)
+	}
+	// The edges: ints at int4's and int8's, NULLs of every type.
+	check("edge", func(w rowWriter) {
+		w.int4(math.MinInt32)
+		w.int4(math.MaxInt32)
+		w.int8(math.MinInt64)
+		w.int8(math.MaxInt64)
+		w.uuid(pgtype.UUID{})
+		w.bytea(nil)
+		w.bytea([]byte{})
+		w.jsonb(nil)
+		w.boolean(false)
+		w.null()
+	}, []uint32{pgtype.Int4OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.Int8OID, pgtype.UUIDOID, pgtype.ByteaOID,
+		pgtype.ByteaOID, pgtype.JSONBOID, pgtype.BoolOID, pgtype.TextOID},
+		[]string{"min int4", "max int4", "min int8", "max int8", "null uuid", "nil bytea", "empty bytea", "nil jsonb", "false", "null"})
+
+	// An int beyond int4 fails the row, naming its column, as pgx refuses it.
+	var w binaryRow
+	w.begin(nil, []string{"attempt"})
+	w.int4(math.MaxInt32 + 1)
+	if _, err := w.end(); err == nil || !strings.Contains(err.Error(), "attempt") {
+		t.Errorf("an int beyond int4: %v; want an error naming the column", err)
+	}
+	if _, err := types.Encode(pgtype.Int4OID, pgtype.BinaryFormatCode, math.MaxInt32+1, nil); err == nil {
+		t.Error("pgx encodes an int beyond int4")
+	}
+	// A row short of a value, or with one too many, fails.
+	for _, n := range []int{1, 3} {
+		w.begin(nil, []string{"a", "b"})
+		for range n {
+			w.null()
+		}
+		if _, err := w.end(); err == nil {
+			t.Errorf("a row of 2 columns given %d values was encoded", n)
+		}
 	}
 }
 
@@ -102,10 +160,7 @@ func TestEncodeHeadersIsTheMarshalledJSON(t *testing.T) {
 		{{Key: "bin\x00", Value: []byte{0, 0xff}}, {Key: "\xff\xfe", Value: nil}, {Key: "", Value: []byte{}}},
 		{{Key: `q"uo\te<>&` + "\n\r\t\x01\u2028", Value: []byte(`{"json":"in a header"}` + "\x7f\u00e9\U0001F600")}},
 	} {
-		got, err := encodeHeaders(hs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := appendHeaders([]byte("prefix"), hs)[len("prefix"):]
 		stored := make([]storedHeader, len(hs))
 		for i, h := range hs {
 			v, enc := EncodeBytes(h.Value)
@@ -121,7 +176,7 @@ func TestEncodeHeadersIsTheMarshalledJSON(t *testing.T) {
 		}
 		_ = json.Unmarshal(want, &w)
 		if !reflect.DeepEqual(g, w) {
-			t.Errorf("encodeHeaders = %s, json.Marshal = %s", got, want)
+			t.Errorf("appendHeaders = %s, json.Marshal = %s", got, want)
 		}
 		back, err := decodeHeaders(got)
 		if err != nil {
@@ -150,26 +205,20 @@ func TestRowReadersStreamWhatOneSliceHolds(t *testing.T) {
 			DLQ: dlq.Coord{Topic: "dlq", Offset: int64(i)}, Format: dlq.FormatRedrive, Key: []byte("k"),
 			Value: bytes.Repeat([]byte{byte('a' + i%26)}, size), CreatedAt: now, UpdatedAt: now, NextRetryAt: &now}
 	}
-	// What one slice holds: each table's stream encoded from the values
-	// the row functions give.
+	// What one slice holds: each table's stream, pgx's encoding of the
+	// values the INSERT path gives.
 	whole := func(t *testing.T, records []dlq.Record) map[copyTable][]byte {
 		t.Helper()
-		e := newEncoder()
+		types := pgtype.NewMap()
 		data, lifecycle, coord := bytes.Clone(copyHeader), bytes.Clone(copyHeader), bytes.Clone(copyHeader)
 		for i := range records {
 			vals, err := rowValues(&records[i], asJSONUnchecked, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if data, err = e.appendRow(data, vals, dataOIDs, dataColumns); err != nil {
-				t.Fatal(err)
-			}
-			if lifecycle, err = e.appendRow(lifecycle, lifecycleValues(&records[i], vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns); err != nil {
-				t.Fatal(err)
-			}
-			if coord, err = e.appendRow(coord, coordValues(vals), coordOIDs, coordColumns); err != nil {
-				t.Fatal(err)
-			}
+			data = append(data, pgxRow(t, types, vals, dataOIDs, dataColumns)...)
+			lifecycle = append(lifecycle, pgxRow(t, types, lifecycleValues(&records[i], vals[0].(pgtype.UUID), asJSONUnchecked), lifecycleOIDs, lifecycleColumns)...)
+			coord = append(coord, pgxRow(t, types, coordValues(vals), coordOIDs, coordColumns)...)
 		}
 		end := []byte{0xFF, 0xFF}
 		return map[copyTable][]byte{dataTable: append(data, end...), lifecycleTable: append(lifecycle, end...), coordTable: append(coord, end...)}

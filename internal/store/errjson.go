@@ -15,43 +15,47 @@ import (
 func appendErrorsJSON(dst []byte, errs []dlq.ErrorEntry) []byte {
 	dst = append(dst, '[')
 	for i := range errs {
-		e := &errs[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"attempt":`...)
-		dst = strconv.AppendInt(dst, int64(e.Attempt), 10)
-		dst = append(dst, `,"type":`...)
-		dst = appendJSONString(dst, e.Type)
-		dst = append(dst, `,"message":`...)
-		dst = appendJSONString(dst, e.Message)
-		dst = append(dst, `,"code":`...)
-		dst = appendJSONString(dst, string(e.Code))
-		if len(e.Backtrace) > 0 {
-			dst = append(dst, `,"backtrace":[`...)
-			for j, f := range e.Backtrace {
-				if j > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendJSONString(dst, f)
-			}
-			dst = append(dst, ']')
-		}
-		if len(e.Details) > 0 {
-			dst = append(dst, `,"details":`...)
-			dst = append(dst, e.Details...)
-		}
-		dst = append(dst, `,"occurred_at":"`...)
-		dst = e.OccurredAt.AppendFormat(dst, time.RFC3339Nano)
-		dst = append(dst, `"}`...)
+		dst = appendErrorJSON(dst, &errs[i])
 	}
 	return append(dst, ']')
+}
+
+// appendErrorJSON appends one entry of appendErrorsJSON's array.
+func appendErrorJSON(dst []byte, e *dlq.ErrorEntry) []byte {
+	dst = append(dst, `{"attempt":`...)
+	dst = strconv.AppendInt(dst, int64(e.Attempt), 10)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, e.Type)
+	dst = append(dst, `,"message":`...)
+	dst = appendJSONString(dst, e.Message)
+	dst = append(dst, `,"code":`...)
+	dst = appendJSONString(dst, string(e.Code))
+	if len(e.Backtrace) > 0 {
+		dst = append(dst, `,"backtrace":[`...)
+		for j, f := range e.Backtrace {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, f)
+		}
+		dst = append(dst, ']')
+	}
+	if len(e.Details) > 0 {
+		dst = append(dst, `,"details":`...)
+		dst = append(dst, e.Details...)
+	}
+	dst = append(dst, `,"occurred_at":"`...)
+	dst = e.OccurredAt.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, `"}`...)
 }
 
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s, valid UTF-8, as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -120,8 +120,8 @@ func (s *Store) copyBatch(ctx context.Context, records []dlq.Record) (int64, err
 	return tags[len(tags)-1].RowsAffected(), nil
 }
 
-// encoders are encoders between COPYs (an encoder's type map is costly to
-// make, and not safe for concurrent use).
+// encoders are encoders between COPYs, with the buffers they grew (an
+// encoder is not safe for concurrent use).
 var encoders = sync.Pool{New: func() any { return newEncoder() }}
 
 // copyRecords COPYs records (all of them, or those at idx) into the three

@@ -93,7 +93,7 @@ func queueLifecycle(batch *pgx.Batch, r *dlq.Record, mode jsonMode) error {
 		FROM l WHERE d.id = l.id AND (d.max_attempts, d.errors, d.error_type, d.retry, d.fingerprint, d.failed_at)
 			IS DISTINCT FROM ($5, $6::jsonb, $7, $8::jsonb, coalesce(nullif($13, ''), d.fingerprint), $14::timestamptz)`,
 		r.ID, string(r.State), nullIfEmpty(r.Exhaustion), r.Attempt, r.MaxAttempts,
-		errs, clean(r.LastError().Type), jsonOr(r.Retry, "{}"), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
+		errs, clean(r.LastError().Type), jsonOr(r.Retry, emptyObject), r.NextRetryAt, r.DiscardedAt, r.CompletedAt,
 		r.UpdatedAt, r.Fingerprint, FailedAt(r), nullIfEmptyString(string(r.CompletedBy)), r.AckDueAt, r.UnacknowledgedAt)
 	return nil
 }
