@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -179,11 +180,16 @@ func timeIngestTopic(ctx context.Context, pool *rawbench.DB, brokers []string, t
 	return timeIngestTopicWith(ctx, pool, brokers, topic, n, onStart, nil)
 }
 
+// ingestGroups numbers the consumer groups of timed ingests.
+var ingestGroups atomic.Int64
+
 // timeIngestTopicWith is timeIngestTopic with a change to the ingest config.
 func timeIngestTopicWith(ctx context.Context, pool *rawbench.DB, brokers []string, topic string, n int, onStart func(),
 	mod func(*ingest.Config)) (time.Duration, int, error) {
 	m := metrics.New()
-	cfg := ingest.Config{Brokers: brokers, Topics: []string{topic}, Group: "bench-" + topic,
+	// A group of its own: every call reads the topic from its start.
+	group := fmt.Sprintf("bench-%s-%d", topic, ingestGroups.Add(1))
+	cfg := ingest.Config{Brokers: brokers, Topics: []string{topic}, Group: group,
 		BatchSize: ingestBatch, Logger: quiet, Metrics: m,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(100 * time.Millisecond)}}
 	if mod != nil {
