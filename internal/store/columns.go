@@ -383,19 +383,19 @@ func recordID(r *dlq.Record) (pgtype.UUID, error) {
 // reason is why a degraded row (asText, asMinimal) has no payload: it is
 // kept when the value would have had one.
 func rowValues(r *dlq.Record, mode jsonMode, reason string) ([]any, error) {
+	id, err := recordID(r)
+	if err != nil {
+		return nil, err
+	}
 	var a argRow
-	if err := writeDataRow(&a, r, mode, reason); err != nil {
+	if err := writeDataRow(&a, r, id, mode, reason); err != nil {
 		return nil, err
 	}
 	return a.vals, nil
 }
 
 // writeDataRow writes r's wide row to w (see rowValues).
-func writeDataRow(w rowWriter, r *dlq.Record, mode jsonMode, reason string) error {
-	id, err := recordID(r)
-	if err != nil {
-		return err
-	}
+func writeDataRow(w rowWriter, r *dlq.Record, id pgtype.UUID, mode jsonMode, reason string) error {
 	d := dimsOf(r, mode)
 	retry, meta := jsonOr(r.Retry, emptyObject), jsonOr(r.Meta, emptyObject)
 	var payload []byte

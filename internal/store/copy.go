@@ -143,7 +143,7 @@ func (r *rowReader) appendRow(buf []byte, rec *dlq.Record) ([]byte, error) {
 		writeLifecycleRow(w, rec, id, r.mode)
 	default:
 		w.begin(buf, dataColumns)
-		if err := writeDataRow(w, rec, r.mode, ""); err != nil {
+		if err := writeDataRow(w, rec, id, r.mode, ""); err != nil {
 			return buf, err
 		}
 	}

@@ -99,7 +99,7 @@ func TestBinaryRowsAreWhatPgxEncodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("data", func(w rowWriter) {
-				if err := writeDataRow(w, r, mode, "why"); err != nil {
+				if err := writeDataRow(w, r, id, mode, "why"); err != nil {
 					t.Fatal(err)
 				}
 			}, dataOIDs, dataColumns)
