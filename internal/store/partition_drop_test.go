@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 )
@@ -59,16 +58,23 @@ func TestADropAbortedToBreakADeadlockIsTriedAgain(t *testing.T) {
 		_, err := m.DropPartition(ctx, part, func([]store.PartitionGroup) string { return "" })
 		dropped <- err
 	}()
-	// The drop holds the week's partition and waits for the parent.
-	eventually.True(t, "the drop waits for the parent's lock", func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%redrive_drop_partition%'`).Scan(&n)
-		return err == nil && n == 1
-	}, eventually.Within(10*time.Second))
-	// Then the other statement locks the week: a deadlock, which Postgres
-	// breaks after deadlock_timeout by aborting the drop, the longest waiter.
-	if _, err := other.Exec(ctx, "LOCK TABLE redrive_lifecycle_"+week+" IN ROW EXCLUSIVE MODE"); err != nil {
+	// The drop holds the week's partition and waits for the parent. Then
+	// the other statement locks the week: a deadlock, which Postgres breaks
+	// by aborting the waiter whose deadlock check runs first, the drop's,
+	// deadlock_timeout (a second) after it began to wait. Had the cycle
+	// formed after that check, the other statement's own check would find
+	// it and abort that statement instead: so the other statement waits
+	// for the drop inside Postgres and locks the week at once, without a
+	// round trip to the test between the two.
+	_, err = other.Exec(ctx, `DO $$
+		BEGIN
+			WHILE NOT EXISTS (SELECT FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+				WHERE NOT l.granted AND d.datname = current_database()) LOOP
+				PERFORM pg_sleep(0.005);
+			END LOOP;
+			LOCK TABLE redrive_lifecycle_`+week+` IN ROW EXCLUSIVE MODE;
+		END $$`)
+	if err != nil {
 		t.Fatalf("the other statement was aborted, not the drop: %v", err)
 	}
 	if err := other.Commit(ctx); err != nil {
