@@ -471,6 +471,8 @@ func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rat
 func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
 	defer s.Wake() // a worker may be waiting for this queue's slot
 	defer s.release(queue)
+	// Last: nothing of the claim's records is used once it is settled.
+	defer c.Release()
 	start := time.Now() // wall time: how long the batch took, for BatchSeconds
 	ctx = context.WithoutCancel(ctx)
 

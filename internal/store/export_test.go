@@ -84,3 +84,11 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// KeptClaimMemory says how many blocks of keys and values and how many
+// record slices s keeps from released claims.
+func KeptClaimMemory(s *Store) (blocks, slices int) {
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	return len(s.mem.blocks), len(s.mem.records)
+}

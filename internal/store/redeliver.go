@@ -110,6 +110,10 @@ type Claim struct {
 	last DueKey
 	// cut says MaxBytes left records it found due.
 	cut bool
+	// values holds the records' keys and values, and mem takes it and the
+	// record slices back when the claim is released.
+	values arena
+	mem    *claimMemory
 }
 
 // Cut reports whether the claim stopped at its MaxBytes before its Limit
@@ -161,13 +165,14 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
 	defer rows.Close()
-	c := &Claim{Records: make([]dlq.Record, 0, p.Limit), prior: make([]prior, 0, p.Limit)}
+	c := &Claim{mem: s.mem, values: arena{mem: s.mem}}
+	c.Records, c.prior = s.mem.slices(p.Limit)
 	locked := 0
 	var values *arena
 	// No fields when the statement failed: its error comes with rows.Err.
 	if fds := rows.FieldDescriptions(); len(fds) > claimedValue &&
 		fds[claimedKey].Format == pgx.BinaryFormatCode && fds[claimedValue].Format == pgx.BinaryFormatCode {
-		values = &arena{}
+		values = &c.values
 	}
 	for rows.Next() {
 		c.Records = append(c.Records, dlq.Record{})
@@ -255,34 +260,6 @@ func scanClaimed(rows pgx.Rows, values *arena, r *dlq.Record, pr *prior, locked 
 	}
 	r.Redelivery, err = decodeRedelivery(redelivery)
 	return err
-}
-
-// arena hands out copies of byte slices cut from larger blocks: a claim's
-// keys and values in a few allocations instead of two per record.
-type arena struct{ block []byte }
-
-// arenaBlock is the size of an arena's blocks; a slice larger than a
-// quarter of it gets an allocation of its own.
-const arenaBlock = 256 << 10
-
-// copy returns a copy of b that stays valid as long as it is referenced:
-// nil for nil (a NULL), empty and not nil for empty. Its capacity ends with
-// it, so an append to it copies.
-func (a *arena) copy(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	if len(b) > arenaBlock/4 {
-		return append(make([]byte, 0, len(b)), b...)
-	}
-	// A block even for an empty b: a slice of a nil block would be nil,
-	// which is a NULL key, not an empty one.
-	if a.block == nil || len(a.block)+len(b) > cap(a.block) {
-		a.block = make([]byte, 0, arenaBlock)
-	}
-	start := len(a.block)
-	a.block = append(a.block, b...)
-	return a.block[start:len(a.block):len(a.block)]
 }
 
 // claimSQL is ClaimDue's statement: $1 queue, $2 now, $3 the most records,

@@ -27,10 +27,11 @@ type Store struct {
 	pool  *pgxpool.Pool
 	owned bool // the pool is the Store's (Open): Close closes it
 	q     *dbsqlc.Queries
+	mem   *claimMemory // what released claims held, for the next claims
 }
 
 // New returns a Store on pool, which the caller keeps and closes (tests).
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbsqlc.New()} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbsqlc.New(), mem: &claimMemory{}} }
 
 // Open connects to the database at url with a pool of its own, which Close
 // closes. A url that does not parse is a *URLError.
@@ -47,7 +48,7 @@ func Open(ctx context.Context, url string, opts OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, owned: true, q: dbsqlc.New()}, nil
+	return &Store{pool: pool, owned: true, q: dbsqlc.New(), mem: &claimMemory{}}, nil
 }
 
 // jitOff turns Postgres's JIT compilation off for the pool's sessions,
