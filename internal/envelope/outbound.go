@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,12 +43,22 @@ const redeliveryHeaders = 4
 
 // NewRedeliveries makes room for n records redelivered at at.
 func NewRedeliveries(n int, at time.Time) *Redeliveries {
-	return &Redeliveries{
-		recs:    make([]kgo.Record, 0, n),
-		headers: make([]kgo.RecordHeader, 0, n*redeliveryHeaders),
-		ids:     make([]byte, 0, n*36), // a UUID's text
-		at:      at.UTC().AppendFormat(nil, TimeLayout),
-	}
+	b := &Redeliveries{}
+	b.Reuse(n, at)
+	return b
+}
+
+// Reuse empties b for n records redelivered at at, keeping its memory where
+// it has room. Nothing may refer to b's records any more: the scheduler
+// reuses a batch's once its records are produced and settled.
+func (b *Redeliveries) Reuse(n int, at time.Time) {
+	clear(b.recs) // the records and headers refer to their batch's keys and values
+	clear(b.headers)
+	b.recs = slices.Grow(b.recs[:0], n)
+	b.headers = slices.Grow(b.headers[:0], n*redeliveryHeaders)
+	b.ids = slices.Grow(b.ids[:0], n*36)          // a UUID's text
+	b.at = at.UTC().AppendFormat(nil, TimeLayout) // shared by the records: not written over
+	b.attempt, b.n = nil, 0
 }
 
 // Add builds the redelivery of r (see Redelivery).

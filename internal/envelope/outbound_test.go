@@ -128,3 +128,26 @@ func TestRedeliveriesOfABatchStayApart(t *testing.T) {
 		}
 	}
 }
+
+// A batch reused for the next one builds that batch's records as a new
+// batch would: its redelivered_at, its attempts, its ids, room past what the
+// last use made.
+func TestARedeliveriesBatchReusedBuildsItsRecordsAsNew(t *testing.T) {
+	first, next := time.Date(2026, 2, 13, 10, 0, 0, 0, time.UTC), time.Date(2026, 2, 13, 11, 30, 0, 0, time.UTC)
+	b := NewRedeliveries(2, first)
+	for i := range 2 {
+		r := testRecord()
+		r.ID = r.ID[:len(r.ID)-1] + string(rune('1'+i))
+		b.Add(r, "orders", 0, 4)
+	}
+	b.Reuse(3, next)
+	for i, attempt := range []int{4, 5, 5} {
+		r := testRecord()
+		r.ID = r.ID[:len(r.ID)-1] + string(rune('5'+i))
+		got, _ := json.Marshal(b.Add(r, "payments", int32(i), attempt))
+		want, _ := json.Marshal(Redelivery(r, "payments", int32(i), attempt, next))
+		if string(got) != string(want) {
+			t.Errorf("record %d of the reused batch = %s\nwant %s", i, got, want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/reuse"
 	"github.com/redrive/redrive/internal/service"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/tracing"
@@ -56,6 +57,9 @@ type Scheduler struct {
 	busy      bool           // a pass since then filled a batch: reuse the list
 	rescuedAt time.Time
 	places    map[string]place // where each draining queue's next claim starts
+	// outs keeps the Kafka records of produced batches for the next ones
+	// (a claim's keys and values go back to the store the same way).
+	outs reuse.Stack[*envelope.Redeliveries]
 
 	batches sync.WaitGroup
 
@@ -76,7 +80,8 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
 	return &Scheduler{outbox: newOutbox("redeliver", st, cl, cfg.Logger, cfg.Clock), cfg: cfg,
-		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}, places: map[string]place{}}, nil
+		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}, places: map[string]place{},
+		outs: reuse.Stack[*envelope.Redeliveries]{Max: cfg.MaxInFlight}}, nil
 }
 
 // Name implements service.Service.
@@ -471,14 +476,21 @@ func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rat
 func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
 	defer s.Wake() // a worker may be waiting for this queue's slot
 	defer s.release(queue)
-	// Last: nothing of the claim's records is used once it is settled.
+	// Last: nothing of the claim's records, nor of the Kafka records built
+	// on them, is used once the batch is settled.
 	defer c.Release()
 	start := time.Now() // wall time: how long the batch took, for BatchSeconds
 	ctx = context.WithoutCancel(ctx)
 
 	out := make([]*kgo.Record, 0, len(c.Records))
 	sent := make([]int, 0, len(c.Records)) // index in c.Records of each out record
-	batch := envelope.NewRedeliveries(len(c.Records), now)
+	batch, ok := s.outs.Get()
+	if ok {
+		batch.Reuse(len(c.Records), now)
+	} else {
+		batch = envelope.NewRedeliveries(len(c.Records), now)
+	}
+	defer s.outs.Put(batch)
 	var failed []store.FailedDelivery
 	fail := func(i int, err error) {
 		r := &c.Records[i]

@@ -1,9 +1,8 @@
 package store
 
 import (
-	"sync"
-
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/reuse"
 )
 
 // Release gives what the claim holds back to its store for the claims that
@@ -31,44 +30,40 @@ func (c *Claim) Release() {
 // claimMemory keeps what released claims held, up to a bound, so that an
 // idle scheduler holds at most a few megabytes it does not use.
 type claimMemory struct {
-	mu      sync.Mutex
-	blocks  [][]byte
-	records [][]dlq.Record
-	priors  [][]prior
+	// blocks keeps up to 8 MiB of blocks of keys and values, about eight
+	// claims of 1 KiB records.
+	blocks reuse.Stack[[]byte]
+	// slices keeps the record slices (with their prior states) of up to
+	// eight claims; a claim of 1,000 records is about 660 KB of dlq.Record.
+	slices reuse.Stack[claimSlices]
 }
 
-const (
-	// keptBlocks bounds the blocks of keys and values kept: 8 MiB, about
-	// eight claims of 1 KiB records.
-	keptBlocks = 32
-	// keptSlices bounds the record slices (and prior-state slices) kept: a
-	// claim of 1,000 records is about 660 KB of dlq.Record.
-	keptSlices = 8
-)
+type claimSlices struct {
+	records []dlq.Record
+	prior   []prior
+}
 
-// slices returns empty slices of records and prior states with room for n,
-// kept ones when there are.
-func (m *claimMemory) slices(n int) ([]dlq.Record, []prior) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for len(m.records) > 0 {
-		last := len(m.records) - 1
-		recs, prs := m.records[last], m.priors[last]
-		m.records, m.priors = m.records[:last], m.priors[:last]
-		if cap(recs) >= n && cap(prs) >= n {
-			return recs, prs
+func newClaimMemory() *claimMemory {
+	return &claimMemory{blocks: reuse.Stack[[]byte]{Max: 32}, slices: reuse.Stack[claimSlices]{Max: 8}}
+}
+
+// slicesFor returns empty slices of records and prior states with room for
+// n, kept ones when there are.
+func (m *claimMemory) slicesFor(n int) ([]dlq.Record, []prior) {
+	for {
+		s, ok := m.slices.Get()
+		if !ok {
+			return make([]dlq.Record, 0, n), make([]prior, 0, n)
+		}
+		if cap(s.records) >= n && cap(s.prior) >= n {
+			return s.records, s.prior
 		}
 	}
-	return make([]dlq.Record, 0, n), make([]prior, 0, n)
 }
 
 // block returns an empty block of arenaBlock bytes, a kept one when there is.
 func (m *claimMemory) block() []byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if last := len(m.blocks) - 1; last >= 0 {
-		b := m.blocks[last]
-		m.blocks = m.blocks[:last]
+	if b, ok := m.blocks.Get(); ok {
 		return b
 	}
 	return make([]byte, 0, arenaBlock)
@@ -77,18 +72,15 @@ func (m *claimMemory) block() []byte {
 // put keeps a released claim's blocks and slices, emptied (the records
 // zeroed, so that they hold on to nothing), as far as the bounds allow.
 func (m *claimMemory) put(blocks [][]byte, recs []dlq.Record, prs []prior) {
-	clear(recs[:cap(recs)])
-	clear(prs[:cap(prs)])
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, b := range blocks {
-		if len(m.blocks) == keptBlocks {
+		if !m.blocks.Put(b[:0]) {
 			break
 		}
-		m.blocks = append(m.blocks, b[:0])
 	}
-	if len(m.records) < keptSlices && cap(recs) > 0 {
-		m.records, m.priors = append(m.records, recs[:0]), append(m.priors, prs[:0])
+	if cap(recs) > 0 {
+		clear(recs[:cap(recs)])
+		clear(prs[:cap(prs)])
+		m.slices.Put(claimSlices{records: recs[:0], prior: prs[:0]})
 	}
 }
 

@@ -88,7 +88,5 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 // KeptClaimMemory says how many blocks of keys and values and how many
 // record slices s keeps from released claims.
 func KeptClaimMemory(s *Store) (blocks, slices int) {
-	s.mem.mu.Lock()
-	defer s.mem.mu.Unlock()
-	return len(s.mem.blocks), len(s.mem.records)
+	return s.mem.blocks.Len(), s.mem.slices.Len()
 }

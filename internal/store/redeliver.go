@@ -166,7 +166,7 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 	}
 	defer rows.Close()
 	c := &Claim{mem: s.mem, values: arena{mem: s.mem}}
-	c.Records, c.prior = s.mem.slices(p.Limit)
+	c.Records, c.prior = s.mem.slicesFor(p.Limit)
 	locked := 0
 	var values *arena
 	// No fields when the statement failed: its error comes with rows.Err.

@@ -31,7 +31,9 @@ type Store struct {
 }
 
 // New returns a Store on pool, which the caller keeps and closes (tests).
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbsqlc.New(), mem: &claimMemory{}} }
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, q: dbsqlc.New(), mem: newClaimMemory()}
+}
 
 // Open connects to the database at url with a pool of its own, which Close
 // closes. A url that does not parse is a *URLError.
@@ -48,7 +50,7 @@ func Open(ctx context.Context, url string, opts OpenOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, owned: true, q: dbsqlc.New(), mem: &claimMemory{}}, nil
+	return &Store{pool: pool, owned: true, q: dbsqlc.New(), mem: newClaimMemory()}, nil
 }
 
 // jitOff turns Postgres's JIT compilation off for the pool's sessions,
