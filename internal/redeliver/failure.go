@@ -19,12 +19,18 @@ import (
 // with. A produce that cannot finish fails within timeout, and a topic the
 // brokers say does not exist fails after one metadata retry instead of four,
 // so one record that cannot be delivered never holds a batch for long.
+// Batches are compressed with snappy when they compress (probingCompressor).
 func newProducer(brokers []string, timeout time.Duration, opts ...kgo.Opt) (*kgo.Client, error) {
+	compressor, err := newProbingCompressor()
+	if err != nil {
+		return nil, err
+	}
 	return kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.RecordDeliveryTimeout(timeout),
 		kgo.UnknownTopicRetries(1),
 		kgo.ProducerLinger(0),
+		kgo.WithCompressor(compressor),
 	}, opts...)...)
 }
 

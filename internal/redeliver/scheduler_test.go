@@ -98,6 +98,12 @@ func (b *bundle) archiver(t *testing.T, mod ...func(*redeliver.ArchiverConfig)) 
 // due stores n records of queue that are due for redelivery now.
 func (b *bundle) due(t *testing.T, queue string, n int) []dlq.Record {
 	t.Helper()
+	return b.dueEach(t, queue, n, nil)
+}
+
+// dueEach is due with each record changed by change before it is stored.
+func (b *bundle) dueEach(t *testing.T, queue string, n int, change func(i int, r *dlq.Record)) []dlq.Record {
+	t.Helper()
 	now := b.clock.Now()
 	past := now.Add(-time.Second)
 	recs := make([]dlq.Record, n)
@@ -109,6 +115,9 @@ func (b *bundle) due(t *testing.T, queue string, n int) []dlq.Record {
 			Format: dlq.FormatRedrive, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i)),
 			Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Code: dlq.CodeRetry, OccurredAt: past}},
 			CreatedAt: past, UpdatedAt: past, NextRetryAt: &past,
+		}
+		if change != nil {
+			change(i, &recs[i])
 		}
 	}
 	if _, err := b.store.InsertRecords(context.Background(), recs); err != nil {
