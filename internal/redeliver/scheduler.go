@@ -189,6 +189,9 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 		short := err == nil && !full && after != nil
 		res.more = res.more || short
 		if err != nil || got == 0 {
+			if c != nil {
+				c.Release() // an empty claim's room, for the next one
+			}
 			s.release(q)
 			if err != nil {
 				errs = append(errs, err)
