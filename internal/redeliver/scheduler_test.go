@@ -150,6 +150,16 @@ func TestTwoSchedulersUnderContentionNeverRedeliverTheSameRecordTwice(t *testing
 	b.due(t, "orders", n)
 	small := func(c *redeliver.Config) { c.BatchSize = 10 }
 	s1, s2 := b.scheduler(t, nil, small), b.scheduler(t, nil, small)
+	// Each scheduler's first batch waits, produced, until the other one
+	// has produced a batch too: both claim while the other holds a claim,
+	// however fast one of them starts (on a busy machine one used to claim
+	// every record before the other's first claim).
+	var both sync.WaitGroup
+	both.Add(2)
+	for _, s := range []*redeliver.Scheduler{s1, s2} {
+		var first sync.Once
+		redeliver.SetAfterProduce(s, func() { first.Do(func() { both.Done(); both.Wait() }) })
+	}
 
 	var wg sync.WaitGroup
 	start := make(chan struct{})
