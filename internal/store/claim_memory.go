@@ -20,11 +20,11 @@ import (
 // what a batch allocates fell by about two thirds, and the scheduler's own
 // CPU a record by about a quarter (docs/performance.md).
 func (c *Claim) Release() {
-	if c.mem == nil {
+	if c.values.mem == nil {
 		return
 	}
-	c.mem.put(c.values.blocks, c.Records, c.prior)
-	c.mem, c.values, c.Records, c.prior = nil, arena{}, nil, nil
+	c.values.mem.put(c.values.blocks, c.Records, c.prior)
+	c.values, c.Records, c.prior = arena{}, nil, nil
 }
 
 // claimMemory keeps what released claims held, up to a bound, so that an
@@ -110,11 +110,7 @@ func (a *arena) copy(b []byte) []byte {
 	// A block even for an empty b: a slice of a nil block would be nil,
 	// which is a NULL key, not an empty one.
 	if a.block == nil || len(a.block)+len(b) > cap(a.block) {
-		if a.mem != nil {
-			a.block = a.mem.block()
-		} else {
-			a.block = make([]byte, 0, arenaBlock)
-		}
+		a.block = a.mem.block()
 		a.blocks = append(a.blocks, a.block)
 	}
 	start := len(a.block)

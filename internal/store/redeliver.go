@@ -110,10 +110,9 @@ type Claim struct {
 	last DueKey
 	// cut says MaxBytes left records it found due.
 	cut bool
-	// values holds the records' keys and values, and mem takes it and the
-	// record slices back when the claim is released.
+	// values holds the records' keys and values; its store's memory takes
+	// them and the record slices back when the claim is released.
 	values arena
-	mem    *claimMemory
 }
 
 // Cut reports whether the claim stopped at its MaxBytes before its Limit
@@ -165,7 +164,7 @@ func (s *Store) ClaimDue(ctx context.Context, p *ClaimParams) (*Claim, error) {
 		return nil, fmt.Errorf("claim due records of %s: %w", p.Queue, err)
 	}
 	defer rows.Close()
-	c := &Claim{mem: s.mem, values: arena{mem: s.mem}}
+	c := &Claim{values: arena{mem: s.mem}}
 	c.Records, c.prior = s.mem.slicesFor(p.Limit)
 	locked := 0
 	var values *arena
