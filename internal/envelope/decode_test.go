@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -523,16 +524,32 @@ func TestDecodeSpringCarryingRedeliveryHeaders(t *testing.T) {
 
 func TestDecodeRepeatedHeaderLastWins(t *testing.T) {
 	t.Parallel()
-	rec := dlqRecord(nil, nil, hdr(
+	repeated := []string{
 		HeaderSourceTopic, "old", HeaderSourceTopic, "new",
 		HeaderErrorType, "a", HeaderErrorType, "b",
-	))
-	f := Decode(rec)
-	if f.Source.Topic != "new" || f.Error.Type != "b" {
-		t.Fatalf("got topic %q type %q, want the last values", f.Source.Topic, f.Error.Type)
 	}
-	if f.Value != nil {
-		t.Fatalf("nil value became %q", f.Value)
+	// A few headers are scanned; many are indexed in a map first: the last
+	// value wins either way.
+	many := append([]string{}, repeated...)
+	for i := range 2 * scanHeaders {
+		many = append(many, fmt.Sprintf("x-%d", i), "v")
+	}
+	many = append(many, HeaderSourceTopic, "newest")
+	for _, tc := range []struct {
+		name      string
+		headers   []string
+		wantTopic string
+	}{
+		{"a few headers", repeated, "new"},
+		{"many headers", many, "newest"},
+	} {
+		f := Decode(dlqRecord(nil, nil, hdr(tc.headers...)))
+		if f.Source.Topic != tc.wantTopic || f.Error.Type != "b" {
+			t.Fatalf("%s: got topic %q type %q, want %q and %q", tc.name, f.Source.Topic, f.Error.Type, tc.wantTopic, "b")
+		}
+		if f.Value != nil {
+			t.Fatalf("%s: nil value became %q", tc.name, f.Value)
+		}
 	}
 }
 

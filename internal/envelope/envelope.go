@@ -135,7 +135,7 @@ func Decode(rec *kgo.Record) dlq.Failure {
 	}
 	decodeRedelivery(h, &f)
 	f.Type = recordType(h)
-	if f.RecordID != "" && string(h[HeaderAck]) == AckCompleted {
+	if f.RecordID != "" && string(h.get(HeaderAck)) == AckCompleted {
 		f.Completed, f.Format = true, dlq.FormatRedrive
 		f.Headers = copyHeaders(rec.Headers, withoutPrefixes())
 		return f
@@ -172,25 +172,54 @@ func Decode(rec *kgo.Record) dlq.Failure {
 	return f
 }
 
-// headers indexes a record's headers by key; the last value of a repeated key
-// wins, as with Java's Headers.lastHeader.
-type headers map[string][]byte
-
-func indexHeaders(hs []kgo.RecordHeader) headers {
-	h := make(headers, len(hs))
-	for _, kv := range hs {
-		h[kv.Key] = kv.Value
-	}
-	return h
+// headers looks a record's headers up by key; the last value of a repeated
+// key wins, as with Java's Headers.lastHeader. A record has a dozen headers
+// or so, scanned in place; only a record with more is indexed in a map, so
+// that a producer's thousands of headers cost one pass, not one per lookup.
+type headers struct {
+	list  []kgo.RecordHeader
+	byKey map[string][]byte // set when list is longer than scanHeaders
 }
 
-func (h headers) has(key string) bool { _, ok := h[key]; return ok }
+// scanHeaders is the most headers looked up by scanning: about as fast as a
+// map's lookups, without building one for every record.
+const scanHeaders = 16
+
+func indexHeaders(hs []kgo.RecordHeader) headers {
+	if len(hs) <= scanHeaders {
+		return headers{list: hs}
+	}
+	m := make(map[string][]byte, len(hs))
+	for _, kv := range hs {
+		m[kv.Key] = kv.Value
+	}
+	return headers{byKey: m}
+}
+
+// lookup returns the value of key and whether the record has it.
+func (h headers) lookup(key string) ([]byte, bool) {
+	if h.byKey != nil {
+		v, ok := h.byKey[key]
+		return v, ok
+	}
+	for i := len(h.list) - 1; i >= 0; i-- {
+		if h.list[i].Key == key {
+			return h.list[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// get returns the value of key (nil when absent).
+func (h headers) get(key string) []byte { v, _ := h.lookup(key); return v }
+
+func (h headers) has(key string) bool { _, ok := h.lookup(key); return ok }
 
 // text returns a header as clean, capped text ("" when absent).
-func (h headers) text(key string) string { return cleanText(h[key], maxTextBytes) }
+func (h headers) text(key string) string { return cleanText(h.get(key), maxTextBytes) }
 
 // name returns a header as a clean identifier ("" when absent).
-func (h headers) name(key string) string { return cleanName(h[key]) }
+func (h headers) name(key string) string { return cleanName(h.get(key)) }
 
 // textSource reads the source topic, partition and offset a format writes as
 // text under the given keys. ok is false when the topic is absent or empty:
@@ -200,7 +229,7 @@ func (h headers) textSource(topic, partition, offset string) (src dlq.Source, ok
 	if t == "" {
 		return dlq.Source{}, false
 	}
-	return dlq.Source{Topic: t, Partition: textPartition(h[partition]), Offset: textOffset(h[offset])}, true
+	return dlq.Source{Topic: t, Partition: textPartition(h.get(partition)), Offset: textOffset(h.get(offset))}, true
 }
 
 // setError sets e's Type (unless typ is empty: it stays as it was), Message
@@ -246,12 +275,12 @@ func withoutPrefixes(prefixes ...string) func(string) bool {
 // decodeRedelivery reads redrive.id and redrive.attempt, present when the
 // failed record was one Redrive redelivered.
 func decodeRedelivery(h headers, f *dlq.Failure) {
-	id, err := uuid.ParseBytes(trimSpace(h[HeaderID]))
-	if err != nil || len(h[HeaderID]) > 64 {
+	id, err := uuid.ParseBytes(trimSpace(h.get(HeaderID)))
+	if err != nil || len(h.get(HeaderID)) > 64 {
 		return
 	}
 	f.RecordID = id.String()
-	if n, ok := parseInt(h[HeaderAttempt], 32); ok && n >= 1 {
+	if n, ok := parseInt(h.get(HeaderAttempt), 32); ok && n >= 1 {
 		f.Attempt = int(n)
 		f.Error.Attempt = int(n)
 	}

@@ -142,7 +142,7 @@ func decodeShareGroup(h headers, rec *kgo.Record, f *dlq.Failure) bool {
 	case strings.Contains(lower, "delivery count"):
 		e.Type = ErrorTypeShareDeliveryCountExceeded
 	}
-	if n, ok := parseInt(h[shareDeliveryCount], 32); ok && n >= 0 {
+	if n, ok := parseInt(h.get(shareDeliveryCount), 32); ok && n >= 0 {
 		e.Details = addDetail(nil, "delivery_count", n)
 	}
 	f.Headers = copyHeaders(rec.Headers, withoutPrefixes(sharePrefix))

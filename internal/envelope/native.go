@@ -20,30 +20,30 @@ func decodeNative(h headers, rec *kgo.Record, f *dlq.Failure) bool {
 	}
 	f.Source = src
 	f.Source.Group = h.name(HeaderSourceGroup)
-	if t, ok := parseTime(string(h[HeaderSourceTimestamp])); ok {
+	if t, ok := parseTime(string(h.get(HeaderSourceTimestamp))); ok {
 		f.Source.Timestamp = t
 	}
 
 	e := &f.Error
 	setError(e, h.name(HeaderErrorType), h.text(HeaderErrorMessage), h.text(HeaderErrorBacktrace))
-	if raw, ok := h[HeaderErrorDetails]; ok && len(strings.TrimSpace(string(raw))) > 0 {
+	if raw, ok := h.lookup(HeaderErrorDetails); ok && len(strings.TrimSpace(string(raw))) > 0 {
 		if obj, ok := jsonObject(raw); ok {
 			e.Details = obj
 		} else {
 			e.Details = rawText(DetailRawDetails, raw)
 		}
 	}
-	if raw, ok := h[HeaderErrorCode]; ok {
+	if raw, ok := h.lookup(HeaderErrorCode); ok {
 		code, valid := parseCode(raw)
 		e.Code = code
 		if !valid {
 			e.Details = addDetail(e.Details, DetailRawCode, cleanText(raw, maxNameBytes))
 		}
 	}
-	if t, ok := parseTime(string(h[HeaderFailedAt])); ok {
+	if t, ok := parseTime(string(h.get(HeaderFailedAt))); ok {
 		e.OccurredAt = t
 	}
-	if raw, ok := h[HeaderRetry]; ok {
+	if raw, ok := h.lookup(HeaderRetry); ok {
 		if obj, ok := jsonObject(raw); ok {
 			f.Retry = obj
 		}

@@ -46,13 +46,13 @@ func decodeSpring(h headers, rec *kgo.Record, f *dlq.Failure) bool {
 		return false
 	}
 	f.Source = dlq.Source{Topic: topic, Partition: -1, Offset: -1, Group: h.name(springGroup)}
-	if n, ok := binaryInt(h[springPartition]); ok && n >= 0 && n <= 1<<31-1 {
+	if n, ok := binaryInt(h.get(springPartition)); ok && n >= 0 && n <= 1<<31-1 {
 		f.Source.Partition = int32(n)
 	}
-	if n, ok := binaryInt(h[springOffset]); ok && n >= 0 {
+	if n, ok := binaryInt(h.get(springOffset)); ok && n >= 0 {
 		f.Source.Offset = n
 	}
-	if n, ok := binaryInt(h[springTimestamp]); ok {
+	if n, ok := binaryInt(h.get(springTimestamp)); ok {
 		if t, ok := millis(n); ok {
 			f.Source.Timestamp = t
 		}
