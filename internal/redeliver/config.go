@@ -86,8 +86,9 @@ type Config struct {
 // few statements and round trips (the claim, its planning, the settle, the
 // activity row) and one scan of the due index, however many records it
 // takes: claims of 1,000 instead of 500 cut the scheduler's CPU per record
-// by about a sixth (docs/performance.md). A batch in flight holds its
-// records' keys, values and headers, so larger ones cost memory.
+// by about a sixth (docs/performance.md, "Workers and batches"). A batch
+// in flight holds its records' keys, values and headers, so larger ones cost
+// memory.
 const DefaultBatchSize = 1000
 
 // DefaultBatchBytes bounds one claim's keys and values unless

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // payloadWeeks stores perWeek records in each of the three weeks before
@@ -28,7 +29,7 @@ import (
 func payloadWeeks(t *testing.T, ctx context.Context, pool *pgxpool.Pool, perWeek int, customer7 func(i int) bool) []dlq.Record {
 	t.Helper()
 	s := store.New(pool)
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	if _, err := s.EnsureWeeks(ctx, now.Add(-21*24*time.Hour), 4); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func payloadWeeks(t *testing.T, ctx context.Context, pool *pgxpool.Pool, perWeek
 // expecting more matches than the page holds, it read the records in id
 // order to stop at the page (every week's primary key, merged); the value
 // being rare, it read every record: 1.2 s at 1M records, in about one
-// search in 70 (docs/performance.md, "Partitioned by week").
+// search in 70 (the runs are in the git history of docs/performance.md).
 func TestPayloadSearchFindsItsMatchesFirst(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
@@ -265,7 +266,7 @@ func TestPayloadIndexesKeepNoPendingList(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
-	made, err := store.New(pool).EnsureWeeks(ctx, time.Now().Add(-30*24*time.Hour), 3)
+	made, err := store.New(pool).EnsureWeeks(ctx, testdate.Now().Add(-30*24*time.Hour), 3)
 	if err != nil || len(made) == 0 {
 		t.Fatalf("weeks made: %v, %v; want some", made, err)
 	}

@@ -183,7 +183,8 @@ const payloadMatchCap = 1000
 // the page holds, it read the records in id order (the lifecycle's primary
 // key of every week, merged, or the wide rows') to stop at the page, and,
 // the value being rare, read all of them: 1.2 s for 11 matches at 1M
-// records, in about one search in 70 (docs/performance.md).
+// records, in about one search in 70 (the runs are in the git history of
+// docs/performance.md).
 func payloadRows[T any](ctx context.Context, s *Store, p *ListParams, n int, columns string, scan pgx.RowToFunc[T], dense bool) ([]T, error) {
 	var out []T
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -7,7 +7,8 @@
 // round trips (BEGIN, a COPY per table, COMMIT) costs one, and stays
 // all-or-nothing. On a machine whose cores are busy, each round trip waits
 // for both ends to be scheduled again: at ingest's batch sizes that wait
-// was several percent of the batch (docs/performance.md).
+// was several percent of the batch (the runs are in the git history of
+// docs/performance.md).
 //
 // The protocol allows it: the server reads the copy data of each COPY in
 // turn from the connection, and after an error it skips the rest of the
