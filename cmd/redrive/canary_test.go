@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The CLI asks for a canary, shows it on the task, refuses a bad field with
@@ -39,7 +39,7 @@ func TestCLICanaryAndRedriveWhenQuiet(t *testing.T) {
 
 	const fp = "0123456789abcdef"
 	if _, err := store.New(pool).RecordIncidents(context.Background(), []store.IncidentSeen{{Fingerprint: fp, ErrorType: "db.timeout",
-		Signature: "boom", Queue: "orders", SeenAt: time.Now(), SampleID: ids[0], SampleMessage: "boom"}}); err != nil {
+		Signature: "boom", Queue: "orders", SeenAt: testdate.Now(), SampleID: ids[0], SampleMessage: "boom"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = run(t, base, "incidents", "redrive-when-quiet", fp)

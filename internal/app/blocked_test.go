@@ -8,6 +8,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // TestBlockedQueueAndArchiveStateShowInTheAPI: a record whose source topic
@@ -20,7 +21,7 @@ func TestBlockedQueueAndArchiveStateShowInTheAPI(t *testing.T) {
 	brokers := kafkatest.New(t, dlqTopic, "orders") // no "ghost", no archive topic, no auto-creation
 	b := start(t, brokers, nil, "REDRIVE_POLICIES_DIR", policies, "REDRIVE_RETRY_MIN_INTERVAL", "100ms")
 	m := &mApp{base: b.base}
-	now := time.Now()
+	now := testdate.Now()
 	kafkatest.Produce(t, kafkatest.Client(t, brokers),
 		failure(now, "ghost", "t", "db.down", dlq.CodeRetry, "g1"),
 		failure(now, "orders", "t", "db.down", dlq.CodeDeadLetter, "o1"))

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // canaryTask is the part of a task the canary tests read.
@@ -150,7 +151,7 @@ func TestCanaryAbortsWhileTheFixIsMissingAndPassesOnceItIsThere(t *testing.T) {
 	policies := policyDir(t, "_default:\n  retry: {max_attempts: 1}\n")
 	dbURL := pgtest.URL(t)
 	// Now, so that what Postgres's now() stamps is due on it too; the test moves it.
-	clk := clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond))
+	clk := clock.NewPinned(testdate.Now().UTC().Truncate(time.Millisecond))
 	a, stopA := startApp(t, dbURL, brokers, policies, clk)
 	events := a.sse(t, "/ojs/v1/events?type=task.canary_watching,task.canary_passed,task.canary_aborted")
 
@@ -298,7 +299,7 @@ func TestCanaryAbortsWhileTheFixIsMissingAndPassesOnceItIsThere(t *testing.T) {
 	b, _ := startApp(t, dbURL, brokers, policies, clk)
 	events = b.sse(t, "/ojs/v1/events?type=task.canary_watching,task.canary_passed,task.canary_aborted")
 	clk.Advance(9 * time.Minute) // not long enough
-	advanced := time.Now()
+	advanced := testdate.Now()
 	// The new runner took the task over and judged the sample since.
 	ct := b.waitTask(t, second, "a pass of the new runner", func(ct canaryTask) bool {
 		at, err := time.Parse(time.RFC3339Nano, ct.UpdatedAt)
@@ -337,7 +338,7 @@ func TestAQuietIncidentIsRedrivenWithACanary(t *testing.T) {
 	t.Parallel()
 	brokers := kafkatest.New(t, dlqTopic, "orders", dlqTopic+".events", dlqTopic+".archive")
 	policies := policyDir(t, "_default:\n  retry: {max_attempts: 1}\n")
-	clk := clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond))
+	clk := clock.NewPinned(testdate.Now().UTC().Truncate(time.Millisecond))
 	a, _ := startApp(t, pgtest.URL(t), brokers, policies, clk)
 	events := a.sse(t, "/ojs/v1/events?type=incident.redrive_started,task.canary_watching,task.canary_passed")
 	producer := kafkatest.Client(t, brokers)

@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Forged DLQ records claiming to come from Redrive's own topics (the DLQ
@@ -17,7 +17,7 @@ import (
 // retryable: serve reserves every topic it owns for ingest.
 func TestForgedRecordsFromOwnTopicsAreNotRoutable(t *testing.T) {
 	b := setup(t)
-	now := time.Now()
+	now := testdate.Now()
 	forged := []*kgo.Record{
 		failure(now, dlqTopic, "t", "db.down", dlq.CodeRetry, "self"),
 		failure(now, dlqTopic+".events", "t", "db.down", dlq.CodeRetry, "events"),

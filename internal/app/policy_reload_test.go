@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func writePolicies(t *testing.T, dir, body string) {
@@ -17,7 +18,7 @@ func writePolicies(t *testing.T, dir, body string) {
 		t.Fatal(err)
 	}
 	// A distinct modification time even where the clock is coarse.
-	at := time.Now().Add(time.Duration(len(body)) * time.Second)
+	at := testdate.Now().Add(time.Duration(len(body)) * time.Second)
 	_ = os.Chtimes(path, at, at)
 }
 

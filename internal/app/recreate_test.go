@@ -28,6 +28,7 @@ import (
 	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // failingFetches makes the broker answer every fetch of topic with
@@ -135,7 +136,7 @@ func startDLQLoad(t *testing.T, brokers []string) *kafkatest.Load {
 		if i%2 == 1 {
 			code = dlq.CodeDeadLetter
 		}
-		return failure(time.Now(), "orders", "t", "db.down", code, key)
+		return failure(testdate.Now(), "orders", "t", "db.down", code, key)
 	})
 }
 
@@ -372,7 +373,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	waitAcked := func(what string, n int, since time.Time) {
 		t.Helper()
 		eventually.True(t, fmt.Sprintf("%d failures acknowledged %s", n, what), func() bool {
-			return len(load.AckedIn([2]time.Time{since, time.Now()})) >= n
+			return len(load.AckedIn([2]time.Time{since, testdate.Now()})) >= n
 		}, eventually.Within(60*time.Second))
 	}
 
@@ -380,12 +381,12 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	// nothing it held is lost with it. (Its acknowledgements after
 	// beforeDLQ are the ones it may take with it.)
 	waitAcked("before the DLQ topic is recreated", 60, time.Time{})
-	beforeDLQ = time.Now()
+	beforeDLQ = testdate.Now()
 	old := load.AckedIn([2]time.Time{{}, beforeDLQ})
 	waitNoneMissing(t, "records acknowledged before the DLQ topic was recreated", old, storedKeys, explain)
-	deleting = time.Now()
+	deleting = testdate.Now()
 	kafkatest.Recreate(t, brokers, dlqTopic, 3)
-	afterDLQ = time.Now()
+	afterDLQ = testdate.Now()
 	// Ingest takes the new topic up within seconds; the next topics are
 	// recreated while failures flow through again.
 	waitAcked("after the DLQ topic was recreated", 60, afterDLQ)
@@ -393,7 +394,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 
 	// The source topic: the redeliveries go on, to the new topic.
 	kafkatest.Recreate(t, brokers, "orders", 3)
-	afterOrders := time.Now()
+	afterOrders := testdate.Now()
 	redeliveredSince := func(since time.Time) []string {
 		return query(t, pool, "SELECT id::text FROM redrive_record WHERE state = 'completed' AND completed_by = 'redelivered' AND redelivered_at > $1", since)
 	}
@@ -403,13 +404,13 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 
 	// The archive topic: the copies made to it are gone.
 	kafkatest.Recreate(t, brokers, archiveTopic, 3)
-	waitAcked("after the archive topic was recreated", 30, time.Now())
+	waitAcked("after the archive topic was recreated", 30, testdate.Now())
 	// At least 200 failures to assert, 100 of them dead letters (odd keys):
 	// those acknowledged after afterDLQ are the new topic's, but for the one
 	// produce (the load has one at a time) the old topic may have
 	// acknowledged as it was deleted.
 	eventually.True(t, "201 failures, 101 dead letters, acknowledged outside the DLQ topic's recreation", func() bool {
-		keys := slices.Concat(old, load.AckedIn([2]time.Time{afterDLQ, time.Now()}))
+		keys := slices.Concat(old, load.AckedIn([2]time.Time{afterDLQ, testdate.Now()}))
 		dead := 0
 		for _, k := range keys {
 			var i int
@@ -422,7 +423,7 @@ func TestTopicsRecreatedUnderLoadLoseNothing(t *testing.T) {
 	load.Stop()
 
 	onNew := load.OnTopicNow(t, brokers)
-	if late := missing(load.AckedIn([2]time.Time{deleting, time.Now()}), onNew); len(late) > 0 {
+	if late := missing(load.AckedIn([2]time.Time{deleting, testdate.Now()}), onNew); len(late) > 0 {
 		t.Logf("acknowledged by the old DLQ topic as it was deleted, not asserted: %v (returned after the new topic existed: %v)",
 			late, missing(late, load.AckedIn([2]time.Time{{}, afterDLQ})))
 	}
@@ -469,7 +470,7 @@ func TestRecreatedEventsTopicGetsTheNextEvents(t *testing.T) {
 	b := setup(t)
 	const eventsTopic = dlqTopic + ".events"
 	cl := kafkatest.Client(t, b.brokers)
-	kafkatest.Produce(t, cl, failure(time.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, "before"))
+	kafkatest.Produce(t, cl, failure(testdate.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, "before"))
 	kafkatest.Consume(t, b.brokers, eventsTopic, 1, 10*time.Second) // the producer knows the topic
 
 	kafkatest.Recreate(t, b.brokers, eventsTopic, 1)
@@ -477,7 +478,7 @@ func TestRecreatedEventsTopicGetsTheNextEvents(t *testing.T) {
 	defer cancel()
 	go func() { // failures keep coming: their events are what the new topic must get
 		for i := 0; ctx.Err() == nil; i++ {
-			_ = cl.ProduceSync(ctx, failure(time.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, fmt.Sprintf("after-%d", i)))
+			_ = cl.ProduceSync(ctx, failure(testdate.Now(), "orders", "t", "db.down", dlq.CodeDeadLetter, fmt.Sprintf("after-%d", i)))
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -498,7 +499,7 @@ func TestNotRoutableRecordSaysWhyInTheAPI(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	pool := pgtest.Pool(t, dbURL)
 	b := start(t, brokers, nil, "REDRIVE_DATABASE_URL", dbURL)
-	past := time.Now().Add(-time.Second).UTC()
+	past := testdate.Now().Add(-time.Second).UTC()
 	id := "01a21500-0000-7000-8000-000000000001"
 	if _, err := store.New(pool).InsertRecords(context.Background(), []dlq.Record{{
 		ID: id, Queue: dlqTopic, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5, Format: dlq.FormatRedrive,

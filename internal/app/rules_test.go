@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The ingest-side rules (issue 22) against the real app: kfake, Postgres,
@@ -24,7 +24,7 @@ import (
 func ruleFailure(queue, typ, key, value string, headers ...kgo.RecordHeader) *kgo.Record {
 	src := &kgo.Record{Topic: queue, Key: []byte(key), Value: []byte(value), Headers: headers}
 	return envelope.Encode(src, envelope.FailureInfo{DLQTopic: dlqTopic, Group: "svc", Type: typ,
-		ErrorType: "db.down", Message: "boom", Code: dlq.CodeRetry, FailedAt: time.Now()})
+		ErrorType: "db.down", Message: "boom", Code: dlq.CodeRetry, FailedAt: testdate.Now()})
 }
 
 // metricValue returns the value of one sample on /metrics, 0 when absent.
@@ -91,7 +91,7 @@ topics:
 		ruleFailure("orders", "order.created", "review-1", `{"order":{"review":1,"id":7}}`),
 		ruleFailure("orders", "user.created", "review-2", `{"order":{"review":1}}`), // type does not match
 		ruleFailure("orders", "order.created", "plain", `{"order":{"review":0}}`),
-		failure(time.Now(), "orders", "order.created", "db.down", dlq.CodeDeadLetter, "control"), // a dead letter
+		failure(testdate.Now(), "orders", "order.created", "db.down", dlq.CodeDeadLetter, "control"), // a dead letter
 	)
 	all := b.byKey(t, "queue=orders", 6)
 	filtered := b.byKey(t, "error_type=filtered", 2)
@@ -177,8 +177,8 @@ topics:
 	var recs []*kgo.Record
 	for i := range 5 {
 		// Each record of big weighs 2 + 12 = 14 bytes: three fit in 50.
-		recs = append(recs, failure(time.Now(), "orders", "t", "db.down", dlq.CodeRetry, fmt.Sprintf("o%d", i)),
-			failure(time.Now(), "big", "t", "db.down", dlq.CodeRetry, fmt.Sprintf("b%d", i)))
+		recs = append(recs, failure(testdate.Now(), "orders", "t", "db.down", dlq.CodeRetry, fmt.Sprintf("o%d", i)),
+			failure(testdate.Now(), "big", "t", "db.down", dlq.CodeRetry, fmt.Sprintf("b%d", i)))
 	}
 	kafkatest.Produce(t, cl, recs...)
 	for _, q := range []string{"orders", "big"} {
@@ -200,7 +200,7 @@ topics:
 	for round, keys := range [][]string{{"c0", "c1", "c2", "c3", "c4"}, {"c5", "c6"}} {
 		var rs []*kgo.Record
 		for _, k := range keys {
-			rs = append(rs, failure(time.Now(), "clicks", "t", "db.down", dlq.CodeRetry, k))
+			rs = append(rs, failure(testdate.Now(), "clicks", "t", "db.down", dlq.CodeRetry, k))
 		}
 		kafkatest.Produce(t, cl, rs...)
 		total := 5 + 2*round
@@ -254,14 +254,14 @@ topics:
 		t.Fatalf("PUT apiq config: %d %s", status, body)
 	}
 	kafkatest.Produce(t, kafkatest.Client(t, b.brokers),
-		failure(time.Now(), "orders", "order.created", "db.down", dlq.CodeRetry, "ok-1"),
-		failure(time.Now(), "orders", "refund", "db.down", dlq.CodeRetry, "ok-2"),
-		failure(time.Now(), "orders", "refund.partial", "db.down", dlq.CodeRetry, "type-1"),
-		failure(time.Now(), "orders", "", "db.down", dlq.CodeRetry, "type-2"),
-		failure(time.Now(), "pay.eu", "x", "db.down", dlq.CodeRetry, "ok-3"),
-		failure(time.Now(), "apiq", "a.b", "db.down", dlq.CodeRetry, "ok-4"),
-		failure(time.Now(), "apiq", "b", "db.down", dlq.CodeRetry, "type-3"),
-		failure(time.Now(), "stray", "x", "db.down", dlq.CodeRetry, "strict-1"),
+		failure(testdate.Now(), "orders", "order.created", "db.down", dlq.CodeRetry, "ok-1"),
+		failure(testdate.Now(), "orders", "refund", "db.down", dlq.CodeRetry, "ok-2"),
+		failure(testdate.Now(), "orders", "refund.partial", "db.down", dlq.CodeRetry, "type-1"),
+		failure(testdate.Now(), "orders", "", "db.down", dlq.CodeRetry, "type-2"),
+		failure(testdate.Now(), "pay.eu", "x", "db.down", dlq.CodeRetry, "ok-3"),
+		failure(testdate.Now(), "apiq", "a.b", "db.down", dlq.CodeRetry, "ok-4"),
+		failure(testdate.Now(), "apiq", "b", "db.down", dlq.CodeRetry, "type-3"),
+		failure(testdate.Now(), "stray", "x", "db.down", dlq.CodeRetry, "strict-1"),
 	)
 	b.waitFor(t, "", 8)
 	for key := range b.byKey(t, "state=retryable", 4) {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // mode sizes a run. The short mode runs in `make test`; the full one in
@@ -145,7 +146,7 @@ func chosenSeed(t *testing.T) uint64 {
 		}
 		return s
 	}
-	return uint64(time.Now().UnixNano())
+	return uint64(testdate.Now().UnixNano())
 }
 
 // logDir is REDRIVE_CHAOS_LOGS (kept), else a temporary directory.
@@ -175,7 +176,7 @@ func TestChaos(t *testing.T) {
 
 	dir, keep := logDir(t)
 	bin := binary(ctx, t)
-	begin := time.Now()
+	begin := testdate.Now()
 
 	pg, dbURL := startPostgres(ctx, t)
 	if keep {
@@ -223,7 +224,7 @@ func TestChaos(t *testing.T) {
 	if err := waitReady(ctx, a, 60*time.Second); err != nil {
 		t.Fatalf("serve never became ready: %v%s", err, tail(srv.logPath, 40))
 	}
-	t0 := time.Now()
+	t0 := testdate.Now()
 	t.Logf("chaos: postgres, broker %s and serve on %s up in %v", br.addr, httpAddr, t0.Sub(begin).Round(time.Millisecond))
 
 	// The consumer application and the observer of every source and archive record.
@@ -270,7 +271,7 @@ func TestChaos(t *testing.T) {
 		if err == nil {
 			err = prod.produceAll(wctx, []string{qOrders, qPayments, qInvoices}, m.perQueue, m.produceFor)
 		}
-		prodTook = time.Since(t0) // read after the send below
+		prodTook = testdate.Since(t0) // read after the send below
 		prodDone <- err
 	}()
 
@@ -321,23 +322,23 @@ func TestChaos(t *testing.T) {
 				at.Sub(t0).Seconds(), gen, at.Sub(started).Seconds(), strings.Join(act, ", "))
 		case "postgres stop":
 			srv.note("stopping postgres for %v", m.pgStopFor)
-			from := time.Now()
+			from := testdate.Now()
 			if err := pg.Pause(); err != nil {
 				t.Fatalf("chaos: stop postgres: %v", err)
 			}
-			stopped := time.Now()
+			stopped := testdate.Now()
 			_ = sleep(ctx, m.pgStopFor)
 			if err := pg.Resume(ctx); err != nil {
 				t.Fatalf("chaos: start postgres again: %v", err)
 			}
 			stops++
 			srv.note("postgres started again")
-			disruptions = append(disruptions, disruption{kind: "postgres stop", at: from, end: time.Now()})
+			disruptions = append(disruptions, disruption{kind: "postgres stop", at: from, end: testdate.Now()})
 			t.Logf("chaos: postgres stop %d/%d at +%.1fs: down %.1fs (shutdown took %v)", stops, m.pgStops,
-				from.Sub(t0).Seconds(), time.Since(stopped).Seconds(), stopped.Sub(from).Round(time.Millisecond))
+				from.Sub(t0).Seconds(), testdate.Since(stopped).Seconds(), stopped.Sub(from).Round(time.Millisecond))
 		}
 	}
-	lastDisruption := time.Now()
+	lastDisruption := testdate.Now()
 
 	if err := waitErr(ctx, prodDone); err != nil {
 		t.Fatalf("workload: %v", err)
@@ -350,7 +351,7 @@ func TestChaos(t *testing.T) {
 	// The topic-recreation phase (recreate_test.go): new topic ids for the
 	// DLQ, orders and archive topics under the running serve, then a second
 	// batch through them, with a kill in the middle.
-	recreatedAt := time.Now()
+	recreatedAt := testdate.Now()
 	obs.recreating.Store(true)
 	if err := recreateTopics(ctx, br.addr, obsCl, prodCl, poisonCl); err != nil {
 		t.Fatalf("chaos: recreate topics: %v", err)
@@ -377,17 +378,17 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("workload after the recreation: %v", err)
 	}
 	res = quiesce(ctx, t, quiesceInput{api: a, dbURL: dbURL, obs: obs, prod: prod, bulk: bulk, bulkFinished: true,
-		deadline: time.Now().Add(m.quiesce)})
+		deadline: testdate.Now().Add(m.quiesce)})
 	// Records whose copy went down with the old archive topic are copied
 	// again: wait for the archiver to get to them.
 	var stale []string
 	var archivedPoison int
-	for wait := time.Now().Add(60 * time.Second); ; {
+	for wait := testdate.Now().Add(60 * time.Second); ; {
 		_, copies, _ := obs.snapshot()
 		if stale, archivedPoison, err = archivedBefore(ctx, dbURL, copies, recreatedAt); err != nil {
 			t.Errorf("archive copies after the recreation: %v", err)
 		}
-		if len(stale) == 0 || time.Now().After(wait) {
+		if len(stale) == 0 || testdate.Now().After(wait) {
 			break
 		}
 		_ = sleep(ctx, 500*time.Millisecond)
@@ -398,7 +399,7 @@ func TestChaos(t *testing.T) {
 	stopWork()
 	wg.Wait()
 	stopServe()
-	runtime := time.Since(begin)
+	runtime := testdate.Since(begin)
 
 	for _, e := range srv.selfExits() {
 		disruptions = append(disruptions, disruption{kind: "exit", at: e.at, end: e.at, gen: e.gen})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The poison phase mixes into the load the records that once stopped
@@ -98,7 +99,7 @@ func poisonRecord(source, key, value string, info envelope.FailureInfo) *kgo.Rec
 	if info.Code == "" && len(info.Retry) == 0 && source == qPoison {
 		info.Code = dlq.CodeDeadLetter
 	}
-	return envelope.Encode(&kgo.Record{Topic: source, Key: []byte(key), Value: []byte(value), Timestamp: time.Now()}, info)
+	return envelope.Encode(&kgo.Record{Topic: source, Key: []byte(key), Value: []byte(value), Timestamp: testdate.Now()}, info)
 }
 
 // poisoner produces rounds of poison records, spread over the run.
@@ -111,7 +112,7 @@ type poisoner struct {
 
 // run produces one round of every poison kind every d/rounds.
 func (p *poisoner) run(ctx context.Context, rounds int, d time.Duration) error {
-	start := time.Now()
+	start := testdate.Now()
 	for n := range rounds {
 		if err := sleepUntil(ctx, start.Add(d*time.Duration(n)/time.Duration(rounds))); err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/pgcluster"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // binary returns the redrive binary under test: REDRIVE_CHAOS_BIN when set
@@ -40,12 +41,12 @@ func binary(ctx context.Context, t *testing.T) string {
 		t.Fatalf("building redrive needs the go command on PATH (or set REDRIVE_CHAOS_BIN to a built binary): %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "redrive")
-	start := time.Now()
+	start := testdate.Now()
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, "github.com/redrive/redrive/cmd/redrive")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build redrive: %v\n%s", err, b)
 	}
-	t.Logf("built %s in %v", out, time.Since(start).Round(time.Millisecond))
+	t.Logf("built %s in %v", out, testdate.Since(start).Round(time.Millisecond))
 	return out
 }
 
@@ -259,7 +260,7 @@ func (s *serveProc) spawn() error {
 		return errStopping
 	}
 	s.gen++
-	fmt.Fprintf(s.logf, "=== chaos: serve #%d starting at %s\n", s.gen, time.Now().UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(s.logf, "=== chaos: serve #%d starting at %s\n", s.gen, testdate.Now().UTC().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, "serve")
 	cmd.Env = s.env
 	cmd.Stdout, cmd.Stderr = s.logf, s.logf
@@ -268,7 +269,7 @@ func (s *serveProc) spawn() error {
 		return fmt.Errorf("start serve #%d: %w", s.gen, err)
 	}
 	s.starts++
-	s.cmd, s.started, s.killed = cmd, time.Now(), false
+	s.cmd, s.started, s.killed = cmd, testdate.Now(), false
 	s.exited = make(chan struct{})
 	return nil
 }
@@ -291,7 +292,7 @@ func (s *serveProc) loop() {
 			if cmd.ProcessState != nil {
 				code = cmd.ProcessState.ExitCode()
 			}
-			s.exits = append(s.exits, exitEvent{gen: gen, at: time.Now(), code: code})
+			s.exits = append(s.exits, exitEvent{gen: gen, at: testdate.Now(), code: code})
 			fmt.Fprintf(s.logf, "=== chaos: serve #%d exited on its own: %v\n", gen, err)
 		}
 		s.mu.Unlock()
@@ -329,7 +330,7 @@ func (s *serveProc) kill() (time.Time, int, error) {
 		s.mu.Unlock()
 		return time.Time{}, 0, fmt.Errorf("kill serve #%d: %w", gen, err)
 	}
-	at := time.Now()
+	at := testdate.Now()
 	fmt.Fprintf(s.logf, "=== chaos: serve #%d killed (SIGKILL) at %s\n", gen, at.UTC().Format(time.RFC3339Nano))
 	s.mu.Unlock()
 	<-exited
@@ -342,7 +343,7 @@ func (s *serveProc) note(format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.stopping {
-		fmt.Fprintf(s.logf, "=== chaos: %s at %s\n", fmt.Sprintf(format, args...), time.Now().UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(s.logf, "=== chaos: %s at %s\n", fmt.Sprintf(format, args...), testdate.Now().UTC().Format(time.RFC3339Nano))
 	}
 }
 
@@ -365,7 +366,7 @@ func (s *serveProc) stop(grace time.Duration) int {
 	s.stopping = true
 	cmd, exited := s.cmd, s.exited
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	fmt.Fprintf(s.logf, "=== chaos: serve #%d sent SIGTERM at %s\n", s.gen, time.Now().UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(s.logf, "=== chaos: serve #%d sent SIGTERM at %s\n", s.gen, testdate.Now().UTC().Format(time.RFC3339Nano))
 	s.mu.Unlock()
 	code := 0
 	select {

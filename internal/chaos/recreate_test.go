@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The topic-recreation phase runs once the chaos has quiesced: the DLQ
@@ -35,7 +37,7 @@ func recreateTopics(ctx context.Context, broker string, clients ...*kgo.Client) 
 	if err := deleted.Error(); err != nil {
 		return fmt.Errorf("delete topics: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testdate.Now().Add(30 * time.Second)
 	for {
 		topics, err := adm.ListTopics(ctx, recreated...)
 		if err != nil {
@@ -50,7 +52,7 @@ func recreateTopics(ctx context.Context, broker string, clients ...*kgo.Client) 
 		if gone {
 			break
 		}
-		if time.Now().After(deadline) {
+		if testdate.Now().After(deadline) {
 			return fmt.Errorf("topics %v still exist 30 s after their deletion", recreated)
 		}
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 type quiesceInput struct {
@@ -36,7 +38,7 @@ type quiesceResult struct {
 // record.
 func quiesce(ctx context.Context, t *testing.T, in quiesceInput) quiesceResult {
 	t.Helper()
-	start := time.Now()
+	start := testdate.Now()
 	var bulkErr error
 	bulkFinished := in.bulkFinished
 	lastLog := start
@@ -55,17 +57,17 @@ func quiesce(ctx context.Context, t *testing.T, in quiesceInput) quiesceResult {
 		if why == "" {
 			break
 		}
-		if time.Since(lastLog) >= 5*time.Second {
+		if testdate.Since(lastLog) >= 5*time.Second {
 			t.Logf("chaos: waiting for quiescence: %s", why)
-			lastLog = time.Now()
+			lastLog = testdate.Now()
 		}
-		if time.Now().After(in.deadline) || ctx.Err() != nil {
-			t.Errorf("no quiescence %v after the last disruption: %s", time.Since(start).Round(time.Second), why)
+		if testdate.Now().After(in.deadline) || ctx.Err() != nil {
+			t.Errorf("no quiescence %v after the last disruption: %s", testdate.Since(start).Round(time.Second), why)
 			break
 		}
 		_ = sleep(ctx, 500*time.Millisecond)
 	}
-	waited := time.Since(start)
+	waited := testdate.Since(start)
 	var recs []apiRecord
 	var err error
 	for try := 0; try < 60; try++ {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/internal/envelope"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The source topics and what the suite's policies make of their records
@@ -137,7 +138,7 @@ func (p *producer) publish(ctx context.Context, queue string, n int) error {
 		Offset:    int64(n),
 		Key:       []byte(k),
 		Value:     []byte(fmt.Sprintf(`{"key":%q,"n":%d,"seed":%d}`, k, n, p.seed)),
-		Timestamp: time.Now(),
+		Timestamp: testdate.Now(),
 	}
 	var err error
 	for try := 0; try < 5; try++ {
@@ -172,11 +173,11 @@ func (p *producer) produceRange(ctx context.Context, qs []string, from, to int, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			start := time.Now()
+			start := testdate.Now()
 			for i := 0; i < n; i++ {
 				// Paced against the start, not per record, so that slow
 				// acks do not stretch the run.
-				if wait := time.Until(start.Add(d * time.Duration(i) / time.Duration(n))); wait > 0 {
+				if wait := testdate.Until(start.Add(d * time.Duration(i) / time.Duration(n))); wait > 0 {
 					select {
 					case <-ctx.Done():
 						errs <- ctx.Err()
@@ -587,7 +588,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func sleepUntil(ctx context.Context, at time.Time) error {
-	if d := time.Until(at); d > 0 {
+	if d := testdate.Until(at); d > 0 {
 		return sleep(ctx, d)
 	}
 	return ctx.Err()
@@ -640,9 +641,9 @@ func (m *monitor) run(ctx context.Context) {
 			if len(m.samples) > 0 && m.samples[0].gen != gen {
 				m.samples = m.samples[:0]
 			}
-			m.samples = append(m.samples, sample{gen: gen, at: time.Now(), values: values})
+			m.samples = append(m.samples, sample{gen: gen, at: testdate.Now(), values: values})
 			if values[pausedMetric] > 0 {
-				m.paused = append(m.paused, time.Now())
+				m.paused = append(m.paused, testdate.Now())
 			}
 			if len(m.samples) > 40 {
 				m.samples = append(m.samples[:0], m.samples[len(m.samples)-20:]...)

@@ -30,8 +30,13 @@ type Timer interface {
 	Stop() bool
 }
 
-// Wall is the real clock.
+// Wall is the real clock. Tests run at another date (internal/testdate)
+// set it, once, before any test runs, to Shifted.
 var Wall Clock = wall{}
+
+// Shifted is the real clock moved by d: its time runs as the machine's
+// does, d apart, and its timers are the machine's.
+func Shifted(d time.Duration) Clock { return wall{shift: d} }
 
 // Or returns c, or Wall when c is nil (for config defaults).
 func Or(c Clock) Clock {
@@ -41,9 +46,9 @@ func Or(c Clock) Clock {
 	return c
 }
 
-type wall struct{}
+type wall struct{ shift time.Duration }
 
-func (wall) Now() time.Time { return time.Now() }
+func (w wall) Now() time.Time { return time.Now().Add(w.shift) }
 
 func (wall) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/clock"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -112,8 +113,8 @@ func TestPinnedTimersAlsoFireInWallTime(t *testing.T) {
 
 func TestWallSleeps(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	if !clock.Sleep(context.Background(), clock.Wall, 5*time.Millisecond) || time.Since(start) < 5*time.Millisecond {
+	start := testdate.Now()
+	if !clock.Sleep(context.Background(), clock.Wall, 5*time.Millisecond) || testdate.Since(start) < 5*time.Millisecond {
 		t.Fatal("the wall clock did not sleep")
 	}
 	if clock.Or(nil) != clock.Wall {

@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // behindClock is the server's clock: the real time, less a lag the test
@@ -26,7 +27,7 @@ import (
 // Its timers are the wall clock's.
 type behindClock struct{ lag atomic.Int64 }
 
-func (c *behindClock) Now() time.Time                       { return time.Now().Add(-time.Duration(c.lag.Load())) }
+func (c *behindClock) Now() time.Time                       { return testdate.Now().Add(-time.Duration(c.lag.Load())) }
 func (c *behindClock) NewTimer(d time.Duration) clock.Timer { return clock.Wall.NewTimer(d) }
 func (c *behindClock) set(lag time.Duration)                { c.lag.Store(int64(lag)) }
 func (s *server) produce(t *testing.T, recs ...*kgo.Record) {

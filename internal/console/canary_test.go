@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/app"
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A canary task shows its phase and its sample's outcomes; an incident is
@@ -20,7 +21,7 @@ import (
 func TestCanaryTaskAndRedriveWhenQuiet(t *testing.T) {
 	t.Parallel()
 	// The watch never ends by itself: the clock stays where the test set it.
-	s := startServerWith(t, app.Options{Clock: clock.NewPinned(time.Now().UTC())})
+	s := startServerWith(t, app.Options{Clock: clock.NewPinned(testdate.Now().UTC())})
 	for i := range 30 {
 		s.kcat(t, fmt.Sprintf("order-%d", i), fmt.Sprintf(`{"order_id":%d}`, i), "redrive.source.topic=orders",
 			"redrive.error.type=db.connection_refused", fmt.Sprintf("redrive.error.message=dial tcp 10.0.0.%d:5432: connection refused", i))

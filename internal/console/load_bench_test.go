@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/internal/bench"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Each page is loaded loadsPerRound times (after warmUp untimed loads) in
@@ -50,7 +51,7 @@ func BenchmarkPageLoad(b *testing.B) {
 	// made after it, or it would drop them as empty past weeks while they
 	// are being filled.
 	waitForPrunerPass(b, s)
-	start := time.Now()
+	start := testdate.Now()
 	if err := bench.LoadAPIRecords(ctx, st, bench.APIRecords); err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func BenchmarkPageLoad(b *testing.B) {
 			b.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	b.Logf("loaded %d records in %v", bench.APIRecords, time.Since(start).Round(time.Second))
+	b.Logf("loaded %d records in %v", bench.APIRecords, testdate.Since(start).Round(time.Second))
 	var id string
 	if err := pool.QueryRow(ctx, "SELECT id::text FROM redrive_record ORDER BY id DESC OFFSET 1000 LIMIT 1").Scan(&id); err != nil {
 		b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // exactValue is JSON that JavaScript numbers cannot hold and JSON.parse
@@ -192,7 +193,7 @@ func TestTheRecordPageLeadsWithErrorsAndValue(t *testing.T) {
 	manyRec := failure("orders", "", many.Bytes(), true)
 	manyRec.Key = []byte{0xff, 0x00, 'k', 0x80}
 	manyRec.Errors = append(manyRec.Errors, dlq.ErrorEntry{Attempt: 2, Type: "db.timeout", Message: "timed out again: " + strings.Repeat("long-", 200),
-		Code: dlq.CodeRetry, OccurredAt: time.Now(), Details: json.RawMessage(`{"query_ms":12345678901234567890}`),
+		Code: dlq.CodeRetry, OccurredAt: testdate.Now(), Details: json.RawMessage(`{"query_ms":12345678901234567890}`),
 		Backtrace: []string{"at com.example.Orders.save(Orders.java:42)"}})
 	// Over 64 KiB, with few values.
 	bigText := `{"note":"` + strings.Repeat("y", 70*1024) + `"}`

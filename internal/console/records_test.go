@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // workdayRecords stores 70 failures of orders (attempts 1 to 7, next
@@ -17,7 +18,7 @@ import (
 // 10 of payments, and 5 of orders stored two hours ago.
 func workdayRecords(t *testing.T, s *server) {
 	t.Helper()
-	now := time.Now().UTC().Truncate(time.Millisecond)
+	now := testdate.Now().UTC().Truncate(time.Millisecond)
 	var recs []dlq.Record
 	for i := range 70 {
 		r := failure("orders", fmt.Sprintf("order-%03d", i), fmt.Appendf(nil, `{"order_id":%d}`, i), i%2 == 0)

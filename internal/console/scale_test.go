@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // storeRecords writes records straight to the server's database, as ingest
@@ -53,7 +54,7 @@ func (b *browser) screenshots(t testing.TB, name string) {
 // failure is a stored failure of queue: retryable (its retry a day away) or
 // a dead letter.
 func failure(queue, key string, value []byte, deadLetter bool) dlq.Record {
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	id, _ := uuid.NewV7()
 	retry, _ := json.Marshal(policy.Default())
 	off := dlqOffset.Add(1)

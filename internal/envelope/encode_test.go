@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // sourceRecord is a record as the failing consumer saw it.
@@ -273,7 +274,7 @@ func TestEncodeCapsBacktraceOnLineBoundary(t *testing.T) {
 
 func TestEncodeDefaults(t *testing.T) {
 	t.Parallel()
-	before := time.Now().Add(-time.Second)
+	before := testdate.Now().Add(-time.Second)
 	src := &kgo.Record{Topic: "t", Partition: 1, Offset: 2}
 	env := Encode(src, FailureInfo{DLQTopic: "dlq"})
 	got := map[string]string{}
@@ -290,7 +291,7 @@ func TestEncodeDefaults(t *testing.T) {
 		t.Errorf("code = %q, want RETRY", got[HeaderErrorCode])
 	}
 	at, err := time.Parse(time.RFC3339, got[HeaderFailedAt])
-	if err != nil || at.Before(before) || at.After(time.Now().Add(time.Second)) {
+	if err != nil || at.Before(before) || at.After(testdate.Now().Add(time.Second)) {
 		t.Errorf("failed_at = %q (%v), want about now", got[HeaderFailedAt], err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func testRecord() *dlq.Record {
@@ -59,7 +60,7 @@ func TestRedeliveryAppliesOperatorEdits(t *testing.T) {
 	r := testRecord()
 	r.Redelivery = &dlq.Redelivery{Topic: "orders-fixed", Headers: []dlq.Header{{Key: "tenant", Value: []byte("b")}},
 		Value: []byte(`{"id":2}`), ValueSet: true}
-	rec := Redelivery(r, "orders-fixed", 2, 1, time.Now())
+	rec := Redelivery(r, "orders-fixed", 2, 1, testdate.Now())
 	if string(rec.Value) != `{"id":2}` || rec.Partition != 2 {
 		t.Fatalf("edited value/partition not applied: %+v", rec)
 	}

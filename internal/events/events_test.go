@@ -24,6 +24,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -162,11 +163,11 @@ func TestPublishNeverBlocks(t *testing.T) {
 	p := events.New(events.Config{Buffer: 2, Metrics: metrics.NewEvents(reg)})
 	// Nobody runs the publisher: the third and later calls are dropped, counted.
 	ev := events.Record(events.DeadLetterAdded, events.RecordData{ID: "x", Queue: "q"})
-	start := time.Now()
+	start := testdate.Now()
 	for range 10 {
 		p.Publish(context.Background(), ev, ev)
 	}
-	if time.Since(start) > time.Second {
+	if testdate.Since(start) > time.Second {
 		t.Fatal("Publish blocked")
 	}
 	if v := counter(t, reg, "redrive_events_failed_total", map[string]string{"reason": "buffer_full"}); v != 16 {

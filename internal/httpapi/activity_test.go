@@ -13,6 +13,7 @@ import (
 	env "github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 type activityJSON struct {
@@ -105,7 +106,7 @@ func TestQueueShowsItsAgeAndLastHour(t *testing.T) {
 		}
 	}
 	check("as written")
-	if err := b.store.CompactActivity(context.Background(), time.Now()); err != nil {
+	if err := b.store.CompactActivity(context.Background(), testdate.Now()); err != nil {
 		t.Fatal(err)
 	}
 	check("compacted")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Every field of a canary is checked, each mistake a 400 naming the field,
@@ -111,7 +112,7 @@ func TestRedriveWhenQuietIsValidatedShownAndWithdrawn(t *testing.T) {
 	ids := b.seed(t, rec{})
 	const fp = "00c0ffee00c0ffee"
 	if _, err := b.store.RecordIncidents(context.Background(), []store.IncidentSeen{{Fingerprint: fp, ErrorType: "db.timeout",
-		Signature: "boom", Queue: "orders", SeenAt: time.Now(), SampleID: ids[0], SampleMessage: "boom"}}); err != nil {
+		Signature: "boom", Queue: "orders", SeenAt: testdate.Now(), SampleID: ids[0], SampleMessage: "boom"}}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/ojs/v1/incidents/" + fp + "/redrive-when-quiet"

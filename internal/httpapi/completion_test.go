@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // An operator may retry any record that is neither in flight nor completed —
@@ -28,7 +29,7 @@ func TestRetryTakesEveryRecordNeitherInFlightNorCompleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	past, due := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	past, due := testdate.Now().Add(-time.Hour), testdate.Now().Add(time.Hour)
 	// Redelivered under completion: ack: one overdue and marked, one still
 	// waiting for its ack, one being produced right now (its claim open).
 	exec(`UPDATE redrive_lifecycle SET ack_due_at = $2, unacknowledged_at = $2, redelivered_at = $2 WHERE id = $1`, unacked, past)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // stream is an open event stream.
@@ -169,7 +170,7 @@ func TestStalledEventStreamIsDropped(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /ojs/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", readKey)
 	br := bufio.NewReaderSize(conn, 128)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(testdate.Now().Add(10 * time.Second))
 	for {
 		l, err := br.ReadString('\n')
 		if err != nil {
@@ -198,7 +199,7 @@ func TestStalledEventStreamIsDropped(t *testing.T) {
 	}, eventually.Within(10*time.Second))
 	// It closed the connection: reading on drains what was buffered and then
 	// meets its end.
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = conn.SetReadDeadline(testdate.Now().Add(20 * time.Second))
 	if _, err := io.Copy(io.Discard, br); err != nil && !isReset(err) {
 		t.Fatalf("the server did not close the stalled stream's connection: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/fingerprint"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func init() {
@@ -162,14 +163,14 @@ type importResult struct {
 func TestExportImportTenThousandRecordsIdenticalByContent(t *testing.T) {
 	src := setup(t)
 	dst := start(t, options{})
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	want := variedRecords(10_000, now)
 	if _, err := src.store.InsertRecords(context.Background(), want); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
+	began := testdate.Now()
 	lines, tr, exported := src.export(t, "")
-	t.Logf("exported %d records, %d bytes, in %v", len(lines), len(exported.body), time.Since(began))
+	t.Logf("exported %d records, %d bytes, in %v", len(lines), len(exported.body), testdate.Since(began))
 	if tr.Export.Count != len(want) || !tr.Export.Complete || len(lines) != len(want) || string(tr.Export.Filter) != "{}" {
 		t.Fatalf("trailer %+v after %d lines, want count %d complete, filter {}", tr.Export, len(lines), len(want))
 	}
@@ -186,9 +187,9 @@ func TestExportImportTenThousandRecordsIdenticalByContent(t *testing.T) {
 	trailer, _ := json.Marshal(tr)
 	export = append(append(export, trailer...), '\n')
 
-	began = time.Now()
+	began = testdate.Now()
 	r := dst.importNDJSON(t, "", export)
-	t.Logf("imported them in %v", time.Since(began))
+	t.Logf("imported them in %v", testdate.Since(began))
 	wantStatus(t, r, http.StatusOK)
 	var res importResult
 	r.json(t, &res)
@@ -320,7 +321,7 @@ func compactOf(b []byte) string {
 func TestExportFollowsTheFilterAndImportSchedulesRetryable(t *testing.T) {
 	src := setup(t)
 	dst := start(t, options{})
-	recs := variedRecords(300, time.Now().UTC())
+	recs := variedRecords(300, testdate.Now().UTC())
 	if _, err := src.store.InsertRecords(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestExportFollowsTheFilterAndImportSchedulesRetryable(t *testing.T) {
 	wantError(t, "unknown parameter", src.do(t, req{method: http.MethodGet, path: "/ojs/v1/dead-letter/export?limit=5", key: readKey}),
 		http.StatusBadRequest, "invalid_request", "limit")
 
-	before := time.Now()
+	before := testdate.Now()
 	r := dst.importNDJSON(t, "?state=retryable", append(bytes.Join(lines, []byte("\n")), '\n'))
 	wantStatus(t, r, http.StatusOK)
 	var res importResult
@@ -400,7 +401,7 @@ func TestOpenAPIExportTakesTheListFilter(t *testing.T) {
 // that says incomplete, a line cut short) is refused too.
 func TestImportRefusesABadLineNamingItAndStoresNothing(t *testing.T) {
 	src := setup(t)
-	recs := variedRecords(20, time.Now().UTC())
+	recs := variedRecords(20, testdate.Now().UTC())
 	if _, err := src.store.InsertRecords(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +488,7 @@ func TestImportRefusesABadLineNamingItAndStoresNothing(t *testing.T) {
 // fewer records written than the filter selects.
 func TestExportStopsWhenTheClientGoes(t *testing.T) {
 	b := setup(t)
-	if _, err := b.store.InsertRecords(context.Background(), variedRecords(5000, time.Now().UTC())); err != nil {
+	if _, err := b.store.InsertRecords(context.Background(), variedRecords(5000, testdate.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -36,6 +36,7 @@ import (
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -346,7 +347,7 @@ type rec struct {
 
 func (b *bundle) seed(t *testing.T, rs ...rec) []string {
 	t.Helper()
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	records := make([]dlq.Record, len(rs))
 	ids := make([]string, len(rs))
 	def, _ := json.Marshal(policy.Default())

@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // heapWatch measures the process's heap over a span: the bytes allocated
@@ -80,7 +81,7 @@ func (w *heapWatch) end() (allocMB, peakMB float64) {
 // meta, a retry policy with 5,000 non-retryable error types and a 512 KB
 // redelivery edit (set by the caller).
 func bigRecord(i int, heavy bool) dlq.Record {
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	def := policy.Default()
 	if heavy {
 		for j := range 5000 {

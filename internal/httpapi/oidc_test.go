@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/idptest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // rolesFile gives group payments read, retry and purge on payments.*, and
@@ -274,7 +275,7 @@ func TestOIDCTokensAreChecked(t *testing.T) {
 	}
 	wantStatus(t, b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: is.Token(user)}), 200)
 
-	expired := is.Token(with(map[string]any{"exp": time.Now().Add(-time.Minute).Unix(), "iat": time.Now().Add(-time.Hour).Unix()}))
+	expired := is.Token(with(map[string]any{"exp": testdate.Now().Add(-time.Minute).Unix(), "iat": testdate.Now().Add(-time.Hour).Unix()}))
 	r := b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: expired})
 	wantError(t, "an expired token", r, 401, "unauthorized", "")
 	if msg := r.err(t).Error.Message; !strings.Contains(msg, "expired") {
@@ -288,7 +289,7 @@ func TestOIDCTokensAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := idptest.Sign(k, "test-key-1", with(map[string]any{"iss": is.URL, "aud": "redrive", "exp": time.Now().Add(time.Hour).Unix()}))
+	forged := idptest.Sign(k, "test-key-1", with(map[string]any{"iss": is.URL, "aud": "redrive", "exp": testdate.Now().Add(time.Hour).Unix()}))
 	wantError(t, "a token signed by another key", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: forged}), 401, "unauthorized", "")
 
 	// Key rotation: the issuer publishes a new key; a token signed with it
@@ -302,7 +303,7 @@ func TestOIDCTokensAreChecked(t *testing.T) {
 	// issuer's key set: the set is fetched again a few times, then once every 10 s, whatever the ids.
 	before := is.Fetches()
 	for i := range 40 {
-		made := idptest.Sign(k, fmt.Sprintf("made-up-%d", i), with(map[string]any{"iss": is.URL, "aud": "redrive", "exp": time.Now().Add(time.Hour).Unix()}))
+		made := idptest.Sign(k, fmt.Sprintf("made-up-%d", i), with(map[string]any{"iss": is.URL, "aud": "redrive", "exp": testdate.Now().Add(time.Hour).Unix()}))
 		wantError(t, "a token of a made-up key id", b.do(t, req{method: "GET", path: "/ojs/v1/dead-letter", key: made}), 401, "unauthorized", "")
 	}
 	if n := is.Fetches() - before; n > 3 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // listedQueue is what the paging test reads of a listed queue.
@@ -44,14 +45,14 @@ func (b *bundle) rawGet(t *testing.T, path string, out any) (int, time.Duration)
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+readKey)
-	start := time.Now()
+	start := testdate.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	took := time.Since(start)
+	took := testdate.Since(start)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s %v", path, resp.StatusCode, body, err)
 	}
@@ -83,7 +84,7 @@ func TestQueueListPagesSortsAndSearches20000Queues(t *testing.T) {
 	for range 3 {
 		rs = append(rs, rec{queue: "deadly"})
 	}
-	rs = append(rs, rec{queue: "ancient", createdAt: time.Now().UTC().Add(-240 * time.Hour)})
+	rs = append(rs, rec{queue: "ancient", createdAt: testdate.Now().UTC().Add(-240 * time.Hour)})
 	b.seed(t, rs...)
 	// Every q-NNNNN, big, deadly, ancient and payments (a policy file's).
 	const total = n + 4

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A client that sends its headers and then dribbles (or stops) its body is
@@ -23,14 +25,14 @@ func TestSlowBodyIsCut(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /ojs/v1/dead-letter/retry HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"filter\":", writeKey)
-	start := time.Now()
+	start := testdate.Now()
 	// Never send the rest: the server must give up and close the connection.
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = conn.SetReadDeadline(testdate.Now().Add(20 * time.Second))
 	_, err = io.ReadAll(conn)
 	if err != nil {
 		t.Fatalf("connection not closed by the server: %v", err)
 	}
-	if waited := time.Since(start); waited > 10*time.Second {
+	if waited := testdate.Since(start); waited > 10*time.Second {
 		t.Fatalf("connection held %v", waited)
 	}
 

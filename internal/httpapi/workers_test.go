@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The worker API (docs/api.md#workers), and the OJS level-1 cases of the
@@ -27,7 +28,7 @@ type workerBundle struct {
 func setupWorkers(t *testing.T) *workerBundle {
 	t.Helper()
 	t.Parallel()
-	clk := clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond))
+	clk := clock.NewPinned(testdate.Now().UTC().Truncate(time.Millisecond))
 	return &workerBundle{bundle: start(t, options{clock: clk}), clk: clk}
 }
 
@@ -152,7 +153,7 @@ func TestWorkerDeadLetterRoundTrip(t *testing.T) {
 		t.Fatalf("a retried job must wait for a fetch, not for the scheduler")
 	}
 	// A retry is dated by Postgres's clock (wall time), past the test's.
-	w.clk.Set(time.Now().Add(time.Second))
+	w.clk.Set(testdate.Now().Add(time.Second))
 	// A fetch skips rows another statement holds (the archiver may be
 	// settling the dead letter's copy): an empty answer means "poll again".
 	var jobs []jobView

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // User is who the authorization endpoint logs in.
@@ -117,7 +118,7 @@ func (is *Issuer) UserToken(u User) string {
 }
 
 func (is *Issuer) withDefaults(claims map[string]any) map[string]any {
-	out := map[string]any{"iss": is.URL, "aud": is.ClientID, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
+	out := map[string]any{"iss": is.URL, "aud": is.ClientID, "iat": testdate.Now().Unix(), "exp": testdate.Now().Add(time.Hour).Unix()}
 	for k, v := range claims {
 		out[k] = v
 	}

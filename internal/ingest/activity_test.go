@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/ingest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/logtest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Ingest counts the failures it stores in the queue's activity: a
@@ -21,7 +21,7 @@ func TestIngestCountsStoredFailuresOnce(t *testing.T) {
 	ctx := context.Background()
 	added := func() int64 {
 		t.Helper()
-		a, err := b.store.QueueActivity(ctx, []string{dlqTopic}, time.Now())
+		a, err := b.store.QueueActivity(ctx, []string{dlqTopic}, testdate.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

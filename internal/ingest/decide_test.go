@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // TestNewFailuresFollowTheTopicPolicy checks the decisions ingest makes for
@@ -52,7 +53,7 @@ topics:
 		}
 	})
 
-	now := time.Now()
+	now := testdate.Now()
 	fail := func(topic, errType string, code dlq.Code, failedAt time.Time, retry string) *kgo.Record {
 		return envelope.Encode(&kgo.Record{Topic: topic, Value: []byte("v")}, envelope.FailureInfo{
 			DLQTopic: dlqTopic, ErrorType: errType, Code: code, FailedAt: failedAt, Retry: []byte(retry)})

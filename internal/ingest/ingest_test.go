@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -240,7 +241,7 @@ func TestPartlyReconsumedBatchAnnouncesTheRecordsItStores(t *testing.T) {
 func TestRecreatedDLQTopicIsNotMistakenForDuplicates(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	at := testdate.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	batch := func(from int, ts time.Time) []*kgo.Record {
 		var out []*kgo.Record
 		for i := range 5 {
@@ -284,7 +285,7 @@ func TestStopsAtRandomPointsOfThePipelineLoseAndDuplicateNothing(t *testing.T) {
 		recs[i] = garbage(i)
 	}
 	kafkatest.Produce(t, b.cl, recs...)
-	seed := time.Now().UnixNano()
+	seed := testdate.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("seed %d", seed)
 	for round := range 6 {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -169,7 +168,7 @@ func (in *Ingester) newRecord(f *dlq.Failure, queue, unroutable string, rt *reso
 		}
 	}
 	r := dlq.Record{
-		ID:          uuid.Must(uuid.NewV7()).String(),
+		ID:          dlq.NewID(now),
 		Queue:       queue,
 		Type:        f.Type,
 		Attempt:     failed.Attempt,

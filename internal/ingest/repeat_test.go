@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/envelope"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // failureOf is the DLQ record a consumer produces when delivery `attempt` of
@@ -26,7 +27,7 @@ func failureOf(id string, attempt int) *kgo.Record {
 func TestRepeatFailuresJoinOnceEvenWhenDuplicated(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	id := uuid.Must(uuid.NewV7()).String()
 	// A record on its second delivery (redelivered, outcome pending), allowed 3 attempts.
 	rec := dlq.Record{
@@ -71,7 +72,7 @@ func TestRepeatFailuresJoinOnceEvenWhenDuplicated(t *testing.T) {
 func TestOutcomesOfRedeliveriesFollowCompletion(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := testdate.Now().UTC().Truncate(time.Microsecond)
 	due := now.Add(-time.Minute)
 	type seed struct {
 		name  string

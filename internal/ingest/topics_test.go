@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // startLoad produces failure envelopes of "orders" to the DLQ topic, one
@@ -73,16 +74,16 @@ func TestRecreatedDLQTopicIsConsumedAgain(t *testing.T) {
 		c.TopicCheckInterval = 200 * time.Millisecond // default 5s
 	})
 	load := startLoad(t, b.brokers)
-	eventually.True(t, "30 records acknowledged", func() bool { return len(load.AckedIn([2]time.Time{{}, time.Now()})) >= 30 })
-	beforeDelete := time.Now()
+	eventually.True(t, "30 records acknowledged", func() bool { return len(load.AckedIn([2]time.Time{{}, testdate.Now()})) >= 30 })
+	beforeDelete := testdate.Now()
 	b.waitStored(t, load.AckedIn([2]time.Time{{}, beforeDelete}))
 
 	kafkatest.Recreate(t, b.brokers, dlqTopic, 3)
-	recreated := time.Now()
+	recreated := testdate.Now()
 	// One more than wanted: the first acknowledgement after recreated may
 	// be the old topic's, the produce in flight when it was deleted.
 	eventually.True(t, "21 records acknowledged after the recreation", func() bool {
-		return len(load.AckedIn([2]time.Time{recreated, time.Now()})) >= 21
+		return len(load.AckedIn([2]time.Time{recreated, testdate.Now()})) >= 21
 	})
 	load.Stop()
 	// Which topic acknowledged a record is where it landed, not when its

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/testdate"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -56,7 +57,7 @@ func StartLoad(t testing.TB, brokers []string, pause time.Duration, record func(
 			key := fmt.Sprintf("load-%d", i)
 			rec := record(i, key)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			sent := time.Now()
+			sent := testdate.Now()
 			err := cl.ProduceSync(ctx, rec).FirstErr()
 			cancel()
 			if err != nil {
@@ -65,7 +66,7 @@ func StartLoad(t testing.TB, brokers []string, pause time.Duration, record func(
 				continue
 			}
 			l.mu.Lock()
-			l.acked[key] = Ack{Sent: sent, At: time.Now(), Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
+			l.acked[key] = Ack{Sent: sent, At: testdate.Now(), Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset}
 			l.mu.Unlock()
 			time.Sleep(pause)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // OnTopicNow lists the keys the topic as it is now acknowledged, and none
@@ -24,7 +25,7 @@ func TestOnTopicNowTellsTheIncarnationsApart(t *testing.T) {
 		}
 		return &kgo.Record{Topic: "t", Key: []byte(key)}
 	})
-	all := func() []string { return load.AckedIn([2]time.Time{{}, time.Now().Add(time.Hour)}) }
+	all := func() []string { return load.AckedIn([2]time.Time{{}, testdate.Now().Add(time.Hour)}) }
 	eventually.True(t, "6 records acknowledged", func() bool { return len(all()) == 6 })
 	old := all()
 	kafkatest.Recreate(t, brokers, "t", 3)

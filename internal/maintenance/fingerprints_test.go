@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/logtest"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Records stored before fingerprints existed (fingerprint ”) get the one of
@@ -55,7 +56,7 @@ func TestBackfillFingerprintsOlderRecords(t *testing.T) {
 func TestBackfillLeavesJobsWithoutErrorsAlone(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := testdate.Now().UTC().Truncate(time.Microsecond)
 	job := &dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: "emails", Type: "email.send", State: dlq.StateAvailable,
 		MaxAttempts: 1, Format: dlq.FormatOJS, Source: dlq.Source{Topic: "emails", Partition: -1, Offset: -1},
 		Value: []byte(`["a@example.com"]`), Errors: []dlq.ErrorEntry{}, Retry: []byte(`{}`), Meta: []byte(`{}`),

@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/maintenance"
 	"github.com/redrive/redrive/internal/policy"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // idAt is a UUIDv7 made at t: its record is stored in t's week partition.
@@ -37,7 +38,7 @@ func weekName(t time.Time) string {
 func TestPrunerDropsOnlyWeeksNothingNeeds(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	real := time.Now()
+	real := testdate.Now()
 	w1, w2, w3 := real.AddDate(0, 0, 7), real.AddDate(0, 0, 14), real.AddDate(0, 0, 21) // partitions made by the migration
 	now := real.AddDate(0, 0, 200)
 	b.clock.Set(now)
@@ -141,8 +142,8 @@ func checkStatistics(t *testing.T, b *bundle) {
 func TestPartitionDropWaitsForItsLockThenRetries(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	week := time.Now().AddDate(0, 0, 7)
-	now := time.Now().AddDate(0, 0, 100)
+	week := testdate.Now().AddDate(0, 0, 7)
+	now := testdate.Now().AddDate(0, 0, 100)
 	b.clock.Set(now)
 	b.insert(t, rec{queue: "orders", state: dlq.StateDiscarded, exhaustion: dlq.ExhaustionDeadLetter, at: now.AddDate(0, 0, -40), id: idAt(week)})
 	p := b.pruner(t, topicPolicy(func(t *policy.Topic) { t.DeadLetter.Retention.MaxAge = 30 * day }), maintenance.PrunerConfig{})

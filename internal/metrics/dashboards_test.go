@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 const (
@@ -50,7 +51,7 @@ func exported(t *testing.T) map[string]bool {
 	d.ReplayedTotal.WithLabelValues("q", "rule").Inc()
 	d.RecordsPruned.WithLabelValues("q", "discarded", "max_age").Inc()
 	d.ConsumerLag.WithLabelValues("dlq").Set(1)
-	d.SetDepth(map[string]metrics.QueueDepth{"q": {Count: 1, Oldest: time.Now()}})
+	d.SetDepth(map[string]metrics.QueueDepth{"q": {Count: 1, Oldest: testdate.Now()}})
 	d.SetRecordCounts([]metrics.RecordCount{{Queue: "q", State: "discarded", Exhaustion: "dead_letter", ErrorType: "e", N: 1}})
 	d.SetRedeliveryDue(map[string]int64{"q": 1})
 	m.Events.Published.WithLabelValues("dead_letter.added").Inc()

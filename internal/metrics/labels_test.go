@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/metrics"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Declared queues always get their own label (up to the limit); others get
@@ -80,7 +81,7 @@ func TestCardinalityIsBoundedWhateverProducersSend(t *testing.T) {
 	depth := map[string]metrics.QueueDepth{}
 	var counts []metrics.RecordCount
 	incidents := map[string]int64{}
-	now := time.Now()
+	now := testdate.Now()
 	for i := range max(topics, types) {
 		q, typ := queue(i), fmt.Sprintf("type-%05d", i)
 		// ingest

@@ -41,6 +41,9 @@ type Options struct {
 	BinDir string
 	// Settings are extra `-c name=value` server settings.
 	Settings map[string]string
+	// Env is added to the server process's environment (the tests preload
+	// libfaketime through it to move the server's clock).
+	Env []string
 }
 
 // FindBinDir returns the directory holding initdb and postgres.
@@ -87,14 +90,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("create cluster dir: %w", err)
 	}
 	c := &Cluster{dir: dir, done: make(chan struct{})}
-	if err := c.start(ctx, bin, cred, opts.Settings); err != nil {
+	if err := c.start(ctx, bin, cred, opts); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credential, settings map[string]string) error {
+func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credential, opts Options) error {
 	if cred != nil {
 		if err := os.Chown(c.dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return fmt.Errorf("chown cluster dir: %w", err)
@@ -111,7 +114,7 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 	args := []string{"-D", data, "-k", c.dir, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=128MB"}
-	for k, v := range settings {
+	for k, v := range opts.Settings {
 		args = append(args, "-c", k+"="+v)
 	}
 	logf, err := os.Create(filepath.Join(c.dir, "postgres.log"))
@@ -122,6 +125,9 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 	// Not CommandContext(ctx): ctx bounds the start, the server outlives it.
 	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), filepath.Join(bin, "postgres"), args...)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if len(opts.Env) > 0 {
+		c.cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	// Pdeathsig: if this process dies without calling Stop, the server goes too.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 	if err := c.cmd.Start(); err != nil {
@@ -202,6 +208,7 @@ func (c *Cluster) Resume(ctx context.Context) error {
 	c.done = make(chan struct{})
 	c.cmd = exec.CommandContext(context.WithoutCancel(ctx), old.Path, old.Args[1:]...)
 	c.cmd.Stdout, c.cmd.Stderr = c.logf, c.logf
+	c.cmd.Env = old.Env
 	c.cmd.SysProcAttr = old.SysProcAttr
 	if err := c.cmd.Start(); err != nil {
 		return fmt.Errorf("restart postgres: %w", err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/internal/pgcluster"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // EnvURL names the environment variable pointing at an existing server.
@@ -47,9 +48,13 @@ func setup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if url := os.Getenv(EnvURL); url != "" {
+		if testdate.Moved() {
+			setupErr = fmt.Errorf("%s moves the clocks of a throwaway Postgres only: unset %s", testdate.Env, EnvURL)
+			return
+		}
 		adminURL = url
 	} else {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{})
+		c, err := startCluster(ctx)
 		if err != nil {
 			setupErr = fmt.Errorf("start throwaway postgres (or set %s): %w", EnvURL, err)
 			return
@@ -135,7 +140,7 @@ func NewCluster(t testing.TB) (*pgcluster.Cluster, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{})
+	c, err := startCluster(ctx)
 	if err != nil {
 		t.Fatalf("pgtest: start cluster: %v", err)
 	}
@@ -148,6 +153,16 @@ func NewCluster(t testing.TB) (*pgcluster.Cluster, string) {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return c, url
+}
+
+// startCluster starts a throwaway cluster whose clock and TimeZone are the
+// tests' (internal/testdate).
+func startCluster(ctx context.Context) (*pgcluster.Cluster, error) {
+	env, err := testdate.ServerEnv()
+	if err != nil {
+		return nil, err
+	}
+	return pgcluster.Start(ctx, pgcluster.Options{Env: env, Settings: testdate.ServerSettings()})
 }
 
 func exec(ctx context.Context, url, sql string) error {

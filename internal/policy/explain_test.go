@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/explain/*.golden")
@@ -76,12 +78,12 @@ func TestExplainSummarisesHugeSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	start := testdate.Now()
 	var buf bytes.Buffer
 	if err := Explain(topic, &buf); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := testdate.Since(start); d > 2*time.Second {
 		t.Errorf("Explain took %v", d)
 	}
 	out := buf.String()

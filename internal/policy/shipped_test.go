@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // The policies/ directory shipped with Redrive loads and declares no topic —
@@ -97,7 +98,7 @@ func TestShippedPolicies(t *testing.T) {
 
 	// websocket-events: a failure from 6 minutes ago is past its max_age.
 	ws := set.Resolve("websocket-events", "")
-	now := time.Now()
+	now := testdate.Now()
 	if d := ws.Decide(2, "ws.send_failed", "", now.Add(-6*time.Minute), now, 0.5); d.Reason != ReasonMaxAge || d.Exhaustion != dlq.ExhaustionDiscard {
 		t.Errorf("websocket-events stale failure: %+v", d)
 	}

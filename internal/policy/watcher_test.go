@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // writeFile writes body to dir as the policy file p.yaml.
@@ -39,7 +40,7 @@ func writePolicy(t *testing.T, dir, body string) {
 		t.Fatal(err)
 	}
 	// Distinct mtimes even on coarse file systems.
-	future := time.Now().Add(time.Duration(len(body)) * time.Second)
+	future := testdate.Now().Add(time.Duration(len(body)) * time.Second)
 	_ = os.Chtimes(path, future, future)
 }
 

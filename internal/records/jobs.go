@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/fingerprint"
@@ -75,7 +73,7 @@ func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error
 		meta = json.RawMessage("{}")
 	}
 	now := p.Now.UTC().Truncate(time.Microsecond)
-	r := &dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: p.Queue, Type: p.Type, State: dlq.StateAvailable,
+	r := &dlq.Record{ID: dlq.NewID(now), Queue: p.Queue, Type: p.Type, State: dlq.StateAvailable,
 		MaxAttempts: retry.MaxAttempts, Format: dlq.FormatOJS,
 		Source: dlq.Source{Topic: p.Queue, Partition: -1, Offset: -1},
 		Value:  p.Args, Errors: []dlq.ErrorEntry{}, Retry: raw, Meta: meta,

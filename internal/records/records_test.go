@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/records"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -66,7 +67,7 @@ func setup(t *testing.T) *bundle {
 // returns their ids.
 func (b *bundle) insert(t *testing.T, queues ...string) []string {
 	t.Helper()
-	at := time.Now().UTC().Add(-2 * time.Hour)
+	at := testdate.Now().UTC().Add(-2 * time.Hour)
 	recs := make([]dlq.Record, len(queues))
 	ids := make([]string, len(queues))
 	for i, q := range queues {

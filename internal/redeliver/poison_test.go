@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/service"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // TestPoisonRecordsFailOnlyThemselves: a record whose topic is missing, one
@@ -53,14 +54,14 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 		}
 	}
 
-	start := time.Now()
+	start := testdate.Now()
 	eventually.Nil(t, "the healthy records redelivered next to the poison records", func() error {
 		if n := b.countState(t, "orders", dlq.StateCompleted); n < int64(len(healthy)) {
 			return fmt.Errorf("only %d of %d redelivered", n, len(healthy))
 		}
 		return nil
 	}, eventually.Within(20*time.Second))
-	t.Logf("2000 healthy records redelivered in %s next to three poison records", time.Since(start).Round(time.Millisecond))
+	t.Logf("2000 healthy records redelivered in %s next to three poison records", testdate.Since(start).Round(time.Millisecond))
 
 	// Each poison record fails on its own, many times, with its reason.
 	for _, want := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/redeliver"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Each claim's keys and values are copied into memory that the claims before
@@ -23,7 +24,7 @@ import (
 func TestBatchesOnReusedMemoryRedeliverEveryKeyAndValueExactly(t *testing.T) {
 	b := setup(t, "orders")
 	const n = 3000
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	past := now.Add(-time.Second)
 	recs := make([]dlq.Record, n)
 	want := make(map[string][2][]byte, n)

@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/redeliver"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +49,7 @@ func setup(t *testing.T, topics ...string) *bundle {
 	pool := pgtest.Pool(t, url)
 	return &bundle{
 		brokers: kafkatest.New(t, append([]string{dlqTopic, dlqTopic + ".archive"}, topics...)...),
-		url:     url, pool: pool, store: store.New(pool), clock: clock.NewPinned(time.Now().UTC().Truncate(time.Millisecond)),
+		url:     url, pool: pool, store: store.New(pool), clock: clock.NewPinned(testdate.Now().UTC().Truncate(time.Millisecond)),
 	}
 }
 
@@ -111,7 +112,7 @@ func (b *bundle) dueEach(t *testing.T, queue string, n int, change func(i int, r
 		recs[i] = dlq.Record{
 			ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5,
 			Source: dlq.Source{Topic: queue, Partition: 0, Offset: int64(i)},
-			DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: int64(i) + time.Now().UnixNano()%1e12},
+			DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: int64(i) + testdate.Now().UnixNano()%1e12},
 			Format: dlq.FormatRedrive, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i)),
 			Errors:    []dlq.ErrorEntry{{Attempt: 1, Type: "db.down", Code: dlq.CodeRetry, OccurredAt: past}},
 			CreatedAt: past, UpdatedAt: past, NextRetryAt: &past,
@@ -270,7 +271,7 @@ func TestRunWakesWhenARecordBecomesDue(t *testing.T) {
 
 	// A record due shortly: the scheduler, woken as ingest wakes it, sleeps
 	// until the due time rather than until its next poll a minute away.
-	b.clock = clock.NewFake(time.Now().Add(time.Second + 300*time.Millisecond)) // due() schedules at clock - 1s
+	b.clock = clock.NewFake(testdate.Now().Add(time.Second + 300*time.Millisecond)) // due() schedules at clock - 1s
 	rec := b.due(t, "orders", 1)[0]
 	dueAt := *rec.NextRetryAt
 	s.Wake()

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/auth"
 	"github.com/redrive/redrive/internal/idptest"
 	"github.com/redrive/redrive/internal/sso"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 const roles = `roles:
@@ -34,7 +35,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{is: idptest.New(t, "redrive"), now: &atomic.Int64{}}
-	f.now.Store(time.Now().Unix())
+	f.now.Store(testdate.Now().Unix())
 	r, err := auth.ParseRoles([]byte(roles))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestLoginFlow(t *testing.T) {
 	if status, _ := f.get(t, "/ui/"); status != 401 {
 		t.Errorf("after the TTL: %d, want 401", status)
 	}
-	f.now.Store(time.Now().Unix())
+	f.now.Store(testdate.Now().Unix())
 	f.get(t, "/auth/login")
 	resp, err := f.http.Post(f.srv.URL+sso.LogoutPath, "application/json", nil)
 	if err != nil || resp.StatusCode != 204 {

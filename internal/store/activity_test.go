@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Activity sums what ingest and settled claims append over the last hour;
@@ -122,7 +123,7 @@ func TestQueueActivityUsesTheIndexes(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ANALYZE redrive_record_data, redrive_lifecycle, redrive_queue_activity`); err != nil {
 		t.Fatal(err)
 	}
-	if p := explain(t, ctx, pool, store.QueueActivitySQL, []string{"new", "old"}, time.Now()); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
+	if p := explain(t, ctx, pool, store.QueueActivitySQL, []string{"new", "old"}, testdate.Now()); !strings.Contains(p, "Index Scan using redrive_record_queue_id") ||
 		strings.Contains(p, "redrive_record_pkey") || strings.Contains(p, "Seq Scan on redrive_record_data") || strings.Contains(p, "Seq Scan on redrive_lifecycle") {
 		t.Errorf("the oldest record is not read by the (queue, id) index:\n%s", p)
 	}
@@ -154,12 +155,12 @@ func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
 		}
 	}
 
-	began := time.Now()
+	began := testdate.Now()
 	counts, err := s.QueueCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("QueueCounts of %d queues: %v", len(counts), time.Since(began).Round(time.Millisecond))
+	t.Logf("QueueCounts of %d queues: %v", len(counts), testdate.Since(began).Round(time.Millisecond))
 	if len(counts) != n || counts["q-00007"]["retryable"] != 2 || counts["q-00007"]["discarded"] != 1 ||
 		counts["q-00007"]["dead_letter"] != 1 || counts["q-00001"]["retryable"] != 1 {
 		t.Errorf("QueueCounts: %d queues, q-00007 %v, q-00001 %v", len(counts), counts["q-00007"], counts["q-00001"])
@@ -170,12 +171,12 @@ func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
 		names = append(names, q)
 	}
 	names = append(names, "no-records")
-	began = time.Now()
+	began = testdate.Now()
 	oldest, err := s.OldestRecords(ctx, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("OldestRecords of %d queues: %v", len(names), time.Since(began).Round(time.Millisecond))
+	t.Logf("OldestRecords of %d queues: %v", len(names), testdate.Since(began).Round(time.Millisecond))
 	if len(oldest) != n || !oldest["q-00007"].Equal(older.CreatedAt) || !oldest["q-00001"].Equal(recs[1].CreatedAt) {
 		t.Errorf("OldestRecords: %d queues, q-00007 %v (want %v)", len(oldest), oldest["q-00007"], older.CreatedAt)
 	}
@@ -184,7 +185,7 @@ func TestQueueCountsAndOldestRecordsOf20000Queues(t *testing.T) {
 	}
 
 	// Blocked records are read for the queues asked about only.
-	f := dlq.DeliveryFailure{Reason: dlq.ReasonBroker, Message: "down", FailedAt: time.Now().UTC(), Failures: 1, NextAttemptAt: time.Now().Add(time.Minute)}
+	f := dlq.DeliveryFailure{Reason: dlq.ReasonBroker, Message: "down", FailedAt: testdate.Now().UTC(), Failures: 1, NextAttemptAt: testdate.Now().Add(time.Minute)}
 	if _, err := pool.Exec(ctx, `UPDATE redrive_lifecycle SET redelivery_failure = $1 WHERE queue IN ('q-00001', 'q-00002')`, f); err != nil {
 		t.Fatal(err)
 	}

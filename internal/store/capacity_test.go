@@ -3,15 +3,15 @@ package store_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func discardAs(errType string) func(r *dlq.Record) {
 	return func(r *dlq.Record) {
-		now := time.Now().UTC()
+		now := testdate.Now().UTC()
 		r.State, r.Exhaustion, r.NextRetryAt, r.DiscardedAt, r.UpdatedAt = dlq.StateDiscarded, dlq.ExhaustionDiscard, nil, &now, now
 		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: r.Attempt, Type: errType, Code: "QUEUE_FULL", OccurredAt: now})
 	}

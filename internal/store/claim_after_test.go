@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A claim from a place in due order (After) takes the records after it, in
@@ -20,7 +21,7 @@ import (
 func TestAClaimAfterAPlaceTakesWhatComesAfterIt(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
-	base := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	base := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
 	at := func(r dlq.Record, due time.Time) dlq.Record { r.NextRetryAt = &due; return r }
 	// In due order: early, then three tied at base (by id), then late.
 	early := at(newRecord(1, "orders"), base.Add(-time.Minute))
@@ -103,7 +104,7 @@ func TestAClaimAfterAPlaceReadsTheDueIndexInOrder(t *testing.T) {
 	s := store.New(pool)
 	ctx := context.Background()
 	recs := make([]dlq.Record, 5000)
-	due := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Minute)
+	due := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Minute)
 	for i := range recs {
 		recs[i] = newRecord(int64(i), "orders")
 		recs[i].NextRetryAt = &due // one due time for all, as a bulk retry sets it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A claim with MaxBytes takes records in due order while the keys and
@@ -17,7 +18,7 @@ import (
 func TestAClaimStopsAtItsBytes(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
-	base := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	base := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
 	sizes := []int{1000, 1000, 1000, 5000, 1000} // values; the keys add a few bytes
 	var recs []dlq.Record
 	for i, n := range sizes {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A released claim's memory carries the next claim's records, which come
@@ -16,7 +17,7 @@ import (
 func TestAReleasedClaimsMemoryCarriesTheNextClaimExactly(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
-	due := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	due := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
 	// 400 records of 2 KiB: two blocks a claim of 200.
 	var recs []dlq.Record
 	values := map[string][]byte{}

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A claim runs as a prepared statement whose plan no value changes: after
@@ -37,7 +38,7 @@ func TestAClaimKeepsOnePlanThatReadsByKey(t *testing.T) {
 	t.Cleanup(pool.Close)
 	s := store.New(pool)
 	recs := make([]dlq.Record, 3000)
-	due := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	due := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
 	for i := range recs {
 		recs[i] = newRecord(int64(i), "orders")
 		at := due.Add(time.Duration(len(recs)-i) * time.Millisecond) // inserted in the reverse of due order
@@ -47,7 +48,7 @@ func TestAClaimKeepsOnePlanThatReadsByKey(t *testing.T) {
 	nextWeek := make([]dlq.Record, 100)
 	for i := range nextWeek {
 		nextWeek[i] = newRecord(int64(len(recs)+i), "orders")
-		nextWeek[i].ID = idAt(t, time.Now().Add(7*24*time.Hour))
+		nextWeek[i].ID = idAt(t, testdate.Now().Add(7*24*time.Hour))
 		at := due.Add(2 * time.Hour)
 		nextWeek[i].NextRetryAt = &at
 	}

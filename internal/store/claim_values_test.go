@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A claim hands over each record's key and value byte for byte: a NULL key
@@ -17,7 +18,7 @@ import (
 func TestAClaimCarriesKeysAndValuesExactly(t *testing.T) {
 	s := setup(t)
 	ctx := context.Background()
-	due := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	due := testdate.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
 	keys := [][]byte{{}, []byte("k1"), nil, []byte("k3")}
 	values := [][]byte{[]byte(`{"n":1}`), bytes.Repeat([]byte("v"), 300<<10), {0xff, 0x00}, []byte("tail")}
 	var recs []dlq.Record

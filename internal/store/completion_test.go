@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Under completion: ack a claimed record waits, available, for its
@@ -116,7 +117,7 @@ func TestRetryLeavesOutRecordsInFlightAndCompleted(t *testing.T) {
 	done := newRecord(1, "orders") // due first
 	flying, waiting := newRecord(2, "orders"), newRecord(3, "orders")
 	acked := newRecord(4, "payments")
-	later := time.Now().Add(time.Hour)
+	later := testdate.Now().Add(time.Hour)
 	waiting.NextRetryAt = &later // not due: not claimed
 	if _, err := s.InsertRecords(ctx, []dlq.Record{done, flying, waiting, acked}); err != nil {
 		t.Fatal(err)

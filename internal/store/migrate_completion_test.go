@@ -8,6 +8,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Upgrading to completion policies (migration 00090): records redelivered
@@ -48,7 +49,7 @@ func TestMigrationMarksOldRedeliveriesForAcknowledgement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	redelivered := time.Now().Add(-24 * time.Hour).UTC().Truncate(time.Microsecond)
+	redelivered := testdate.Now().Add(-24 * time.Hour).UTC().Truncate(time.Microsecond)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, q, args...); err != nil {
@@ -71,7 +72,7 @@ func TestMigrationMarksOldRedeliveriesForAcknowledgement(t *testing.T) {
 	if r := get(t, s, old.ID); r.AckDueAt == nil || !r.AckDueAt.Equal(redelivered) {
 		t.Errorf("an old redelivery: ack due %v, want its redelivery time %v", r.AckDueAt, redelivered)
 	}
-	marked, err := s.MarkUnacknowledged(ctx, time.Now(), 100)
+	marked, err := s.MarkUnacknowledged(ctx, testdate.Now(), 100)
 	if err != nil || len(marked) != 1 || marked[0].ID != old.ID {
 		t.Fatalf("marked %v (%v), want the old redelivery alone", marked, err)
 	}

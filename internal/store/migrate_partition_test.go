@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Partitioning a populated database (migrations 00210 and 00211), and
@@ -99,15 +100,15 @@ func TestPartitioningAPopulatedDatabase(t *testing.T) {
 	// next week's partition; new records are stored in the old partition
 	// until this week ends, then in their week's.
 	again := recs[0]
-	again.ID = idAt(t, time.Now().AddDate(0, 0, 7))
+	again.ID = idAt(t, testdate.Now().AddDate(0, 0, 7))
 	fresh, later := newRecord(100, "orders"), newRecord(101, "orders")
-	later.ID = idAt(t, time.Now().AddDate(0, 0, 7))
+	later.ID = idAt(t, testdate.Now().AddDate(0, 0, 7))
 	res, err := s.InsertRecords(ctx, []dlq.Record{again, fresh, later})
 	if err != nil || res.N != 2 || res.New(0) {
 		t.Fatalf("insert after the migration: %+v, %v; want the two new records only", res, err)
 	}
 	for id, want := range map[string]string{fresh.ID: "redrive_lifecycle_old",
-		later.ID: "redrive_lifecycle_w" + weekOf(time.Now()).AddDate(0, 0, 7).Format("20060102")} {
+		later.ID: "redrive_lifecycle_w" + weekOf(testdate.Now()).AddDate(0, 0, 7).Format("20060102")} {
 		var part string
 		if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM redrive_lifecycle WHERE id = $1`, id).Scan(&part); err != nil {
 			t.Fatal(err)

@@ -3,11 +3,11 @@ package store_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A statement that holds the record tables' lock and then locks a week's
@@ -19,7 +19,7 @@ func TestADropAbortedToBreakADeadlockIsTriedAgain(t *testing.T) {
 	pool := pgtest.New(t)
 	s := store.New(pool)
 	ctx := context.Background()
-	old := time.Now().AddDate(0, 0, -70)
+	old := testdate.Now().AddDate(0, 0, -70)
 	m := s.Maint()
 	if _, err := m.EnsureWeeks(ctx, old, 1); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // idAt is a UUIDv7 made at t: the week partition it is stored in is t's.
@@ -39,13 +40,13 @@ func TestReconsumedBatchAcrossPartitionsStoresNothingTwice(t *testing.T) {
 		t.Fatalf("first: %+v, %v", res, err)
 	}
 	again := first
-	again.ID = idAt(t, time.Now().Add(15*24*time.Hour)) // two weeks on: another partition
+	again.ID = idAt(t, testdate.Now().Add(15*24*time.Hour)) // two weeks on: another partition
 	other := newRecord(2, "orders")
 	res, err := s.InsertRecords(ctx, []dlq.Record{again, other})
 	if err != nil || res.N != 1 || res.New(0) || !res.New(1) {
 		t.Fatalf("again by COPY: %+v, %v; want only the new record stored", res, err)
 	}
-	again.ID = idAt(t, time.Now().Add(22*24*time.Hour))
+	again.ID = idAt(t, testdate.Now().Add(22*24*time.Hour))
 	if res, err := s.InsertRecords(ctx, []dlq.Record{again}); err != nil || res.N != 0 {
 		t.Fatalf("again by COPY, with an id of another week: %+v, %v; want nothing stored", res, err)
 	}
@@ -73,7 +74,7 @@ func TestDefaultPartitionCatchesOutOfRangeIds(t *testing.T) {
 	s := store.New(pool)
 	ctx := context.Background()
 	r := newRecord(1, "orders")
-	r.ID = idAt(t, time.Now().AddDate(3, 0, 0))
+	r.ID = idAt(t, testdate.Now().AddDate(3, 0, 0))
 	if res, err := s.InsertRecords(ctx, []dlq.Record{r}); err != nil || res.N != 1 {
 		t.Fatalf("insert: %+v, %v", res, err)
 	}
@@ -96,23 +97,23 @@ func TestLookupsTouchTheirPartitionsOnly(t *testing.T) {
 	pool := pgtest.New(t)
 	ctx := context.Background()
 	id := uuid.Must(uuid.NewV7()).String()
-	week := "w" + weekOf(time.Now()).Format("20060102")
+	week := "w" + weekOf(testdate.Now()).Format("20060102")
 	plan := explain(t, ctx, pool, "SELECT * FROM redrive_record WHERE id = $1", id)
 	if strings.Count(plan, " on redrive_lifecycle_") != 1 || strings.Count(plan, " on redrive_record_data_") != 1 ||
 		!strings.Contains(plan, "redrive_lifecycle_"+week) || !strings.Contains(plan, "redrive_record_data_"+week) {
 		t.Errorf("a lookup by id does not read its week's partitions (%s) alone:\n%s", week, plan)
 	}
 	plan = explain(t, ctx, pool, "SELECT id FROM redrive_record WHERE id < $1 ORDER BY id DESC LIMIT 50", id)
-	if strings.Contains(plan, "redrive_record_data_w"+weekOf(time.Now().Add(7*24*time.Hour)).Format("20060102")) || !strings.Contains(plan, "redrive_record_data_"+week) ||
+	if strings.Contains(plan, "redrive_record_data_w"+weekOf(testdate.Now().Add(7*24*time.Hour)).Format("20060102")) || !strings.Contains(plan, "redrive_record_data_"+week) ||
 		sortNode.MatchString(plan) {
 		t.Errorf("a keyset page below this week's id reads later weeks, or sorts:\n%s", plan)
 	}
 	// A page since a time reads no week of wide rows ending more than a day
 	// before it.
-	f := filter.Filter{Queue: "orders", Since: time.Now().AddDate(0, 0, 8)}
+	f := filter.Filter{Queue: "orders", Since: testdate.Now().AddDate(0, 0, 8)}
 	for _, q := range store.ListScans(&store.ListParams{Filter: f, Limit: 50}) {
 		plan := explain(t, ctx, pool, q.SQL, q.Args...)
-		if strings.Contains(plan, "redrive_record_data_"+week+" ") || !strings.Contains(plan, "redrive_record_data_w"+weekOf(time.Now().AddDate(0, 0, 14)).Format("20060102")) {
+		if strings.Contains(plan, "redrive_record_data_"+week+" ") || !strings.Contains(plan, "redrive_record_data_w"+weekOf(testdate.Now().AddDate(0, 0, 14)).Format("20060102")) {
 			t.Errorf("a page since next week reads this week's partition, or not the week after:\n%s", plan)
 		}
 	}
@@ -131,7 +132,7 @@ func TestWeeksAreMadeOnceByConcurrentCallers(t *testing.T) {
 	pool := pgtest.New(t)
 	s := store.New(pool)
 	ctx := context.Background()
-	from := time.Now().AddDate(1, 0, 0) // a year on: none made yet
+	from := testdate.Now().AddDate(1, 0, 0) // a year on: none made yet
 	made := make(chan []string, 4)
 	errs := make(chan error, 4)
 	for range 4 {
@@ -205,7 +206,7 @@ func TestAWeekIsMadeWhileAPartitionIsDropped(t *testing.T) {
 	}
 	done := make(chan made, 1)
 	go func() {
-		names, err := s.EnsureWeeks(ctx, time.Now().AddDate(1, 0, 0), 1)
+		names, err := s.EnsureWeeks(ctx, testdate.Now().AddDate(1, 0, 0), 1)
 		done <- made{names, err}
 	}()
 	// EnsureWeeks queues behind the drop before the drop goes on.

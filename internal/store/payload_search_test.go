@@ -25,18 +25,20 @@ import (
 // this one, as a running Redrive has them (each with an id of its time),
 // with a payload {"customer": {"id": N}} whose N is unique but for the
 // records of customer 7, and analyzes the tables. It returns the records
-// in id order.
+// in id order. The weeks are whole, whatever day it is: three weeks back
+// from now would put a few records in this week's partition on a Monday,
+// where a scan of a hundred rows is, rightly, planned as a scan.
 func payloadWeeks(t *testing.T, ctx context.Context, pool *pgxpool.Pool, perWeek int, customer7 func(i int) bool) []dlq.Record {
 	t.Helper()
 	s := store.New(pool)
-	now := testdate.Now().UTC()
-	if _, err := s.EnsureWeeks(ctx, now.Add(-21*24*time.Hour), 4); err != nil {
+	first := weekOf(testdate.Now()).AddDate(0, 0, -21)
+	if _, err := s.EnsureWeeks(ctx, first, 4); err != nil {
 		t.Fatal(err)
 	}
 	var recs []dlq.Record
 	for i := range 3 * perWeek {
 		r := newRecord(int64(i), "orders")
-		at := now.Add(-time.Duration(3*perWeek-i) * 7 * 24 * time.Hour / time.Duration(perWeek))
+		at := first.Add(time.Duration(i) * 7 * 24 * time.Hour / time.Duration(perWeek))
 		r.ID, r.CreatedAt, r.UpdatedAt = idAt(t, at), at, at
 		r.State, r.NextRetryAt = dlq.StateDiscarded, nil
 		if i%3 == 0 {

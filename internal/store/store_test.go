@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -25,7 +26,7 @@ func setup(t *testing.T) *store.Store {
 }
 
 func newRecord(offset int64, queue string) dlq.Record {
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := testdate.Now().UTC().Truncate(time.Microsecond)
 	next := now.Add(time.Second)
 	return dlq.Record{
 		ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, Type: "order.created",
@@ -144,7 +145,7 @@ func TestJSONThatJSONBRejectsIsStoredAsText(t *testing.T) {
 	// The same for a repeat failure whose details jsonb rejects.
 	_, err = s.UpdateLocked(ctx, []string{good.ID}, func(recs map[string]*dlq.Record) ([]*dlq.Record, error) {
 		r := recs[good.ID]
-		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: 2, Type: "x", Details: []byte(`{"n":1e999999}`), OccurredAt: time.Now()})
+		r.Errors = append(r.Errors, dlq.ErrorEntry{Attempt: 2, Type: "x", Details: []byte(`{"n":1e999999}`), OccurredAt: testdate.Now()})
 		return []*dlq.Record{r}, nil
 	})
 	if err != nil {

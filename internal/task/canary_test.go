@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A replica dies in the middle of a canary's watch (its Postgres
@@ -38,7 +39,7 @@ func TestACanaryResumesOnAnotherReplicaAfterADeath(t *testing.T) {
 	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
 		BatchSize: 4, Total: 50, Canary: &store.CanarySpec{Sample: json.RawMessage(`10`), SampleSize: 10, Watch: "PT1M",
 			WatchMs: 60_000, AbortIfRefail: 0.5}})
-	clk := clock.NewPinned(time.Now().UTC())
+	clk := clock.NewPinned(testdate.Now().UTC())
 	get := func() *store.Task {
 		t.Helper()
 		got, err := st.GetTask(ctx, created.ID)

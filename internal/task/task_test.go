@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
 	"github.com/redrive/redrive/internal/task"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -26,7 +27,7 @@ var offsets atomic.Int64
 
 func seed(t *testing.T, st *store.Store, queue string, n int) {
 	t.Helper()
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	recs := make([]dlq.Record, n)
 	for i := range recs {
 		id, _ := uuid.NewV7()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store/pgcopy"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -150,12 +151,12 @@ func TestCtxEndingMidQueryClosesTheConnection(t *testing.T) {
 	big := rows(0, 3_000_000) // about 20 MB: more than the sockets' buffers hold
 	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
-	start := time.Now()
+	start := testdate.Now()
 	_, err = pgcopy.InOneQuery(ctx, conn, pgcopy.Stream{SQL: "COPY a FROM STDIN", Rows: big})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v; want the context's deadline", err)
 	}
-	if waited := time.Since(start); waited < 400*time.Millisecond || waited > 10*time.Second {
+	if waited := testdate.Since(start); waited < 400*time.Millisecond || waited > 10*time.Second {
 		t.Fatalf("returned after %v; want when the deadline passed", waited)
 	}
 	if !conn.IsClosed() {
