@@ -17,10 +17,13 @@ build: ## Build the redrive binary into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/redrive
 
 .PHONY: run
-run: ## Run the embedded stack: in-process Kafka on 127.0.0.1:9092, throwaway Postgres (or DATABASE_URL), API on :8080
+run: ## Run the embedded stack: in-process Kafka on 127.0.0.1:9092 (REDRIVE_KAFKA_PORT), throwaway Postgres (or DATABASE_URL), API on :8080 (REDRIVE_HTTP_ADDR)
 	@$(GO) build -o $(BIN) ./cmd/redrive
 	@# exec: Ctrl-C reaches redrive itself, which shuts down cleanly and exits 0
-	@# (go run would report the interrupt as a failure).
+	@# (go run would report the interrupt as a failure). dev reads its settings
+	@# from the environment, REDRIVE_HTTP_ADDR and REDRIVE_KAFKA_PORT among them,
+	@# whether given to make's environment or on its command line (make exports
+	@# both to the recipe).
 	exec ./$(BIN) dev
 
 .PHONY: test

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,9 +22,21 @@ import (
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// runMainEnv, set to 1, makes the test binary redrive itself: TestMain runs
+// main. The README tour's redrive dev (tour_test.go) is this package's code
+// so, started as a process of its own, as make run starts it.
+const runMainEnv = "REDRIVE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
 
 const cliKey = "rdk_cli_test_key"
 
@@ -46,7 +57,7 @@ func cliServer(t *testing.T) (string, *pgxpool.Pool) {
 
 func seedDiscarded(t *testing.T, pool *pgxpool.Pool, queue string, n int) []string {
 	t.Helper()
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	recs := make([]dlq.Record, n)
 	ids := make([]string, n)
 	for i := range recs {
@@ -211,7 +222,7 @@ func TestCLIPreviewsGetAndRaw(t *testing.T) {
 func TestTopicsListsEveryTopicAcrossPages(t *testing.T) {
 	base, pool := cliServer(t)
 	const n = 2_345
-	now := time.Now().UTC()
+	now := testdate.Now().UTC()
 	recs := make([]dlq.Record, n)
 	for i := range recs {
 		id, _ := uuid.NewV7()

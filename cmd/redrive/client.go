@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +22,7 @@ import (
 // apiClient talks to a Redrive server's HTTP API for the admin commands.
 type apiClient struct {
 	base   string
+	from   string // where base came from: --api-url, REDRIVE_API_URL or the default
 	key    string
 	output string // table or json
 	http   *http.Client
@@ -35,18 +38,21 @@ type clientFlags struct {
 // register adds --api-url, --api-key and --output to fs (persistent flags of
 // a command group).
 func (f *clientFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.url, "api-url", "", "Redrive API base URL (env REDRIVE_API_URL, default http://localhost:8080)")
+	fs.StringVar(&f.url, "api-url", "", "Redrive API base URL (env REDRIVE_API_URL, default "+defaultAPIURL+"; redrive dev prints its own)")
 	fs.StringVar(&f.key, "api-key", "", "API key (env REDRIVE_API_KEY); sent as Authorization: Bearer")
 	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 }
 
+// defaultAPIURL is where the admin commands look for the API unless told.
+const defaultAPIURL = "http://localhost:8080"
+
 func (f *clientFlags) client(cmd *cobra.Command) (*apiClient, error) {
-	base := f.url
+	base, from := f.url, "--api-url"
 	if base == "" {
-		base = os.Getenv("REDRIVE_API_URL")
+		base, from = os.Getenv("REDRIVE_API_URL"), "REDRIVE_API_URL"
 	}
 	if base == "" {
-		base = "http://localhost:8080"
+		base, from = defaultAPIURL, "the default"
 	}
 	key := f.key
 	if key == "" {
@@ -55,11 +61,32 @@ func (f *clientFlags) client(cmd *cobra.Command) (*apiClient, error) {
 	if f.output != "table" && f.output != "json" {
 		return nil, fmt.Errorf("--output: must be table or json, got %q", f.output)
 	}
-	if _, err := url.Parse(base); err != nil {
-		return nil, fmt.Errorf("--api-url: %w", err)
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		where := from
+		if from == "the default" {
+			where = "--api-url"
+		}
+		return nil, fmt.Errorf("%s: want the API's http(s) URL, such as %s, got %q", where, defaultAPIURL, base)
 	}
-	return &apiClient{base: strings.TrimSuffix(base, "/"), key: key, output: f.output,
+	return &apiClient{base: strings.TrimSuffix(base, "/"), from: from, key: key, output: f.output,
 		http: &http.Client{Timeout: 60 * time.Second}, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr()}, nil
+}
+
+// sendError wraps the error of a request that got no answer. When nothing
+// could be reached at all (refused, no such host, unreachable), it says
+// which URL was tried, from where, and how to point the command elsewhere.
+func (c *apiClient) sendError(method, path string, err error) error {
+	var dial *net.OpError
+	var dns *net.DNSError
+	if errors.As(err, &dns) || errors.As(err, &dial) && dial.Op == "dial" {
+		var u *url.Error
+		if errors.As(err, &u) {
+			err = u.Err // it repeats the URL, said once here
+		}
+		return fmt.Errorf("%s %s: no Redrive API answers at %s (%s): %w. Is Redrive running there? "+
+			"Set REDRIVE_API_URL or --api-url to its URL (redrive dev prints the line to export)", method, path, c.base, c.from, err)
+	}
+	return fmt.Errorf("%s %s: %w", method, path, err)
 }
 
 // runE adapts an API command's run function to cobra's RunE: it is given
@@ -116,7 +143,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, c.sendError(method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -153,7 +180,7 @@ func (c *apiClient) download(ctx context.Context, path string, w io.Writer) (int
 	hc.Timeout = 0 // a large value may take longer than an API call; ctx bounds it
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return 0, c.sendError(http.MethodGet, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -35,36 +36,103 @@ func devCmd() *cobra.Command {
 		Short: "Run everything in one process: in-process Kafka on 127.0.0.1:9092, a throwaway Postgres, the API on :8080",
 		Long: `dev is the embedded default for trying Redrive and for local development.
 It starts an in-process Kafka broker (kfake) on 127.0.0.1:9092 that real clients
-such as kcat can reach (--kafka-port moves it), uses DATABASE_URL (or REDRIVE_DATABASE_URL) if set or else
-a throwaway Postgres from the local PostgreSQL binaries, applies migrations, and
-serves the API without authentication. Nothing it stores survives a restart
-unless DATABASE_URL is set.`,
+such as kcat can reach (--kafka-port or REDRIVE_KAFKA_PORT moves it; --http-addr
+or REDRIVE_HTTP_ADDR moves the API), uses DATABASE_URL (or REDRIVE_DATABASE_URL)
+if set or else a throwaway Postgres from the local PostgreSQL binaries, applies
+migrations, and serves the API without authentication. Nothing it stores
+survives a restart unless DATABASE_URL is set. Once ready it prints where
+everything is, and the REDRIVE_API_URL to export for the admin commands.
+
+Dev's clients use its own broker: the Kafka connection settings of serve
+(--kafka-brokers, the Kafka TLS and SASL flags) do not apply, are not listed
+here, and are refused when given; their REDRIVE_KAFKA_* variables are ignored
+with a warning. To process a Kafka of yours, run redrive serve.`,
 		Args: cobra.NoArgs,
 		RunE: runDev,
 	}
 	config.RegisterFlags(cmd.Flags())
-	cmd.Flags().Int("kafka-port", devKafkaPort, "port of the in-process Kafka (0: any free port)")
+	config.RegisterDevFlags(cmd.Flags())
+	for _, s := range devIgnored() {
+		_ = cmd.Flags().MarkHidden(s.Flag) // registered just above
+	}
 	return cmd
 }
 
+// devIgnored are the settings of serve that do not apply to dev: how to
+// reach and authenticate to a broker of yours. Dev's clients use its
+// in-process broker, in plain text.
+func devIgnored() []config.Setting {
+	var out []config.Setting
+	for _, s := range config.Settings {
+		if s.Flag == "kafka-brokers" || strings.HasPrefix(s.Flag, "kafka-tls") ||
+			strings.HasPrefix(s.Flag, "kafka-sasl") || strings.HasPrefix(s.Flag, "kafka-oauth") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkDevIgnored refuses a flag of devIgnored given to dev, and returns the
+// variables of them that are set, which dev ignores (a shell may well hold
+// them for serve).
+func checkDevIgnored(cmd *cobra.Command, lookup config.Lookup) ([]string, error) {
+	var ignored []string
+	for _, s := range devIgnored() {
+		if cmd.Flags().Changed(s.Flag) {
+			return nil, fmt.Errorf("--%s does not apply to redrive dev: it runs its own Kafka on 127.0.0.1 "+
+				"(--kafka-port or REDRIVE_KAFKA_PORT moves it); to process a Kafka of yours, run redrive serve", s.Flag)
+		}
+		if _, ok := lookup(s.Env); ok {
+			ignored = append(ignored, s.Env)
+		}
+	}
+	return ignored, nil
+}
+
 // devBanner is what dev prints on stdout once it is ready: where the
-// console, the API and Kafka are. The README's tour shows it.
+// console, the API and Kafka are, and the line that points the admin
+// commands (redrive dlq …) at this API. The README's tour shows it.
 func devBanner(httpAddr string, brokers []string) string {
-	base := "http://localhost" + portOf(httpAddr)
+	base := devBaseURL(httpAddr)
 	return fmt.Sprintf(`redrive dev is ready (auth is off; nothing is kept unless DATABASE_URL is set):
   console  %s/ui/
   API      %s/ojs/v1/dead-letter
   Kafka    %s
-`, base, base, strings.Join(brokers, ","))
+The admin commands (redrive dlq …) find this API with:
+  export REDRIVE_API_URL=%s
+`, base, base, strings.Join(brokers, ","), base)
+}
+
+// devBaseURL is the URL of the API listening on addr, as a browser or the
+// CLI on this machine reaches it: localhost for a wildcard or loopback
+// address, else the host it listens on.
+func devBaseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || host == "localhost" || ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func runDev(cmd *cobra.Command, _ []string) error {
 	ctx := cmd.Context()
-	cfg, err := loadConfig(cmd)
+	ignored, err := checkDevIgnored(cmd, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.LoadDev(os.LookupEnv, cmd.Flags())
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg)
+	if len(ignored) > 0 {
+		log.Warn("redrive dev uses its in-process Kafka: these settings do not apply to it and are ignored",
+			"component", "dev", "ignored", ignored)
+	}
+	cfg.Kafka = config.KafkaSecurity{} // plain text, as the in-process broker speaks
 	cfg.MigrateOnStart = true
 	cfg.AuthDisabled = true
 	if cfg.DatabaseURL == "" {
@@ -84,10 +152,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 			"component", "dev", "psql", "psql -h "+cluster.SocketDir()+" -U postgres")
 	}
 
-	port, err := cmd.Flags().GetInt("kafka-port")
-	if err != nil {
-		return err
-	}
+	port := cfg.DevKafkaPort
 	broker, err := kfake.NewCluster(
 		kfake.Ports(port),
 		kfake.DefaultNumPartitions(3),
@@ -98,7 +163,7 @@ func runDev(cmd *cobra.Command, _ []string) error {
 		kfake.SeedTopics(3, tourTopics...),
 	)
 	if err != nil {
-		return fmt.Errorf("start in-process kafka on 127.0.0.1:%d (is the port taken?): %w", port, err)
+		return fmt.Errorf("start in-process kafka on 127.0.0.1:%d (is the port taken? REDRIVE_KAFKA_PORT or --kafka-port moves it): %w", port, err)
 	}
 	defer broker.Close()
 	cfg.KafkaBrokers = broker.ListenAddrs()
@@ -116,17 +181,8 @@ func runDev(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	base := "http://localhost" + portOf(a.Addr())
+	base := devBaseURL(a.Addr())
 	log.Info("redrive dev is ready", "component", "dev", "console", base+"/ui/", "api", base+"/ojs/v1/dead-letter")
 	fmt.Fprint(cmd.OutOrStdout(), devBanner(a.Addr(), cfg.KafkaBrokers))
 	return a.Run(ctx)
-}
-
-func portOf(addr string) string {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[i:]
-		}
-	}
-	return addr
 }

@@ -190,7 +190,7 @@ func (c *apiClient) upload(ctx context.Context, path, ct string, body io.Reader,
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("POST %s: %w", path, err)
+		return nil, c.sendError(http.MethodPost, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -271,7 +271,7 @@ func (a *App) init(ctx context.Context) error {
 	// rest is the API.
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.Handler(console.Config{AuthDisabled: cfg.AuthDisabled, TraceURL: cfg.TraceURL,
-		Login: signOn.LoginEnabled()}))
+		Login: signOn.LoginEnabled(), KafkaBrokers: cfg.KafkaBrokers}))
 	if signOn != nil {
 		mux.Handle("/auth/", signOn.Handler())
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +99,11 @@ type Config struct {
 	// {trace_id} where the id goes; the console links records' trace ids to
 	// it. Default: empty, unlinked.
 	TraceURL string
+
+	// DevKafkaPort is the port of redrive dev's in-process Kafka on
+	// 127.0.0.1 (REDRIVE_KAFKA_PORT, a DevSettings entry: only LoadDev reads
+	// it). Default: 9092; 0 picks any free port.
+	DevKafkaPort int
 }
 
 // KafkaSecurity holds the Kafka TLS and SASL settings.
@@ -263,15 +269,32 @@ var Settings = []Setting{
 	{"REDRIVE_SCHEMA_REGISTRY_TIMEOUT", "schema-registry-timeout", "10s", "Longest time one Schema Registry request may take (ingest never waits on it).", setDuration(func(c *Config) *time.Duration { return &c.SchemaRegistry.Timeout })},
 }
 
+// DevSettings are the settings of redrive dev alone, in documentation order
+// (the README's table lists them beside Settings): serve neither reads them
+// nor takes their flags. LoadDev reads them, RegisterDevFlags adds their flags.
+var DevSettings = []Setting{
+	{"REDRIVE_KAFKA_PORT", "kafka-port", "9092", "redrive dev only: port of its in-process Kafka on 127.0.0.1 (0: any free port). Dev's clients use that broker: REDRIVE_KAFKA_BROKERS and the Kafka TLS and SASL settings do not apply to it.", setPort(func(c *Config) *int { return &c.DevKafkaPort })},
+}
+
 // Lookup finds an environment variable; os.LookupEnv in production.
 type Lookup func(string) (string, bool)
 
 // Load builds the configuration: defaults, then environment variables, then
 // any flags set on fs (registered with RegisterFlags) after parsing.
 func Load(lookup Lookup, fs *pflag.FlagSet) (Config, error) {
+	return load(lookup, fs, Settings)
+}
+
+// LoadDev is Load for redrive dev: Settings and DevSettings (whose flags
+// RegisterDevFlags adds).
+func LoadDev(lookup Lookup, fs *pflag.FlagSet) (Config, error) {
+	return load(lookup, fs, slices.Concat(Settings, DevSettings))
+}
+
+func load(lookup Lookup, fs *pflag.FlagSet, settings []Setting) (Config, error) {
 	var c Config
 	var errs []error
-	for _, s := range Settings {
+	for _, s := range settings {
 		v := s.Default
 		source := "default"
 		if env, ok := lookup(s.Env); ok {
@@ -302,6 +325,14 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			continue
 		}
 		fs.String(s.Flag, s.Default, help)
+	}
+}
+
+// RegisterDevFlags adds a flag for every DevSettings entry (redrive dev's
+// own); LoadDev reads them.
+func RegisterDevFlags(fs *pflag.FlagSet) {
+	for _, s := range DevSettings {
+		fs.String(s.Flag, s.Default, s.Help+" (env "+s.Env+")")
 	}
 }
 
@@ -486,6 +517,18 @@ func setPositive(field func(*Config) *int) func(*Config, string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
 			return fmt.Errorf("%q is not a positive whole number", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// setPort parses a TCP port to listen on: 0 (any free one) to 65535.
+func setPort(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("%q is not a port (want a whole number from 0 to 65535; 0: any free port)", v)
 		}
 		*field(c) = n
 		return nil

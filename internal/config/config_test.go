@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,7 +165,7 @@ func TestREADMEDocumentsEverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range config.Settings {
+	for _, s := range slices.Concat(config.Settings, config.DevSettings) {
 		row := "| `" + s.Env + "` | `--" + s.Flag + "` | |"
 		if s.Default != "" {
 			row = "| `" + s.Env + "` | `--" + s.Flag + "` | `" + s.Default + "` |"
@@ -284,5 +285,44 @@ func TestKafkaIdentitySettingsAreChecked(t *testing.T) {
 		if _, err := config.Load(env(e), nil); err != nil {
 			t.Errorf("%v: %v", e, err)
 		}
+	}
+}
+
+// REDRIVE_KAFKA_PORT moves redrive dev's in-process Kafka: 9092 unless set,
+// the flag over the variable, nonsense refused naming what was given. It is
+// dev's alone: serve's Load neither reads nor checks it.
+func TestDevKafkaPort(t *testing.T) {
+	c, err := config.LoadDev(env(nil), nil)
+	if err != nil || c.DevKafkaPort != 9092 {
+		t.Fatalf("default: %d, %v; want 9092", c.DevKafkaPort, err)
+	}
+	c, err = config.LoadDev(env(map[string]string{"REDRIVE_KAFKA_PORT": " 19765 "}), nil)
+	if err != nil || c.DevKafkaPort != 19765 {
+		t.Fatalf("from env: %d, %v; want 19765", c.DevKafkaPort, err)
+	}
+	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	config.RegisterDevFlags(fs)
+	if err := fs.Parse([]string{"--kafka-port", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = config.LoadDev(env(map[string]string{"REDRIVE_KAFKA_PORT": "19765"}), fs)
+	if err != nil || c.DevKafkaPort != 0 {
+		t.Fatalf("flag over env: %d, %v; want 0", c.DevKafkaPort, err)
+	}
+	for _, v := range []string{"kafka", "-1", "65536", "9092.5", ""} {
+		_, err := config.LoadDev(env(map[string]string{"REDRIVE_KAFKA_PORT": v}), nil)
+		want := `REDRIVE_KAFKA_PORT: "` + v + `" is not a port (want a whole number from 0 to 65535`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("REDRIVE_KAFKA_PORT=%q: %v; want an error saying %s", v, err, want)
+		}
+	}
+	if c, err := config.Load(env(map[string]string{"REDRIVE_KAFKA_PORT": "kafka"}), nil); err != nil || c.DevKafkaPort != 0 {
+		t.Errorf("serve's Load read REDRIVE_KAFKA_PORT: %d, %v", c.DevKafkaPort, err)
+	}
+	serve := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	config.RegisterFlags(serve)
+	if serve.Lookup("kafka-port") != nil {
+		t.Error("serve's flags include --kafka-port")
 	}
 }

@@ -33,6 +33,10 @@ type Config struct {
 	// TraceURL links a record's trace id: {trace_id} is replaced by it
 	// (REDRIVE_TRACE_URL). Empty: the id is shown unlinked.
 	TraceURL string
+	// KafkaBrokers are the brokers the server is configured with (redrive
+	// dev: its in-process one): an empty DLQ's hint shows how to produce
+	// to them with kcat.
+	KafkaBrokers []string
 }
 
 // csp allows the console's own files only, and no page to frame it
@@ -62,6 +66,7 @@ func Handler(cfg Config) http.Handler {
 		Auth:     !cfg.AuthDisabled,
 		Login:    cfg.Login,
 		TraceURL: cfg.TraceURL,
+		Brokers:  strings.Join(cfg.KafkaBrokers, ","),
 	})
 	if err != nil {
 		panic(err)
@@ -138,6 +143,8 @@ type indexData struct {
 	Login   bool     // whether single sign-on login is offered
 	// TraceURL is the trace link template (Config.TraceURL).
 	TraceURL string
+	// Brokers are Config.KafkaBrokers, comma-separated (as kcat -b takes them).
+	Brokers string
 }
 
 func renderIndex(files fs.FS, data indexData) ([]byte, error) {

@@ -67,6 +67,11 @@ func TestConsoleServesItsFiles(t *testing.T) {
 	if _, body := get(t, console.Handler(console.Config{AuthDisabled: true}), http.MethodGet, "/ui/"); !strings.Contains(body, `data-auth="off"`) {
 		t.Errorf("auth off: the index does not say so: %.200q", body)
 	}
+	// The brokers the server is configured with, for the empty overview's
+	// kcat hint: escaped as an attribute like everything in the index.
+	if _, body := get(t, console.Handler(console.Config{KafkaBrokers: []string{"kafka-0:9092", `b"><script>:9093`}}), http.MethodGet, "/ui/"); !strings.Contains(body, `data-kafka-brokers="kafka-0:9092,b&#34;&gt;&lt;script&gt;:9093"`) {
+		t.Errorf("the index does not name the brokers: %.300q", body)
+	}
 	if resp, _ := get(t, on, http.MethodPost, "/ui/"); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405", resp.StatusCode)
 	}

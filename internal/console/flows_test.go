@@ -83,6 +83,11 @@ func TestOperatorFlows(t *testing.T) {
 	if got := b.text(t, "#banner"); !strings.Contains(got, "AUTH DISABLED") {
 		t.Errorf("banner = %q, want the AUTH DISABLED warning", got)
 	}
+	// The empty overview's kcat command produces to this server's broker
+	// (kfake, on a port of its own), not to the README's 127.0.0.1:9092.
+	if got, want := b.text(t, "#empty-hint"), "kcat -P -b "+strings.Join(s.brokers, ",")+" -t dead_letter_queue -k order-17"; !strings.Contains(got, want) {
+		t.Errorf("empty overview's hint = %q, want it to say %q", got, want)
+	}
 
 	// A failure produced with kcat appears, live, on the overview.
 	s.kcat(t, "order-17", `{"order_id":17,"amount":42.5,"items":[{"sku":"A-1","qty":2}]}`,

@@ -209,10 +209,13 @@ function titleColumns(t) {
 
 export { incidentsTable }; // the incidents list's, shown here too
 
+// empty is the overview of an empty DLQ: how to dead-letter a record with
+// kcat, to the brokers the server is configured with (the page says which).
 function empty() {
+  const brokers = document.documentElement.dataset.kafkaBrokers || "127.0.0.1:9092";
   return el("div", { class: "empty" },
     el("p", {}, "The DLQ is empty. Dead-letter a record to see it here, for example as the README's tour does:"),
-    el("pre", {}, `echo '{"order_id":17}' | kcat -P -b 127.0.0.1:9092 -t dead_letter_queue -k order-17 \\
+    el("pre", { id: "empty-hint" }, `echo '{"order_id":17}' | kcat -P -b ${brokers} -t dead_letter_queue -k order-17 \\
   -H redrive.source.topic=orders -H redrive.error.type=db.connection_refused \\
   -H 'redrive.error.message=dial tcp 10.0.0.5:5432: connection refused'`));
 }
