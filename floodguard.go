@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	rdclock "github.com/redrive/redrive/internal/clock"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/envelope"
@@ -328,7 +329,7 @@ type clock interface {
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                      { return time.Now() }
+func (realClock) Now() time.Time                      { return rdclock.Wall.Now() } // a test's moved time
 func (realClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
 
 type topicPartition struct {

@@ -45,6 +45,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	rdclock "github.com/redrive/redrive/internal/clock"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -82,7 +84,7 @@ func New(client *kgo.Client, opts ...Opt) (*DeadLetterer, error) {
 	if client == nil {
 		return nil, errors.New("redrive: New: nil client")
 	}
-	c := cfg{dlqTopic: DefaultDLQTopic, now: time.Now}
+	c := cfg{dlqTopic: DefaultDLQTopic, now: rdclock.Wall.Now} // the real time (a test's moved one)
 	for _, o := range opts {
 		o.apply(&c)
 	}

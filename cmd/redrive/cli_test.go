@@ -61,7 +61,7 @@ func seedDiscarded(t *testing.T, pool *pgxpool.Pool, queue string, n int) []stri
 	recs := make([]dlq.Record, n)
 	ids := make([]string, n)
 	for i := range recs {
-		id, _ := uuid.NewV7()
+		id := uuid.MustParse(dlq.NewID(testdate.Now()))
 		ids[i] = id.String()
 		recs[i] = dlq.Record{ID: ids[i], Queue: queue, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
 			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive, Source: dlq.Source{Topic: queue},
@@ -225,7 +225,7 @@ func TestTopicsListsEveryTopicAcrossPages(t *testing.T) {
 	now := testdate.Now().UTC()
 	recs := make([]dlq.Record, n)
 	for i := range recs {
-		id, _ := uuid.NewV7()
+		id := uuid.MustParse(dlq.NewID(testdate.Now()))
 		q := fmt.Sprintf("topic-%04d", i)
 		recs[i] = dlq.Record{ID: id.String(), Queue: q, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
 			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive, Source: dlq.Source{Topic: q},

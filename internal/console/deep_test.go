@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/eventually"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // nested is a JSON value nesting depth levels, objects and arrays in turn,
@@ -37,7 +38,7 @@ func (s *server) storeAsText(t *testing.T, from, to, value string) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	id := uuid.Must(uuid.NewV7()).String()
+	id := dlq.NewID(testdate.Now())
 	for _, stmt := range []struct {
 		sql  string
 		args []any

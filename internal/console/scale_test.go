@@ -55,7 +55,7 @@ func (b *browser) screenshots(t testing.TB, name string) {
 // a dead letter.
 func failure(queue, key string, value []byte, deadLetter bool) dlq.Record {
 	now := testdate.Now().UTC()
-	id, _ := uuid.NewV7()
+	id := uuid.MustParse(dlq.NewID(testdate.Now()))
 	retry, _ := json.Marshal(policy.Default())
 	off := dlqOffset.Add(1)
 	r := dlq.Record{ID: id.String(), Queue: queue, Type: "order", State: dlq.StateRetryable,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 )
 
@@ -67,7 +68,7 @@ type FailureInfo struct {
 func Encode(src *kgo.Record, f FailureInfo) *kgo.Record {
 	failedAt := f.FailedAt
 	if failedAt.IsZero() {
-		failedAt = time.Now()
+		failedAt = clock.Wall.Now() // the real time (a test's moved one)
 	}
 	failedAt = failedAt.UTC()
 

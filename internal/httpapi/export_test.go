@@ -15,7 +15,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/internal/dlq"
@@ -40,7 +39,7 @@ func init() {
 func variedRecords(n int, now time.Time) []dlq.Record {
 	out := make([]dlq.Record, n)
 	for i := range out {
-		id := uuid.Must(uuid.NewV7()).String()
+		id := dlq.NewID(testdate.Now())
 		at := now.Add(-time.Duration(n-i) * time.Millisecond).Truncate(time.Microsecond).Add(time.Duration(i%1000) * time.Nanosecond * 1000)
 		r := dlq.Record{ID: id, Queue: "orders", Type: fmt.Sprintf("order.v%d", i%3), State: dlq.StateDiscarded,
 			Exhaustion: dlq.ExhaustionDeadLetter, Attempt: 1 + i%5, MaxAttempts: 5, Format: dlq.FormatRedrive,

@@ -352,7 +352,7 @@ func (b *bundle) seed(t *testing.T, rs ...rec) []string {
 	ids := make([]string, len(rs))
 	def, _ := json.Marshal(policy.Default())
 	for i, r := range rs {
-		id, _ := uuid.NewV7()
+		id := uuid.MustParse(dlq.NewID(testdate.Now()))
 		ids[i] = id.String()
 		rec := dlq.Record{ID: id.String(), Queue: r.queue, Type: r.typ, State: r.state, Exhaustion: r.exhaustion,
 			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive,

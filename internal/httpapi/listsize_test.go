@@ -17,7 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -92,7 +91,7 @@ func bigRecord(i int, heavy bool) dlq.Record {
 	value := fmt.Appendf(nil, `{"n":%d,"blob":"`, i)
 	value = append(value, bytes.Repeat([]byte("x"), 1<<20)...)
 	value = append(value, `"}`...)
-	r := dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: "orders", Type: "order.created", State: dlq.StateDiscarded,
+	r := dlq.Record{ID: dlq.NewID(testdate.Now()), Queue: "orders", Type: "order.created", State: dlq.StateDiscarded,
 		Exhaustion: dlq.ExhaustionDeadLetter, Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive,
 		Source: dlq.Source{Topic: "orders", Partition: 0, Offset: int64(i)},
 		DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: dlqOffset.Add(1)},

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -28,7 +27,7 @@ func TestRepeatFailuresJoinOnceEvenWhenDuplicated(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	now := testdate.Now().UTC()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := dlq.NewID(testdate.Now())
 	// A record on its second delivery (redelivered, outcome pending), allowed 3 attempts.
 	rec := dlq.Record{
 		ID: id, Queue: "orders", State: dlq.StateAvailable, Attempt: 2, MaxAttempts: 3,
@@ -90,7 +89,7 @@ func TestOutcomesOfRedeliveriesFollowCompletion(t *testing.T) {
 	ids := make([]string, len(seeds))
 	recs := make([]dlq.Record, len(seeds))
 	for i := range seeds {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
+		ids[i] = dlq.NewID(testdate.Now())
 		recs[i] = dlq.Record{
 			ID: ids[i], Queue: "orders", State: dlq.StateAvailable, Attempt: 2, MaxAttempts: 5,
 			Source: dlq.Source{Topic: "orders", Partition: 0, Offset: int64(i)}, DLQ: dlq.Coord{Topic: dlqTopic, Offset: 2_000_000 + int64(i)},

@@ -57,7 +57,7 @@ func TestBackfillLeavesJobsWithoutErrorsAlone(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	now := testdate.Now().UTC().Truncate(time.Microsecond)
-	job := &dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: "emails", Type: "email.send", State: dlq.StateAvailable,
+	job := &dlq.Record{ID: dlq.NewID(testdate.Now()), Queue: "emails", Type: "email.send", State: dlq.StateAvailable,
 		MaxAttempts: 1, Format: dlq.FormatOJS, Source: dlq.Source{Topic: "emails", Partition: -1, Offset: -1},
 		Value: []byte(`["a@example.com"]`), Errors: []dlq.ErrorEntry{}, Retry: []byte(`{}`), Meta: []byte(`{}`),
 		CreatedAt: now, EnqueuedAt: &now, UpdatedAt: now}

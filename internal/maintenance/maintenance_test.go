@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -18,6 +17,7 @@ import (
 	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -79,7 +79,7 @@ func (b *bundle) insert(t *testing.T, rs ...rec) []string {
 			r.message = "second"
 		}
 		d := dlq.Record{
-			ID: uuid.Must(uuid.NewV7()).String(), Queue: r.queue, Type: r.typ, State: r.state, Exhaustion: r.exhaustion,
+			ID: dlq.NewID(testdate.Now()), Queue: r.queue, Type: r.typ, State: r.state, Exhaustion: r.exhaustion,
 			Attempt: 3, MaxAttempts: 3,
 			Source: dlq.Source{Topic: r.queue, Partition: 0, Offset: b.offset.Load()},
 			DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 0, Offset: b.offset.Add(1)},

@@ -16,7 +16,7 @@ import (
 
 // idAt is a UUIDv7 made at t: its record is stored in t's week partition.
 func idAt(at time.Time) string {
-	id := uuid.Must(uuid.NewV7())
+	id := uuid.MustParse(dlq.NewID(testdate.Now()))
 	ms := uint64(at.UnixMilli())
 	for i := range 6 {
 		id[i] = byte(ms >> (40 - 8*i))

@@ -42,7 +42,7 @@ type Options struct {
 	// Settings are extra `-c name=value` server settings.
 	Settings map[string]string
 	// Env is added to the server process's environment (the tests preload
-	// libfaketime through it to move the server's clock).
+	// datefudge through it to move the server's clock).
 	Env []string
 }
 

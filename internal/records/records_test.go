@@ -71,7 +71,7 @@ func (b *bundle) insert(t *testing.T, queues ...string) []string {
 	recs := make([]dlq.Record, len(queues))
 	ids := make([]string, len(queues))
 	for i, q := range queues {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
+		ids[i] = dlq.NewID(testdate.Now())
 		recs[i] = dlq.Record{ID: ids[i], Queue: q, Type: "order.created", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
 			Attempt: 3, MaxAttempts: 3, Format: dlq.FormatRedrive,
 			Source: dlq.Source{Topic: q}, DLQ: dlq.Coord{Topic: ownTopic, Offset: offsets.Add(1)},

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/internal/clock"
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/kafkatest"
@@ -29,7 +27,7 @@ func TestBatchesOnReusedMemoryRedeliverEveryKeyAndValueExactly(t *testing.T) {
 	recs := make([]dlq.Record, n)
 	want := make(map[string][2][]byte, n)
 	for i := range recs {
-		id := uuid.Must(uuid.NewV7()).String()
+		id := dlq.NewID(testdate.Now())
 		// Values of 1–5 KiB, each filled with its own byte and number, so
 		// that bytes of another record are told apart.
 		value := append(fmt.Appendf(nil, "%d:", i), bytes.Repeat([]byte{byte('a' + i%26)}, 1024*(1+i%5))...)

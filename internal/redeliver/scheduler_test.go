@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -110,7 +109,7 @@ func (b *bundle) dueEach(t *testing.T, queue string, n int, change func(i int, r
 	recs := make([]dlq.Record, n)
 	for i := range recs {
 		recs[i] = dlq.Record{
-			ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5,
+			ID: dlq.NewID(testdate.Now()), Queue: queue, State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 5,
 			Source: dlq.Source{Topic: queue, Partition: 0, Offset: int64(i)},
 			DLQ:    dlq.Coord{Topic: dlqTopic, Partition: 0, Offset: int64(i) + testdate.Now().UnixNano()%1e12},
 			Format: dlq.FormatRedrive, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i)),

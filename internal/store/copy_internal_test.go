@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/internal/dlq"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // pgxRow is a row of a binary COPY stream as pgx encodes vals, the values
@@ -68,7 +68,7 @@ func TestBinaryRowsAreWhatPgxEncodes(t *testing.T) {
 	next, until := now.Add(time.Minute), now.Add(time.Hour)
 	records := []dlq.Record{
 		{ // as ingest stores a fresh failure
-			ID: uuid.Must(uuid.NewV7()).String(), Queue: "orders", Type: "order.created", State: dlq.StateRetryable,
+			ID: dlq.NewID(testdate.Now()), Queue: "orders", Type: "order.created", State: dlq.StateRetryable,
 			Attempt: 1, MaxAttempts: 3, Fingerprint: "fp",
 			Source: dlq.Source{Topic: "orders", Partition: 2, Offset: 40, Timestamp: now, Group: "billing"},
 			DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 1, Offset: math.MaxInt64, Timestamp: before},
@@ -82,12 +82,12 @@ func TestBinaryRowsAreWhatPgxEncodes(t *testing.T) {
 			KeySchema: &dlq.SchemaRef{RegistryID: 8}, KeyPayload: []byte(`"k"`), DecodeError: "value: oops", DecodePending: true,
 		},
 		{ // nothing known: zero times, no key, value or history, a discarded record
-			ID: uuid.Must(uuid.NewV7()).String(), Queue: "q", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard,
+			ID: dlq.NewID(testdate.Now()), Queue: "q", State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDiscard,
 			Attempt: math.MaxInt32, MaxAttempts: -1, DLQ: dlq.Coord{Topic: "dlq", Partition: -1, Offset: -1},
 			Format: dlq.FormatUnparseable, DiscardedAt: &until, CompletedAt: &before,
 		},
 		{ // a value that is not JSON, a completed record
-			ID: uuid.Must(uuid.NewV7()).String(), Queue: "q", State: dlq.StateCompleted, Value: []byte("not json \xff"),
+			ID: dlq.NewID(testdate.Now()), Queue: "q", State: dlq.StateCompleted, Value: []byte("not json \xff"),
 			Key: []byte{}, CreatedAt: before, UpdatedAt: before, CompletedAt: &now, Format: dlq.FormatSpring,
 		},
 	}
@@ -201,7 +201,7 @@ func TestRowReadersStreamWhatOneSliceHolds(t *testing.T) {
 	t.Parallel()
 	record := func(i, size int) dlq.Record {
 		now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-		return dlq.Record{ID: uuid.Must(uuid.NewV7()).String(), Queue: "orders", State: dlq.StateRetryable, Attempt: 1,
+		return dlq.Record{ID: dlq.NewID(testdate.Now()), Queue: "orders", State: dlq.StateRetryable, Attempt: 1,
 			DLQ: dlq.Coord{Topic: "dlq", Offset: int64(i)}, Format: dlq.FormatRedrive, Key: []byte("k"),
 			Value: bytes.Repeat([]byte{byte('a' + i%26)}, size), CreatedAt: now, UpdatedAt: now, NextRetryAt: &now}
 	}

@@ -5,11 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // A record COPYed (the fast path) is stored exactly as one written by
@@ -28,7 +27,7 @@ func TestCopiedRecordsAreStoredAsInsertedOnes(t *testing.T) {
 			t.Fatalf("InsertRecords = %+v, %v", res, err)
 		}
 		again := want
-		again.ID, again.DLQ.Offset = uuid.Must(uuid.NewV7()).String(), want.DLQ.Offset+1000
+		again.ID, again.DLQ.Offset = dlq.NewID(testdate.Now()), want.DLQ.Offset+1000
 		// With want, stored already, the batch is written by INSERT.
 		res, err := s.InsertRecords(ctx, []dlq.Record{want, again})
 		if err != nil || res.N != 1 || res.New(0) {

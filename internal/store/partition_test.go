@@ -19,7 +19,7 @@ import (
 // idAt is a UUIDv7 made at t: the week partition it is stored in is t's.
 func idAt(t *testing.T, at time.Time) string {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
+	id := uuid.MustParse(dlq.NewID(testdate.Now()))
 	ms := uint64(at.UnixMilli())
 	for i := range 6 {
 		id[i] = byte(ms >> (40 - 8*i))
@@ -96,7 +96,7 @@ func TestLookupsTouchTheirPartitionsOnly(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := dlq.NewID(testdate.Now())
 	week := "w" + weekOf(testdate.Now()).Format("20060102")
 	plan := explain(t, ctx, pool, "SELECT * FROM redrive_record WHERE id = $1", id)
 	if strings.Count(plan, " on redrive_lifecycle_") != 1 || strings.Count(plan, " on redrive_record_data_") != 1 ||

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
 	"github.com/redrive/redrive/internal/store"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 // Every order the list offers is read from an index, forward and backward,
@@ -28,7 +28,7 @@ func TestEverySortIsReadFromAnIndex(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
-	id := uuid.Must(uuid.NewV7()).String()
+	id := dlq.NewID(testdate.Now())
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	// Any filter in the default order; a queue (and what narrows within it)
 	// in the others, which need one.

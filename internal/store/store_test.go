@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/pgtest"
@@ -29,7 +27,7 @@ func newRecord(offset int64, queue string) dlq.Record {
 	now := testdate.Now().UTC().Truncate(time.Microsecond)
 	next := now.Add(time.Second)
 	return dlq.Record{
-		ID: uuid.Must(uuid.NewV7()).String(), Queue: queue, Type: "order.created",
+		ID: dlq.NewID(testdate.Now()), Queue: queue, Type: "order.created",
 		State: dlq.StateRetryable, Attempt: 1, MaxAttempts: 3,
 		Source: dlq.Source{Topic: queue, Partition: 2, Offset: 40 + offset, Timestamp: now, Group: "billing"},
 		DLQ:    dlq.Coord{Topic: "dead_letter_queue", Partition: 0, Offset: offset},
@@ -84,7 +82,7 @@ func TestGetRoundTripsRecord(t *testing.T) {
 	if len(got.Errors) != 1 || got.Errors[0].Message != "bad\uFFFDbyte" {
 		t.Fatalf("errors = %+v; want NUL replaced", got.Errors)
 	}
-	if _, err := s.Get(ctx, uuid.Must(uuid.NewV7()).String()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Get(ctx, dlq.NewID(testdate.Now())); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing record: err = %v, want ErrNotFound", err)
 	}
 }

@@ -30,7 +30,7 @@ func seed(t *testing.T, st *store.Store, queue string, n int) {
 	now := testdate.Now().UTC()
 	recs := make([]dlq.Record, n)
 	for i := range recs {
-		id, _ := uuid.NewV7()
+		id := uuid.MustParse(dlq.NewID(testdate.Now()))
 		recs[i] = dlq.Record{ID: id.String(), Queue: queue, State: dlq.StateDiscarded, Exhaustion: dlq.ExhaustionDeadLetter,
 			Attempt: 1, MaxAttempts: 1, Format: dlq.FormatRedrive, DLQ: dlq.Coord{Topic: "dlq", Offset: offsets.Add(1)},
 			Value: fmt.Appendf(nil, "%d", i), Retry: json.RawMessage(`{}`), Meta: json.RawMessage(`{}`),

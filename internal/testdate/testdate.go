@@ -6,8 +6,8 @@
 //   - the tests' own "now" (Now), which every test reads instead of
 //     time.Now, so that what a test stores is of the moved date;
 //   - clock.Wall, the clock every service uses when a test injects none;
-//   - the throwaway Postgres servers' now(), through libfaketime
-//     (Debian's faketime package), preloaded into the server (ServerEnv).
+//   - the throwaway Postgres servers' now(), through datefudge (Debian's
+//     datefudge package), preloaded into the server (ServerEnv).
 //
 // `make test-dates` runs the suite at the times calendar code breaks at
 // (Instants): a week's first and last minute, a year's last, Feb 29, and a
@@ -29,16 +29,28 @@ import (
 // Env names the variable that moves the tests' clocks: an RFC 3339 time.
 const Env = "REDRIVE_TEST_NOW"
 
+// envFrom names the machine's time at which the tests' clocks read Env (RFC
+// 3339): set by the first test binary, so that the processes it starts (a
+// crash test's child, the tour's redrive dev) run on its clock, not on one
+// that starts again at Env.
+const envFrom = Env + "_FROM"
+
+// started is the machine's time this process started at.
+var started = time.Now()
+
 // offset is how far the tests' clocks are from the machine's.
-var offset = parse(os.Getenv(Env), time.Now())
+var offset = parse(os.Getenv(Env), os.Getenv(envFrom), started)
 
 func init() {
 	if offset != 0 {
 		clock.Wall = clock.Shifted(offset)
+		if os.Getenv(envFrom) == "" {
+			_ = os.Setenv(envFrom, started.Format(time.RFC3339Nano)) // never fails for a valid name
+		}
 	}
 }
 
-func parse(v string, now time.Time) time.Duration {
+func parse(v, from string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
@@ -46,7 +58,13 @@ func parse(v string, now time.Time) time.Duration {
 	if err != nil {
 		panic(fmt.Sprintf("%s=%q: want an RFC 3339 time such as 2026-12-14T00:00:30Z: %v", Env, v, err))
 	}
-	return at.Sub(now)
+	if from != "" {
+		if now, err = time.Parse(time.RFC3339Nano, from); err != nil {
+			panic(fmt.Sprintf("%s=%q: want an RFC 3339 time: %v", envFrom, from, err))
+		}
+	}
+	// Whole seconds, as datefudge moves the server's clock by.
+	return at.Sub(now).Round(time.Second)
 }
 
 // Now is the time it is for the tests: the machine's, or, with
@@ -67,23 +85,24 @@ func Moved() bool { return offset != 0 }
 
 // ServerEnv is what a server process started for the tests (a throwaway
 // Postgres) adds to its environment so that its clock is the tests':
-// nothing when the clocks are not moved, else libfaketime preloaded with
-// the offset. It fails when libfaketime is not installed.
+// nothing when the clocks are not moved, else datefudge preloaded with the
+// offset. It fails when datefudge is not installed.
+//
+// Not libfaketime: it reads the real time inside a signal handler that
+// interrupts a wait it wraps (epoll_wait, poll), and Postgres's timeouts
+// (statement_timeout, lock_timeout, deadlock_timeout) check the time in
+// their SIGALRM handler: moved ahead, they never fire. datefudge only
+// shifts the wall clock (time, gettimeofday, CLOCK_REALTIME) by a constant.
 func ServerEnv() ([]string, error) {
 	if offset == 0 {
 		return nil, nil
 	}
-	libs, _ := filepath.Glob("/usr/lib/*/faketime/libfaketime.so.1")
+	libs, _ := filepath.Glob("/usr/lib/*/datefudge/datefudge.so")
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("%s moves Postgres's clock with libfaketime, which is not installed (Debian: apt-get install faketime)", Env)
+		return nil, fmt.Errorf("%s moves Postgres's clock with datefudge, which is not installed (Debian: apt-get install datefudge)", Env)
 	}
-	secs := strconv.FormatFloat(offset.Seconds(), 'f', 3, 64)
-	if !strings.HasPrefix(secs, "-") {
-		secs = "+" + secs
-	}
-	return []string{"LD_PRELOAD=" + libs[0], "FAKETIME=" + secs,
-		// Only the time of day moves: timeouts and waits stay the machine's.
-		"FAKETIME_DONT_FAKE_MONOTONIC=1"}, nil
+	// DATEFUDGE is the seconds to take off the machine's time.
+	return []string{"LD_PRELOAD=" + libs[0], "DATEFUDGE=" + strconv.FormatInt(int64(-offset/time.Second), 10)}, nil
 }
 
 // ServerSettings are the server settings of a throwaway Postgres for the
