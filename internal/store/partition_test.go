@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,61 @@ func TestDefaultPartitionCatchesOutOfRangeIds(t *testing.T) {
 	}
 	if life != "redrive_lifecycle_default" || data != "redrive_record_data_default" {
 		t.Errorf("stored in %s and %s; want the default partitions", life, data)
+	}
+}
+
+// A week made while the DEFAULT partitions hold rows of it (stored before
+// it existed: a replica's clock ahead) takes them with it, whole, counted
+// once; before, the week could not be made, and the pruner failed every pass.
+func TestAWeekTakesItsRowsFromTheDefaultPartition(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	ahead := testdate.Now().AddDate(2, 0, 0)
+	var recs []dlq.Record
+	for i := range 3 {
+		r := newRecord(int64(i), "orders")
+		r.ID = idAt(t, ahead.Add(time.Duration(i)*time.Minute))
+		recs = append(recs, r)
+	}
+	other := newRecord(9, "orders")
+	other.ID = idAt(t, ahead.AddDate(0, 0, 14)) // another week: it stays
+	if res, err := s.InsertRecords(ctx, append(recs, other)); err != nil || res.N != 4 {
+		t.Fatalf("insert: %+v, %v", res, err)
+	}
+	count := func() (n int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM redrive_record_count WHERE queue = 'orders'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	week := "w" + weekOf(ahead).Format("20060102")
+	if made, err := s.EnsureWeeks(ctx, ahead, 1); err != nil || !slices.Equal(made, []string{week}) {
+		t.Fatalf("EnsureWeeks = %v, %v; want %s made", made, err, week)
+	}
+	for _, want := range recs {
+		var life, data string
+		if err := pool.QueryRow(ctx, `SELECT (SELECT tableoid::regclass::text FROM redrive_lifecycle WHERE id = $1),
+			(SELECT tableoid::regclass::text FROM redrive_record_data WHERE id = $1)`, want.ID).Scan(&life, &data); err != nil {
+			t.Fatal(err)
+		}
+		if life != "redrive_lifecycle_"+week || data != "redrive_record_data_"+week {
+			t.Errorf("%s is in %s and %s; want the week's partitions", want.ID, life, data)
+		}
+		got, err := s.Get(ctx, want.ID)
+		if err != nil || !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) || got.State != want.State {
+			t.Errorf("%s after the move: %+v, %v", want.ID, got, err)
+		}
+	}
+	var left string
+	if err := pool.QueryRow(ctx, "SELECT tableoid::regclass::text FROM redrive_lifecycle WHERE id = $1", other.ID).Scan(&left); err != nil || left != "redrive_lifecycle_default" {
+		t.Errorf("the other week's record is in %s (%v); want the DEFAULT partition", left, err)
+	}
+	if after := count(); after != before || after != 4 {
+		t.Errorf("orders counts %d records after the move, %d before; want 4", after, before)
 	}
 }
 
