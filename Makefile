@@ -30,6 +30,23 @@ run: ## Run the embedded stack: in-process Kafka on 127.0.0.1:9092 (REDRIVE_KAFK
 test: ## Run every test against real Postgres and in-process Kafka
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
+# The tests at the times calendar code breaks at (internal/testdate/instants,
+# the next ones after today): a week's first and last minute, a year's last,
+# Feb 29's last, and 30 s before a DST change with TZ (so Postgres's TimeZone)
+# America/New_York. REDRIVE_TEST_NOW moves the tests' clocks and, through
+# datefudge, Postgres's now(). Not the chaos suite: its redrive serve
+# processes run on the machine's clock.
+DATE_PKGS ?= $$($(GO) list ./... | grep -v '/internal/chaos$$')
+
+.PHONY: test-dates
+test-dates: ## Run the tests at a week's start and end, a year's end, Feb 29 and a DST change
+	@instants=$$(mktemp); $(GO) run ./internal/testdate/instants > $$instants || exit 1; \
+	failed=""; while read -r name tz at; do \
+		echo "== test-dates $$name: REDRIVE_TEST_NOW=$$at TZ=$$tz"; \
+		REDRIVE_TEST_NOW=$$at TZ=$$tz $(GO) test -count=1 -timeout 15m $(DATE_PKGS) || failed="$$failed $$name"; \
+	done < $$instants; rm -f $$instants; \
+	if [ -n "$$failed" ]; then echo "test-dates failed at:$$failed"; exit 1; fi
+
 .PHONY: chaos
 chaos: ## Run the full chaos suite: kill -9 serve and stop Postgres under load (REDRIVE_CHAOS_SEED, REDRIVE_CHAOS_LOGS=dir)
 	REDRIVE_CHAOS=full $(GO) test -count=1 -timeout 30m -run TestChaos -v ./internal/chaos

@@ -125,7 +125,7 @@ func TestREADMETour(t *testing.T) {
 		t.Fatalf("the tour's first block is %+v; the test starts redrive dev in place of a block of just `make run`", blocks[0])
 	}
 	httpPort, kafkaPort := freePort(t), freePort(t)
-	tr := &tour{root: root, env: tourEnv(), used: make([]bool, len(tourSteps)),
+	tr := &tour{root: root, env: tourEnv(t), used: make([]bool, len(tourSteps)),
 		moved: strings.NewReplacer("127.0.0.1:9092", "127.0.0.1:"+kafkaPort, "localhost:8080", "localhost:"+httpPort)}
 	banner := startTourDev(t, root, tr.env, httpPort, kafkaPort)
 
@@ -286,11 +286,15 @@ func printsLines(lines ...string) func(*tour, string) error {
 
 // tourEnv is the test's environment without Redrive's settings (a
 // developer's shell may hold some): the tour's commands and its redrive dev
-// see the defaults, as a newcomer's would.
-func tourEnv() []string {
-	var env []string
+// see the defaults, as a newcomer's would. They run on the tests' clock
+// (testdate: kcat stamps what it writes).
+func tourEnv(t *testing.T) []string {
+	env, err := testdate.ProcessEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "REDRIVE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+		if !strings.HasPrefix(kv, "REDRIVE_") && !strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, testdate.Env) {
 			env = append(env, kv)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/internal/eventually"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -242,7 +243,7 @@ func kcat(t *testing.T, brokers []string, value string, headers ...string) {
 	for _, h := range headers {
 		args = append(args, "-H", h)
 	}
-	cmd := exec.Command("kcat", args...)
+	cmd := testdate.Command(t, "kcat", args...)
 	cmd.Stdin = strings.NewReader(value + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kcat: %v: %s", err, out)

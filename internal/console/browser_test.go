@@ -29,6 +29,7 @@ import (
 	"github.com/redrive/redrive/internal/apptest"
 	"github.com/redrive/redrive/internal/kafkatest"
 	"github.com/redrive/redrive/internal/pgtest"
+	"github.com/redrive/redrive/internal/testdate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -75,7 +76,7 @@ func (s *server) kcat(t testing.TB, key, value string, headers ...string) {
 	for _, h := range headers {
 		args = append(args, "-H", h)
 	}
-	cmd := exec.Command("kcat", args...)
+	cmd := testdate.Command(t, "kcat", args...)
 	cmd.Stdin = strings.NewReader(value + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kcat: %v: %s", err, out)
@@ -148,6 +149,13 @@ func newBrowser(t testing.TB) *browser {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 860),
 	)
+	// The page's clock (Date) is the tests' (make test-dates moves it), as
+	// the server's is; TZ, inherited, is its time zone.
+	env, err := testdate.ProcessEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append(opts, chromedp.Env(env...))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	b := &browser{ctx: ctx}

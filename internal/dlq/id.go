@@ -16,8 +16,11 @@ import (
 // Ids made in one process count up (a 12-bit counter in the version's
 // rand_a field, RFC 9562 §6.2 method 1), so a batch's ids sort in the order
 // they were made; past 4,096 in one millisecond the next millisecond is
-// borrowed. A clock set back by a second or more (a test's) starts a new
-// count at its own millisecond: the id stays of its time.
+// borrowed. A clock set back a little (less than a second) counts on from
+// the latest millisecond. One set back further (tests run clocks of many
+// times at once) counts at its own millisecond, as many times as it is
+// made: an id stays of its time, and the ids of one millisecond still sort
+// in the order they were made.
 func NewID(at time.Time) string {
 	ms, seq := ids.next(at.UnixMilli())
 	var u [16]byte
@@ -44,23 +47,43 @@ func NewID(at time.Time) string {
 // ids is the process's id counter.
 var ids idCounter
 
+// idCounter counts ids per millisecond.
 type idCounter struct {
 	mu     sync.Mutex
-	lastMs int64
-	seq    uint16
+	lastMs int64            // the latest millisecond an id was made at
+	seqs   map[int64]uint16 // the last counter of each recent millisecond
 }
+
+// maxCounted bounds idCounter.seqs: past it, the counts start again.
+const maxCounted = 4096
 
 // next returns the millisecond and counter of the next id made at ms.
 func (c *idCounter) next(ms int64) (int64, uint16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case ms > c.lastMs || c.lastMs-ms >= 1000:
-		c.lastMs, c.seq = ms, 0
-	case c.seq == 0xfff:
-		c.lastMs, c.seq = c.lastMs+1, 0
-	default:
-		c.seq++
+	if ms < c.lastMs && c.lastMs-ms < 1000 {
+		ms = c.lastMs // a clock stepped back a little: the ids still count up
 	}
-	return c.lastMs, c.seq
+	var seq uint16
+	for {
+		last, seen := c.seqs[ms]
+		if !seen {
+			break
+		}
+		if last < 0xfff {
+			seq = last + 1
+			break
+		}
+		ms++ // 4,096 made in this millisecond: borrow the next
+	}
+	if c.seqs == nil || len(c.seqs) >= maxCounted {
+		latest, seen := c.seqs[c.lastMs]
+		c.seqs = make(map[int64]uint16, 64)
+		if seen {
+			c.seqs[c.lastMs] = latest
+		}
+	}
+	c.seqs[ms] = seq
+	c.lastMs = max(c.lastMs, ms)
+	return ms, seq
 }

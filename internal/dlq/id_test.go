@@ -1,6 +1,7 @@
 package dlq_test
 
 import (
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"testing"
@@ -33,7 +34,8 @@ func hexDigit(c rune) int {
 // the 4,096 a millisecond's counter holds.
 func TestNewIDIsAUUIDv7OfItsTime(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2028, 2, 29, 23, 59, 59, 999_000_000, time.UTC)
+	// A millisecond of its own each run (the counts are the process's).
+	at := time.Date(2028, 2, 29, 23, 59, 59, 999_000_000, time.UTC).Add(-time.Duration(rand.Int64N(1<<30)) * time.Second)
 	var made []string
 	for range 10_000 {
 		id := dlq.NewID(at)
@@ -60,5 +62,20 @@ func TestNewIDIsAUUIDv7OfItsTime(t *testing.T) {
 	back := at.AddDate(-1, 0, 0)
 	if got := idTime(t, dlq.NewID(back)); !got.Equal(back) {
 		t.Errorf("id of %v carries %v", back, got)
+	}
+	// Clocks far apart, made at in turn (tests pinned at different times,
+	// in parallel), each count on at their own time.
+	a, b := at.AddDate(1, 0, 0), at.AddDate(1, 0, -70)
+	var as, bs []string
+	for range 300 {
+		as, bs = append(as, dlq.NewID(a)), append(bs, dlq.NewID(b))
+	}
+	for _, ids := range [][]string{as, bs} {
+		if !slices.IsSorted(ids) {
+			t.Fatalf("ids of one time, made in turn with another's, do not sort in the order they were made: %v", ids[:3])
+		}
+	}
+	if got := idTime(t, bs[len(bs)-1]); !got.Equal(b) {
+		t.Errorf("the 300th id of %v carries %v", b, got)
 	}
 }

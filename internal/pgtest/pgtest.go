@@ -158,7 +158,7 @@ func NewCluster(t testing.TB) (*pgcluster.Cluster, string) {
 // startCluster starts a throwaway cluster whose clock and TimeZone are the
 // tests' (internal/testdate).
 func startCluster(ctx context.Context) (*pgcluster.Cluster, error) {
-	env, err := testdate.ServerEnv()
+	env, err := testdate.ProcessEnv()
 	if err != nil {
 		return nil, err
 	}

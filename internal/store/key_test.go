@@ -34,8 +34,10 @@ func TestKeyFilterFindsLongKeysThroughThePrefixIndex(t *testing.T) {
 	}
 	key := fmt.Appendf(nil, "%d-%s", 7, long)
 	page, err := s.List(ctx, &store.ListParams{Filter: filter.Filter{Key: key}, Limit: 10})
-	if err != nil || len(page.Records) != 3 || page.Total != 3 {
-		t.Fatalf("List by key = %v; want 3 records", err)
+	// The total is counted within a budget (countBudget): on a busy machine
+	// it is the planner's estimate, and says so.
+	if err != nil || len(page.Records) != 3 || page.Total != 3 && !page.TotalEstimated {
+		t.Fatalf("List by key: %d records, total %d (estimated: %t), %v; want 3", len(page.Records), page.Total, page.TotalEstimated, err)
 	}
 	for _, r := range page.Records {
 		if !bytes.Equal(r.Key, key) {

@@ -7,7 +7,7 @@
 //     time.Now, so that what a test stores is of the moved date;
 //   - clock.Wall, the clock every service uses when a test injects none;
 //   - the throwaway Postgres servers' now(), through datefudge (Debian's
-//     datefudge package), preloaded into the server (ServerEnv).
+//     datefudge package), preloaded into the server (ProcessEnv).
 //
 // `make test-dates` runs the suite at the times calendar code breaks at
 // (Instants): a week's first and last minute, a year's last, Feb 29, and a
@@ -18,9 +18,11 @@ package testdate
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/clock"
@@ -83,8 +85,8 @@ func Until(t time.Time) time.Duration { return t.Sub(Now()) }
 // Moved says whether REDRIVE_TEST_NOW moved the tests' clocks.
 func Moved() bool { return offset != 0 }
 
-// ServerEnv is what a server process started for the tests (a throwaway
-// Postgres) adds to its environment so that its clock is the tests':
+// ProcessEnv is what a process started for the tests (a throwaway Postgres,
+// a headless Chromium) adds to its environment so that its clock is the tests':
 // nothing when the clocks are not moved, else datefudge preloaded with the
 // offset. It fails when datefudge is not installed.
 //
@@ -93,7 +95,7 @@ func Moved() bool { return offset != 0 }
 // (statement_timeout, lock_timeout, deadlock_timeout) check the time in
 // their SIGALRM handler: moved ahead, they never fire. datefudge only
 // shifts the wall clock (time, gettimeofday, CLOCK_REALTIME) by a constant.
-func ServerEnv() ([]string, error) {
+func ProcessEnv() ([]string, error) {
 	if offset == 0 {
 		return nil, nil
 	}
@@ -113,4 +115,18 @@ func ServerSettings() map[string]string {
 		return nil
 	}
 	return map[string]string{"TimeZone": tz}
+}
+
+// Command is exec.Command with the tests' clock (ProcessEnv) in the
+// process's environment: a tool such as kcat stamps what it writes with the
+// time the test runs at, as it would on that day.
+func Command(t testing.TB, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	env, err := ProcessEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
 }
