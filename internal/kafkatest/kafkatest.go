@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/testdate"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -66,9 +67,19 @@ func Recreate(t testing.TB, brokers []string, topic string, partitions int32) {
 }
 
 // ClientOpts are options every test client wants: without a short fetch wait,
-// data on newly assigned partitions waits for the in-flight long poll (up to 5 s).
+// data on newly assigned partitions waits for the in-flight long poll (up to 5 s);
+// and the records it produces stamped with the tests' clock (testdate), not
+// the machine's: a record without a failure time failed at its timestamp.
 func ClientOpts(brokers []string) []kgo.Opt {
-	return []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.FetchMaxWait(250 * time.Millisecond)}
+	return []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.FetchMaxWait(250 * time.Millisecond), kgo.WithHooks(testClock{})}
+}
+
+// testClock restamps what a client produces with the tests' clock: franz-go
+// stamps a record that has no timestamp with the machine's time.
+type testClock struct{}
+
+func (testClock) OnProduceRecordBuffered(r *kgo.Record) {
+	r.Timestamp = testdate.Restamp(r.Timestamp).Truncate(time.Millisecond)
 }
 
 // Client returns a client on the brokers, closed when the test ends.
