@@ -138,9 +138,29 @@ func TestBinaryAndLargeValuesDownloadAsTheStoredBytes(t *testing.T) {
 	eval[bool](t, b, `document.querySelector("#value-view").scrollIntoView(), true`)
 	b.screenshots(t, "record-large-value")
 	// Shown on demand, it opens folded, a level laid out as it is opened.
-	b.run(t, "the value shown on demand", click("#value-show"), waitText("#value-folded", "3.0 MiB"),
-		click("#value-tree > details > summary"), waitText("#value-tree", `"rows"`),
-		click("#value-tree > details > ul > li:first-child > details > summary"), waitText("#value-tree", "items ]"),
-		click("#value-tree > details > ul > li:first-child > details > ul > li:nth-child(2) > details > summary"),
-		waitText("#value-tree", `"A-000001"`))
+	steps := []struct {
+		what    string
+		actions []chromedp.Action[chromedp.Void]
+	}{
+		{"the value shown on demand", []chromedp.Action[chromedp.Void]{click("#value-show"), waitText("#value-folded", "3.0 MiB")}},
+		{"its first level opened", []chromedp.Action[chromedp.Void]{click("#value-tree > details > summary"), waitText("#value-tree", `"rows"`)}},
+		{"its second level opened", []chromedp.Action[chromedp.Void]{click("#value-tree > details > ul > li:first-child > details > summary"), waitText("#value-tree", "items ]")}},
+		{"its third level opened", []chromedp.Action[chromedp.Void]{click("#value-tree > details > ul > li:first-child > details > ul > li:nth-child(2) > details > summary"),
+			waitText("#value-tree", `"A-000001"`)}},
+	}
+	for _, st := range steps {
+		b.run(t, st.what, st.actions...)
+	}
+	// Its rows are laid out 500 at a time, the rest behind a button.
+	const rows = "#value-tree > details > ul > li:first-child > details > ul > li"
+	n := eval[int](t, b, `document.querySelectorAll("`+rows+`").length`)
+	if n != 501 || !strings.Contains(b.text(t, rows+":last-child"), "Show 500 more (500 of ") {
+		t.Errorf("the rows level lays out %d entries, the last %q; want 500 and Show 500 more", n, b.text(t, rows+":last-child"))
+	}
+	eval[bool](t, b, `document.querySelector("`+rows+`:last-child").scrollIntoView(), true`)
+	b.screenshots(t, "record-large-rows")
+	b.run(t, "show 500 more rows", click(rows+":last-child > button"), waitText(rows+":nth-child(1000)", "999"))
+	if n := eval[int](t, b, `document.querySelectorAll("`+rows+`").length`); n != 1001 {
+		t.Errorf("after Show more the rows level lays out %d entries, want 1,000 and the button", n)
+	}
 }
