@@ -52,18 +52,26 @@ func TestAnExpiredLeaseIsTakenOver(t *testing.T) {
 	seed(t, st, "other", 10)
 	created := createTask(t, st, store.CreateTaskParams{Kind: store.TaskRetry, Filter: json.RawMessage(`{"queue":"orders"}`),
 		BatchSize: 500, Total: 1200})
-	// The dead replica: claims, does one batch, never comes back.
-	dead, err := st.ClaimTask(ctx, "dead", 300*time.Millisecond)
+	// The dead replica: claims, does one batch, renews its lease once more,
+	// for a millisecond, and never comes back. (Leases run on Postgres's
+	// clock: a lease short enough to lapse in the test could lapse, on a
+	// busy machine, before the check that it holds.)
+	dead, err := st.ClaimTask(ctx, "dead", time.Minute)
 	if err != nil || dead.ID != created.ID {
 		t.Fatalf("claim = %+v, %v", dead, err)
 	}
-	if _, _, err := st.TaskBatch(ctx, dead, 300*time.Millisecond, func(tx *store.Tx) (store.BatchResult, error) {
+	if _, _, err := st.TaskBatch(ctx, dead, time.Minute, func(tx *store.Tx) (store.BatchResult, error) {
 		return st.RetryBatch(ctx, tx, &store.BatchParams{Filter: filter.Filter{Queue: "orders"}, Limit: 500})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.ClaimTask(ctx, "early", time.Minute); err == nil {
 		t.Fatal("a live lease was taken over")
+	}
+	if _, _, err := st.TaskBatch(ctx, dead, time.Millisecond, func(*store.Tx) (store.BatchResult, error) {
+		return store.BatchResult{}, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	var batches atomic.Int64
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond, Owner: "alive",
