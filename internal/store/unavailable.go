@@ -28,3 +28,12 @@ func Unavailable(err error) bool {
 	return errors.As(err, &connErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
+
+// Contended reports whether err means Postgres rolled a transaction back
+// for another's sake (a deadlock it broke, a serialization failure, a lock
+// not granted in time): nothing was wrong with the statement, and running
+// the transaction again is expected to succeed.
+func Contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "55P03")
+}

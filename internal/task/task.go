@@ -159,6 +159,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	return r.Go(ctx, loop.Run)
 }
 
+// maxContended is how many times in a row a batch Postgres rolled back for
+// another transaction's sake (Contended) is run again before it counts as a
+// failed batch.
+const maxContended = 10
+
 // outageBackoffCap bounds the wait between batches while Postgres is away.
 const outageBackoffCap = 5 * time.Second
 
@@ -198,7 +203,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 		log.Info("canary task", "phase", t.CanaryState.Phase, "sample", t.Canary.SampleSize, "sampled", t.CanaryState.Sampled,
 			"watch", t.Canary.Watch, "abort_if_refail", t.Canary.AbortIfRefail)
 	}
-	failures, outages, empty := 0, 0, 0
+	failures, outages, empty, contended := 0, 0, 0, 0
 	for {
 		if ctx.Err() != nil {
 			r.release(t, log)
@@ -295,6 +300,17 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				return
 			}
 			continue
+		case store.Contended(err) && contended < maxContended:
+			// Rolled back for another transaction's sake (a week's
+			// partitions made meanwhile, say): not the task's fault, and
+			// nothing of the batch was applied. Run it again.
+			contended++
+			log.Info("task batch rolled back by lock contention; running it again", "err", err, "consecutive", contended)
+			if !clock.Sleep(ctx, r.cfg.Clock, time.Duration(contended)*50*time.Millisecond) {
+				r.release(t, log)
+				return
+			}
+			continue
 		case err != nil:
 			failures++
 			log.Warn("task batch failed", "err", err, "consecutive", failures)
@@ -310,7 +326,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 			log.Info("postgres is back; task resumes", "waited_batches", outages)
 			outages = 0
 		}
-		failures = 0
+		failures, contended = 0, 0
 		// Records a patch skipped count as progress: the cursor moved.
 		seen := res.N + len(res.Skipped)
 		if seen > 0 {
