@@ -163,7 +163,7 @@ func TestBackfillBringsOldRecordsUnderTheCurrentRules(t *testing.T) {
 	}
 	var got []string
 	for _, in := range list {
-		got = append(got, fmt.Sprintf("%s %d %s..%s", in.Signature, in.Count, in.FirstSeen.Format(time.DateTime), in.LastSeen.Format(time.DateTime)))
+		got = append(got, fmt.Sprintf("%s %d %s..%s", in.Signature, in.Count, in.FirstSeen.UTC().Format(time.DateTime), in.LastSeen.UTC().Format(time.DateTime))) // pgx reads times in time.Local
 	}
 	// The timeout keeps the earliest first seen of the three it merged; the
 	// KeyErrors, split, have their records' own times.
