@@ -36,16 +36,27 @@ func TestContendedKnowsPostgresRollingBackForAnother(t *testing.T) {
 	if _, err := two.Exec(ctx, "LOCK TABLE b"); err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 2)
-	go func() { _, err := one.Exec(ctx, "LOCK TABLE b"); errs <- err }()
-	go func() { _, err := two.Exec(ctx, "LOCK TABLE a"); errs <- err }()
-	// Postgres aborts one of them; the other goes on once it is rolled back.
-	first := <-errs
-	_ = one.Rollback(ctx)
-	_ = two.Rollback(ctx)
-	second := <-errs
-	if !store.Contended(first) && !store.Contended(second) {
-		t.Errorf("a deadlock (%v, %v) is not contention", first, second)
+	type result struct {
+		tx  pgx.Tx
+		err error
+	}
+	done := make(chan result, 2)
+	go func() { _, err := one.Exec(ctx, "LOCK TABLE b"); done <- result{one, err} }()
+	go func() { _, err := two.Exec(ctx, "LOCK TABLE a"); done <- result{two, err} }()
+	// Postgres aborts one of them (the victim); the other goes on once the
+	// victim is rolled back.
+	var contended int
+	for range 2 {
+		r := <-done
+		if store.Contended(r.err) {
+			contended++
+		} else if r.err != nil {
+			t.Errorf("the deadlock's other statement: %v", r.err)
+		}
+		_ = r.tx.Rollback(ctx) // its statement is over
+	}
+	if contended != 1 {
+		t.Errorf("a deadlock: %d statements taken for contention, want the victim's", contended)
 	}
 
 	// A lock not granted within lock_timeout.
