@@ -25,9 +25,10 @@ type ImportResult struct {
 
 // createImportTables are the staging tables an import copies its batches
 // into, one per record table, dropped at the end of the transaction.
+// The lifecycle's first: the order every statement locks the record tables in.
 var createImportTables = []string{
-	"CREATE TEMP TABLE redrive_import_data (LIKE redrive_record_data INCLUDING DEFAULTS) ON COMMIT DROP",
 	"CREATE TEMP TABLE redrive_import_lifecycle (LIKE redrive_lifecycle INCLUDING DEFAULTS) ON COMMIT DROP",
+	"CREATE TEMP TABLE redrive_import_data (LIKE redrive_record_data INCLUDING DEFAULTS) ON COMMIT DROP",
 }
 
 // importRecordsSQL moves the staged records into the record tables in the

@@ -145,35 +145,124 @@ var ErrPartitionKept = errors.New("partition kept")
 
 // DropPartition drops partition p of both record tables if keep, shown
 // what it holds, says nothing in it is needed (keep returns "" or a
-// reason to keep it, returned wrapped in ErrPartitionKept). In one
-// transaction: the partition is locked against writes (SHARE: reads go on),
-// its groups are read (one scan of its lifecycle rows), subtracted from the
-// statistics (a DROP fires no trigger), and both tables' partitions are
-// dropped. Its DLQ coordinates are removed afterwards (CleanDroppedCoords).
-// Locks are waited for partitionLockTimeout at most.
+// reason to keep it, returned wrapped in ErrPartitionKept). Its groups are
+// read (one scan of its lifecycle rows) and shown to keep without locking
+// anything, so that a partition kept costs other statements nothing. Then it
+// is dropped one parent table at a time, each in a transaction that locks
+// that parent exclusively:
+//   - the wide rows' partition, once the groups, read again under the lock
+//     (writes to the week's lifecycle wait), are still to be dropped; the
+//     records leave the view, which joins both tables;
+//   - the lifecycle's partition, with the week's counts subtracted from the
+//     statistics (a DROP fires no trigger) in the same transaction.
 //
-// The drop takes the parent tables' lock last, after the partition's: a
-// statement on the record tables that holds the parent's lock and then
-// locks the partition (one planned over every week) makes a deadlock,
-// which Postgres breaks by aborting one of the two, most often the drop,
-// which has waited longest. The drop is then tried again, up to
-// dropAttempts times in all.
+// Its DLQ coordinates are removed afterwards (CleanDroppedCoords). A drop
+// stopped between the two is finished by the next pass's.
+//
+// One parent per transaction, and the parent before its partitions: every
+// statement on the record tables locks a parent before the partitions (a
+// generic plan locks them all), and the two parents in either order (a
+// cached plan locks its range table in order: the view's lifecycle first, a
+// claim's wide rows first). A drop holding one lock and waiting for another
+// could wait on a statement that waits on the drop: a deadlock, which
+// Postgres breaks by aborting whoever waited deadlock_timeout first, the
+// statement (ingest, the scheduler, an import: seen at each week's turn,
+// when the pruner drops the week that ended). Each transaction also waits
+// parentLockTimeout at most, since every later statement on that table
+// queues behind it; it is then tried again after a pause, up to
+// dropAttempts times in all, and after that at the next pass.
 func (m *Maint) DropPartition(ctx context.Context, p *Partition, keep func([]PartitionGroup) string) ([]PartitionGroup, error) {
-	var (
-		groups []PartitionGroup
-		err    error
-	)
-	for range dropAttempts {
-		if groups, err = m.dropPartition(ctx, p, keep); !isDeadlock(err) {
-			break
-		}
+	groups, err := partitionGroups(ctx, m.db, p)
+	if err != nil {
+		return nil, fmt.Errorf("drop partition %s: %w", p.Name, err)
 	}
-	return groups, err
+	if why := keep(groups); why != "" {
+		return groups, fmt.Errorf("%w: %s", ErrPartitionKept, why)
+	}
+	if err := m.locked(ctx, "redrive_record_data", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT redrive_lock_partition($1)", p.Name); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		groups, err := partitionGroups(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		if why := keep(groups); why != "" {
+			return fmt.Errorf("%w: %s", ErrPartitionKept, why)
+		}
+		if _, err := tx.Exec(ctx, "SELECT redrive_drop_partition_data($1)", p.Name); err != nil {
+			return fmt.Errorf("drop the wide rows: %w", err)
+		}
+		return nil
+	}); err != nil {
+		if errors.Is(err, ErrPartitionKept) {
+			return groups, err
+		}
+		return nil, fmt.Errorf("drop partition %s: %w", p.Name, err)
+	}
+	err = m.locked(ctx, "redrive_lifecycle", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT redrive_lock_partition($1)", p.Name); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		var err error
+		if groups, err = partitionGroups(ctx, tx, p); err != nil {
+			return err
+		}
+		if err := subtractGroups(ctx, tx, groups); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT redrive_drop_partition($1)", p.Name); err != nil {
+			return fmt.Errorf("drop: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop partition %s: %w", p.Name, err)
+	}
+	p.Dropped = true
+	return groups, nil
 }
 
-// dropAttempts is how many times DropPartition tries when its transaction
-// is aborted to break a deadlock.
-const dropAttempts = 3
+// locked runs f in a transaction that has locked parent (a record table)
+// exclusively, waiting parentLockTimeout at most, and tries again after a
+// pause when the lock is not granted, dropAttempts times in all.
+func (m *Maint) locked(ctx context.Context, parent string, f func(pgx.Tx) error) error {
+	var err error
+	for attempt := range dropAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * dropPause):
+			}
+		}
+		err = pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+parentLockTimeout+"'"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY "+parent+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+				return fmt.Errorf("lock %s: %w", parent, err)
+			}
+			return f(tx)
+		})
+		if !LockNotGranted(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// parentLockTimeout bounds a drop's wait for a parent table, which every
+// later statement on it waits behind.
+const parentLockTimeout = "100ms"
+
+// dropAttempts is how many times a drop's transaction is tried when its lock
+// is not granted in time; dropPause (times the attempt) is the pause
+// between.
+const (
+	dropAttempts = 3
+	dropPause    = 250 * time.Millisecond
+)
 
 // isDeadlock says err is Postgres aborting the transaction to break a
 // deadlock (SQLSTATE 40P01).
@@ -182,66 +271,49 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
-// dropPartition is one attempt of DropPartition.
-func (m *Maint) dropPartition(ctx context.Context, p *Partition, keep func([]PartitionGroup) string) ([]PartitionGroup, error) {
-	var groups []PartitionGroup
-	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
-			return err
+// partitionGroups reads what partition p holds, grouped as the statistics
+// count it.
+func partitionGroups(ctx context.Context, db dbtx, p *Partition) ([]PartitionGroup, error) {
+	rows, err := db.Query(ctx, `SELECT queue, type, error_type, state, coalesce(exhaustion, ''), fingerprint, count(*), sum(bytes)::bigint,
+			max(coalesce(discarded_at, completed_at, 'infinity')),
+			coalesce(bool_or(coalesce(archive_state IN ('pending', 'failed'), false) OR archive_token IS NOT NULL), false),
+			bool_or(archive_state IS DISTINCT FROM 'done')
+		FROM redrive_lifecycle WHERE id >= $1 AND id < $2 GROUP BY 1, 2, 3, 4, 5, 6`, p.lo(), p.Hi)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PartitionGroup, error) {
+		var g PartitionGroup
+		var newest pgtype.Timestamptz
+		err := r.Scan(&g.Queue, &g.Type, &g.ErrorType, &g.State, &g.Exhaustion, &g.Fingerprint, &g.N, &g.Bytes,
+			&newest, &g.ArchiveDue, &g.NotArchived)
+		g.Newest = newest.Time
+		if newest.InfinityModifier != pgtype.Finite {
+			g.Newest = unknownAge
 		}
-		if _, err := tx.Exec(ctx, "SELECT redrive_lock_partition($1)", p.Name); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		rows, err := tx.Query(ctx, `SELECT queue, type, error_type, state, coalesce(exhaustion, ''), fingerprint, count(*), sum(bytes)::bigint,
-				max(coalesce(discarded_at, completed_at, 'infinity')),
-				coalesce(bool_or(coalesce(archive_state IN ('pending', 'failed'), false) OR archive_token IS NOT NULL), false),
-				bool_or(archive_state IS DISTINCT FROM 'done')
-			FROM redrive_lifecycle WHERE id >= $1 AND id < $2 GROUP BY 1, 2, 3, 4, 5, 6`, p.lo(), p.Hi)
-		if err != nil {
-			return err
-		}
-		groups, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (PartitionGroup, error) {
-			var g PartitionGroup
-			var newest pgtype.Timestamptz
-			err := r.Scan(&g.Queue, &g.Type, &g.ErrorType, &g.State, &g.Exhaustion, &g.Fingerprint, &g.N, &g.Bytes,
-				&newest, &g.ArchiveDue, &g.NotArchived)
-			g.Newest = newest.Time
-			if newest.InfinityModifier != pgtype.Finite {
-				g.Newest = unknownAge
-			}
-			return g, err
-		})
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-		if why := keep(groups); why != "" {
-			return fmt.Errorf("%w: %s", ErrPartitionKept, why)
-		}
-		n := len(groups)
-		queues, types, errTypes, states, exhs, fps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		counts, bytes := make([]int64, n), make([]int64, n)
-		for i, g := range groups {
-			queues[i], types[i], errTypes[i], states[i], exhs[i], fps[i] = g.Queue, g.Type, g.ErrorType, g.State, g.Exhaustion, g.Fingerprint
-			counts[i], bytes[i] = -g.N, -g.Bytes
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO redrive_record_count_delta (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])`,
-			queues, types, errTypes, states, exhs, fps, counts, bytes); err != nil {
-			return fmt.Errorf("subtract from the statistics: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT redrive_drop_partition($1)", p.Name); err != nil {
-			return fmt.Errorf("drop: %w", err)
-		}
-		return nil
+		return g, err
 	})
 	if err != nil {
-		if errors.Is(err, ErrPartitionKept) {
-			return groups, err
-		}
-		return nil, fmt.Errorf("drop partition %s: %w", p.Name, err)
+		return nil, fmt.Errorf("read: %w", err)
 	}
-	p.Dropped = true
 	return groups, nil
+}
+
+// subtractGroups takes groups out of the statistics.
+func subtractGroups(ctx context.Context, tx pgx.Tx, groups []PartitionGroup) error {
+	n := len(groups)
+	queues, types, errTypes, states, exhs, fps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	counts, bytes := make([]int64, n), make([]int64, n)
+	for i, g := range groups {
+		queues[i], types[i], errTypes[i], states[i], exhs[i], fps[i] = g.Queue, g.Type, g.ErrorType, g.State, g.Exhaustion, g.Fingerprint
+		counts[i], bytes[i] = -g.N, -g.Bytes
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO redrive_record_count_delta (queue, type, error_type, state, exhaustion, fingerprint, n, bytes)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])`,
+		queues, types, errTypes, states, exhs, fps, counts, bytes); err != nil {
+		return fmt.Errorf("subtract from the statistics: %w", err)
+	}
+	return nil
 }
 
 // CleanDroppedCoords removes up to limit DLQ coordinates of dropped
