@@ -101,14 +101,23 @@ func TestPartitioningAPopulatedDatabase(t *testing.T) {
 	// until this week ends, then in their week's.
 	again := recs[0]
 	again.ID = idAt(t, testdate.Now().AddDate(0, 0, 7))
+	// The old range ends with the week the migration ran in (which may have
+	// ended since, when the test runs at a week's last minute): fresh is
+	// stored its last second.
+	var oldEnd time.Time
+	if err := pool.QueryRow(ctx, "SELECT hi_at FROM redrive_partition WHERE name = 'old'").Scan(&oldEnd); err != nil {
+		t.Fatal(err)
+	}
 	fresh, later := newRecord(100, "orders"), newRecord(101, "orders")
-	later.ID = idAt(t, testdate.Now().AddDate(0, 0, 7))
+	fresh.ID = idAt(t, oldEnd.Add(-time.Second))
+	nextWeek := testdate.Now().AddDate(0, 0, 7)
+	later.ID = idAt(t, nextWeek)
 	res, err := s.InsertRecords(ctx, []dlq.Record{again, fresh, later})
 	if err != nil || res.N != 2 || res.New(0) {
 		t.Fatalf("insert after the migration: %+v, %v; want the two new records only", res, err)
 	}
 	for id, want := range map[string]string{fresh.ID: "redrive_lifecycle_old",
-		later.ID: "redrive_lifecycle_w" + weekOf(testdate.Now()).AddDate(0, 0, 7).Format("20060102")} {
+		later.ID: "redrive_lifecycle_w" + weekOf(nextWeek).Format("20060102")} {
 		var part string
 		if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM redrive_lifecycle WHERE id = $1`, id).Scan(&part); err != nil {
 			t.Fatal(err)
