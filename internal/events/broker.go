@@ -17,14 +17,14 @@ type Filter struct {
 	// Queues are the source topics wanted; events without a queue (none today)
 	// match only an empty Queues.
 	Queues []string
-	// Allow, when set, must accept an event's queue as well: the queues the
-	// subscriber's roles let it read.
+	// Allow, when set, must accept every queue an event names (and the
+	// event must name one): the queues the subscriber's roles let it read.
 	Allow func(queue string) bool
 }
 
 // Match reports whether ev passes the filter.
 func (f Filter) Match(ev *Event) bool {
-	return matchAny(f.Types, ev.Type) && matchAny(f.Queues, ev.Queue) && (f.Allow == nil || f.Allow(ev.Queue))
+	return matchAny(f.Types, ev.Type) && matchAny(f.Queues, ev.Queue) && (f.Allow == nil || ev.readableBy(f.Allow))
 }
 
 func matchAny[T comparable](want []T, v T) bool {
@@ -81,6 +81,7 @@ type Subscription struct {
 
 	types  typeMask
 	queues []string // deduplicated; empty: every queue
+	allow  func(queue string) bool
 	owner  string   // a stream's owner; "" for an in-process subscription
 	stream bool
 	b      *Broker
@@ -234,7 +235,7 @@ func (b *Broker) Stream(owner string, f Filter) (*Subscription, error) {
 
 func (b *Broker) newSubscription(f Filter, owner string, stream bool) *Subscription {
 	c := make(chan *Message, SubscriberBuffer)
-	s := &Subscription{C: c, c: c, types: maskOf(f.Types), owner: owner, stream: stream, b: b}
+	s := &Subscription{C: c, c: c, types: maskOf(f.Types), allow: f.Allow, owner: owner, stream: stream, b: b}
 	seen := make(map[string]struct{}, len(f.Queues))
 	for _, q := range f.Queues {
 		if _, dup := seen[q]; !dup {
@@ -321,10 +322,11 @@ func (b *Broker) publish(ev *Event, data []byte) {
 	}
 }
 
-// offer delivers msg to s if its type filter matches. b.mu is held; a stream
-// that overflows is dropped (deleting from the map being ranged over is safe).
+// offer delivers msg to s if its type filter matches and s may read the
+// event's queues. b.mu is held; a stream that overflows is dropped (deleting
+// from the map being ranged over is safe).
 func (b *Broker) offer(s *Subscription, msg *Message) {
-	if !s.types.match(msg.Event.Type) {
+	if !s.types.match(msg.Event.Type) || s.allow != nil && !msg.Event.readableBy(s.allow) {
 		return
 	}
 	select {

@@ -111,6 +111,23 @@ type Event struct {
 	// Queue is the source topic the event concerns; subscribers filter on it.
 	// It is not part of the envelope (data repeats it where it matters).
 	Queue string `json:"-"`
+	// Also are the other queues the event names (a move's other end): a
+	// subscriber limited to some queues gets it only if it may read them all.
+	Also []string `json:"-"`
+}
+
+// readableBy reports whether a subscriber allowed the queues allow accepts
+// may see ev: every queue it names, and only an event that names one.
+func (ev *Event) readableBy(allow func(queue string) bool) bool {
+	if ev.Queue == "" || !allow(ev.Queue) {
+		return false
+	}
+	for _, q := range ev.Also {
+		if !allow(q) {
+			return false
+		}
+	}
+	return true
 }
 
 // RecordData is the data of dead_letter.added, .retried, .replayed and .deleted.
@@ -218,7 +235,11 @@ type QueueDeletedData struct {
 
 // Deleted returns a queue.deleted event.
 func Deleted(d QueueDeletedData) Event {
-	return Event{Type: QueueDeleted, Subject: d.Queue, Queue: d.Queue, Data: d}
+	ev := Event{Type: QueueDeleted, Subject: d.Queue, Queue: d.Queue, Data: d}
+	if d.TargetQueue != "" {
+		ev.Also = []string{d.TargetQueue}
+	}
+	return ev
 }
 
 // IncidentData is the data of incident.opened.
@@ -244,7 +265,11 @@ func Incident(d IncidentData) Event {
 
 // Record returns a record event of type t.
 func Record(t Type, d RecordData) Event {
-	return Event{Type: t, Subject: d.ID, Queue: d.Queue, Data: d}
+	ev := Event{Type: t, Subject: d.ID, Queue: d.Queue, Data: d}
+	if d.FromQueue != "" {
+		ev.Also = []string{d.FromQueue}
+	}
+	return ev
 }
 
 // Queue returns a queue event of type t.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -458,11 +459,24 @@ func TestPublishReachesExactlyTheMatchingSubscribers(t *testing.T) {
 	}
 	add(events.Filter{})
 	add(events.Filter{Types: []events.Type{events.QueuePaused}})
+	// Callers whose roles let them read some queues only (topics ending in
+	// 0): with and without a queue filter of their own.
+	tens := func(q string) bool { return strings.HasSuffix(q, "0") }
+	add(events.Filter{Allow: tens})
+	add(events.Filter{Allow: tens, Queues: []string{"topic-10", "topic-13", "topic-20"}})
 	var published []events.Event
 	for i := range events.SubscriberBuffer - 16 { // fewer than a buffer: nobody can lose one, however slow
 		q := fmt.Sprintf("topic-%d", (i*13)%1100) // some topics nobody filters on
-		typ := []events.Type{events.DeadLetterAdded, events.QueuePaused, events.DeadLetterDeleted}[i%3]
-		published = append(published, events.Event{Type: typ, Subject: fmt.Sprint(i), Queue: q, Data: i})
+		switch i % 5 {
+		case 3: // a move names two queues: a limited caller must read both
+			published = append(published, events.Record(events.DeadLetterMoved,
+				events.RecordData{ID: fmt.Sprint(i), Queue: q, FromQueue: fmt.Sprintf("topic-%d", i%20)}))
+		case 4: // an event of no queue (a canary of a filter naming none)
+			published = append(published, events.Event{Type: events.DeadLetterDeleted, Subject: fmt.Sprint(i), Data: i})
+		default:
+			typ := []events.Type{events.DeadLetterAdded, events.QueuePaused, events.DeadLetterDeleted}[i%3]
+			published = append(published, events.Event{Type: typ, Subject: fmt.Sprint(i), Queue: q, Data: i})
+		}
 	}
 	got := make([][]string, len(subs))
 	var wg sync.WaitGroup
@@ -484,6 +498,14 @@ func TestPublishReachesExactlyTheMatchingSubscribers(t *testing.T) {
 		for _, ev := range published {
 			if s.f.Match(&ev) {
 				want = append(want, ev.Subject)
+			}
+		}
+		if s.f.Allow != nil {
+			for _, id := range got[i] {
+				ev := published[atoi(t, id)]
+				if !tens(ev.Queue) || ev.Type == events.DeadLetterMoved && !tens(ev.Data.(events.RecordData).FromQueue) {
+					t.Fatalf("subscriber %d, limited to topics ending in 0, got event %s of %s", i, id, ev.Queue)
+				}
 			}
 		}
 		if strings.Join(got[i], ",") != strings.Join(want, ",") {
@@ -543,4 +565,13 @@ func stop(t *testing.T, p *events.Publisher) {
 	if err := p.Stop(); err != nil {
 		t.Errorf("stop the publisher: %v", err)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
