@@ -27,6 +27,10 @@ import (
 // DefaultJobQueue is the queue of a job published without one (OJS core).
 const DefaultJobQueue = "default"
 
+// CodeLeaseExpired is the error code (409) of an ack or nack that came after
+// the job's lease expired (docs/api.md#workers).
+const CodeLeaseExpired = "lease_expired"
+
 // Bounds of the worker API.
 const (
 	maxFetchQueues         = 100
@@ -236,7 +240,9 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.rec.Job(c.Request().Context(), id)
+	// A lease that passed is expired before the job is read, as the next
+	// fetch would: a read never shows a job active under a dead lease.
+	j, err := s.rec.Job(c.Request().Context(), id, s.cfg.Now())
 	if errors.Is(err, records.ErrNotFound) {
 		return notFound("no job with id " + id)
 	}
@@ -332,13 +338,27 @@ func jobIDOf(id *string) (string, error) {
 }
 
 // notLeased is the 409 of an ack or nack of a job no worker holds.
-func (s *Server) notLeased(c echo.Context, id string) error {
+func (s *Server) notLeased(c echo.Context, id string, now time.Time) error {
+	msg := "job " + id + " is not held by a worker: it was not fetched, it was acked or nacked already, or it was fetched again since its lease expired"
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: s.jobDetails(c, id, now)}
+}
+
+// leaseExpired is the 409 of an ack or nack that came after the job's lease
+// expired: the attempt counted as failed, and the job is as that left it.
+func (s *Server) leaseExpired(c echo.Context, id string, now time.Time) error {
+	msg := "the lease on job " + id + " expired before this call: the attempt counted as failed (error type " +
+		records.ErrorTypeLeaseExpired + ") and the retry policy decided; fetch the job again to work on it"
+	return &APIError{Status: http.StatusConflict, Code: CodeLeaseExpired, Message: msg, Details: s.jobDetails(c, id, now)}
+}
+
+// jobDetails are the details of a 409 of an ack or nack: the job and, when
+// it can be read, its state.
+func (s *Server) jobDetails(c echo.Context, id string, now time.Time) map[string]any {
 	details := map[string]any{"job_id": id}
-	msg := "job " + id + " is not held by a worker: it was not fetched, or its lease expired (the attempt then counted as failed), or it was acked or nacked already"
-	if j, err := s.rec.Job(c.Request().Context(), id); err == nil {
+	if j, err := s.rec.Job(c.Request().Context(), id, now); err == nil {
 		details["state"] = toJobJSON(j).State
 	}
-	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: details}
+	return details
 }
 
 // ackBody is POST /workers/ack.
@@ -363,12 +383,15 @@ func (s *Server) ackJob(c echo.Context) error {
 	if len(b.Result) > 0 && string(b.Result) != "null" {
 		result = bytes.TrimSpace(b.Result)
 	}
-	j, err := s.rec.AckJob(c.Request().Context(), id, result, s.cfg.Now())
+	now := s.cfg.Now()
+	j, err := s.rec.AckJob(c.Request().Context(), id, result, now)
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrLeaseExpired):
+		return s.leaseExpired(c, id, now)
 	case errors.Is(err, records.ErrNotLeased):
-		return s.notLeased(c, id)
+		return s.notLeased(c, id, now)
 	case err != nil:
 		return err
 	}
@@ -428,8 +451,10 @@ func (s *Server) nackJob(c echo.Context) error {
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrLeaseExpired):
+		return s.leaseExpired(c, id, p.Now)
 	case errors.Is(err, records.ErrNotLeased):
-		return s.notLeased(c, id)
+		return s.notLeased(c, id, p.Now)
 	case err != nil:
 		return err
 	}

@@ -381,7 +381,7 @@ func TestWorkerLeaseExpiryIsAFailedAttempt(t *testing.T) {
 		t.Fatalf("after expiry: %+v", got)
 	}
 	wantError(t, "late ack", w.send(t, http.MethodPost, "/ojs/v1/workers/ack", map[string]any{"job_id": j.ID}, nil),
-		http.StatusConflict, "conflict", "")
+		http.StatusConflict, "lease_expired", "")
 	w.clk.Advance(time.Second)
 	if f := w.fetchOne(t, "slow", j.ID); f.Attempt != 2 {
 		t.Fatalf("attempt %d, want 2", f.Attempt)

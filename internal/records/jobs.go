@@ -22,6 +22,11 @@ import (
 // ErrNotLeased is the conflict of an ack or nack of a job no worker holds.
 var ErrNotLeased = store.ErrNotLeased
 
+// ErrLeaseExpired is the conflict of an ack or nack that came after the
+// job's lease expired: the attempt counts as failed (ExpireLeases), not as
+// the worker's ack or nack.
+var ErrLeaseExpired = store.ErrLeaseExpired
+
 // Lease is a job's lease and fetch state beyond its record.
 type Lease = store.Lease
 
@@ -84,11 +89,27 @@ func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
 		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
 	s.log.Debug("job published over HTTP", "id", r.ID, "queue", r.Queue, "type", r.Type)
-	return s.Job(ctx, r.ID)
+	return s.readJob(ctx, r.ID)
 }
 
-// Job reads a record as a job, or ErrNotFound.
-func (s *Service) Job(ctx context.Context, id string) (*Job, error) {
+// Job reads a record as a job at now, or ErrNotFound. A lease that passed
+// before now is expired first, as the next fetch would expire it
+// (ExpireLeases): the job is read as that failed attempt leaves it —
+// retryable and due after its backoff, or discarded when the retry policy
+// gives up — never as active under a lease no ack or nack can use any more.
+func (s *Service) Job(ctx context.Context, id string, now time.Time) (*Job, error) {
+	j, err := s.readJob(ctx, id)
+	if err != nil || !j.Lease.ExpiredAt(now) {
+		return j, err
+	}
+	if _, err := s.expireLease(ctx, id, now); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNotLeased) {
+		return nil, err
+	}
+	return s.readJob(ctx, id)
+}
+
+// readJob reads a record as a job as it is stored, or ErrNotFound.
+func (s *Service) readJob(ctx context.Context, id string) (*Job, error) {
 	r, err := s.store.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -137,7 +158,7 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 	}
 	out := make([]Job, 0, len(got))
 	for _, f := range got {
-		j, err := s.Job(ctx, f.ID)
+		j, err := s.readJob(ctx, f.ID)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since: nothing to work on
 		}
@@ -149,13 +170,43 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 	return out, nil
 }
 
-// AckJob completes a job a worker holds, with its result (nil: none):
-// ErrNotFound, or ErrNotLeased when no worker holds it.
+// AckJob completes a job a worker holds at now, with its result (nil:
+// none): ErrNotFound; ErrLeaseExpired when its lease passed before now
+// (lateRefusal); ErrNotLeased when no worker holds it.
 func (s *Service) AckJob(ctx context.Context, id string, result json.RawMessage, now time.Time) (*Job, error) {
 	if err := s.store.AckJob(ctx, id, result, now); err != nil {
-		return nil, err
+		return nil, s.lateRefusal(ctx, id, now, err)
 	}
-	return s.Job(ctx, id)
+	return s.readJob(ctx, id)
+}
+
+// lateRefusal is the answer to an ack or nack the store refused with err.
+// ErrLeaseExpired: the lease passed before now and no sweep has failed the
+// attempt yet; it is failed now, as the next fetch would fail it, so the job
+// moves on at once. ErrNotLeased becomes ErrLeaseExpired too when the job's
+// latest attempt ended by its lease expiring (a fetch, a read or an earlier
+// late call failed it already): a late worker hears the same whoever came
+// first. Other errors are returned as they are.
+func (s *Service) lateRefusal(ctx context.Context, id string, now time.Time, err error) error {
+	switch {
+	case errors.Is(err, ErrLeaseExpired):
+		if _, xerr := s.expireLease(ctx, id, now); xerr != nil && !errors.Is(xerr, ErrNotFound) && !errors.Is(xerr, ErrNotLeased) {
+			s.log.Warn("expiring a worker's lease failed; the next fetch expires it", "id", id, "err", xerr)
+		}
+	case errors.Is(err, ErrNotLeased):
+		if r, gerr := s.store.Get(ctx, id); gerr == nil && lostToExpiry(r) {
+			return ErrLeaseExpired
+		}
+	}
+	return err
+}
+
+// lostToExpiry says whether r's latest attempt ended by its lease expiring:
+// its last error is the expiry's, of this attempt (a fetch since would have
+// counted a new one).
+func lostToExpiry(r *dlq.Record) bool {
+	e := r.LastError()
+	return len(r.Errors) > 0 && e.Type == ErrorTypeLeaseExpired && e.Attempt == r.Attempt
 }
 
 // NackParams is a worker's report that its attempt of a job failed.
@@ -183,12 +234,14 @@ type NackResult struct {
 // NackJob records a worker's failed attempt on the job and lets its retry
 // policy decide (OJS retry spec §6, §7): retryable false, or a code or
 // details.error_class that matches non_retryable_errors, gives up at once;
-// otherwise max_attempts and the backoff decide. ErrNotFound, ErrNotLeased.
+// otherwise max_attempts and the backoff decide. ErrNotFound; ErrLeaseExpired
+// when the lease passed before p.Now (lateRefusal: the worker's error is not
+// recorded, the expiry's is); ErrNotLeased.
 func (s *Service) NackJob(ctx context.Context, p *NackParams) (*NackResult, error) {
 	res := &NackResult{}
 	entry := dlq.ErrorEntry{Type: p.Code, Message: p.Message, Code: dlq.CodeRetry, Details: p.Details}
 	class := errorClass(p.Details)
-	r, err := s.store.FailJob(ctx, p.ID, nil, func(r *dlq.Record, _ store.Lease) (*store.JobFailure, error) {
+	r, err := s.store.FailJob(ctx, p.ID, p.Now, false, func(r *dlq.Record, _ store.Lease) (*store.JobFailure, error) {
 		t := s.Policy(r)
 		var d policy.Decision
 		switch {
@@ -204,7 +257,7 @@ func (s *Service) NackJob(ctx context.Context, p *NackParams) (*NackResult, erro
 		return s.failure(r, entry, d, p.Now), nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, s.lateRefusal(ctx, p.ID, p.Now, err)
 	}
 	s.publishFailure(ctx, r)
 	l, err := s.store.JobLease(ctx, r.ID)
@@ -270,7 +323,9 @@ const leaseSweep = 100
 // ExpireLeases fails the jobs whose lease passed before now: the worker
 // neither acked nor nacked in time, and the attempt counts as failed (OJS
 // retry spec §9.2: error type redrive.lease_expired, always retryable while
-// attempts are left). It returns how many it failed.
+// attempts are left). It returns how many it failed. A fetch runs it first;
+// reading a job (Job) and a late ack or nack (lateRefusal) expire that one
+// job's lease the same way.
 func (s *Service) ExpireLeases(ctx context.Context, now time.Time) (int, error) {
 	ids, err := s.store.ExpiredLeases(ctx, now, leaseSweep)
 	if err != nil {
@@ -278,23 +333,34 @@ func (s *Service) ExpireLeases(ctx context.Context, now time.Time) (int, error) 
 	}
 	n := 0
 	for _, id := range ids {
-		r, err := s.store.FailJob(ctx, id, &now, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
-			t := s.Policy(r)
-			d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
-			msg := fmt.Sprintf("worker %s neither acked nor nacked attempt %d before its lease expired at %s",
-				l.Worker, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
-			return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now), nil
-		})
+		_, err := s.expireLease(ctx, id, now)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotLeased) {
-			continue // acked, nacked or deleted meanwhile
+			continue // acked, nacked, expired or deleted meanwhile
 		}
 		if err != nil {
 			return n, err
 		}
 		n++
-		s.publishFailure(ctx, r)
-		s.log.Info("worker lease expired; the attempt counts as failed", "id", r.ID, "queue", r.Queue,
-			"attempt", r.Attempt, "state", r.State)
 	}
 	return n, nil
+}
+
+// expireLease fails the attempt of job id if its lease passed before now
+// (see ExpireLeases): ErrNotFound, or ErrNotLeased when no worker holds it or
+// its lease still holds.
+func (s *Service) expireLease(ctx context.Context, id string, now time.Time) (*dlq.Record, error) {
+	r, err := s.store.FailJob(ctx, id, now, true, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
+		t := s.Policy(r)
+		d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
+		msg := fmt.Sprintf("worker %s neither acked nor nacked attempt %d before its lease expired at %s",
+			l.Worker, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
+		return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.publishFailure(ctx, r)
+	s.log.Info("worker lease expired; the attempt counts as failed", "id", r.ID, "queue", r.Queue,
+		"attempt", r.Attempt, "state", r.State)
+	return r, nil
 }

@@ -23,10 +23,19 @@ import (
 // as any record does; the scheduler skips their queue by its policy. A fetch
 // leases records to a worker (lease_until, worker_id); an ack completes one,
 // a nack or an expired lease is a failed attempt that the retry policy judges.
+// A lease holds until lease_until inclusive and has expired once lease_until
+// is before "now" (the caller's clock, to the microsecond Postgres keeps),
+// whether or not the sweep has failed its attempt yet: an ack or nack then
+// is refused with ErrLeaseExpired.
 
 // ErrNotLeased is returned when a job is acked, nacked or expired that no
 // worker holds (any more).
 var ErrNotLeased = errors.New("the job is not held by a worker")
+
+// ErrLeaseExpired is returned when a job is acked or nacked whose lease
+// passed before the ack or nack came, and the sweep has not yet failed the
+// attempt (it still shows the lease).
+var ErrLeaseExpired = errors.New("the job's lease expired")
 
 // InsertJob stores a job published over HTTP: r (format ojs, state
 // available, no next_retry_at) gets the next job number as its DLQ offset
@@ -109,14 +118,19 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// AckJob completes a leased record with the worker's result (nil: none):
-// ErrNotFound when there is no such record, ErrNotLeased when no worker
-// holds it.
+// AckJob completes a record whose lease holds at now with the worker's
+// result (nil: none): ErrNotFound when there is no such record,
+// ErrLeaseExpired when its lease passed before now, ErrNotLeased when no
+// worker holds it.
 func (s *Store) AckJob(ctx context.Context, id string, result json.RawMessage, now time.Time) error {
 	_, err := s.q.AckJob(ctx, s.pool, now, result, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := s.q.JobLease(ctx, s.pool, id); errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+		l, err := s.JobLease(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case l.ExpiredAt(now):
+			return ErrLeaseExpired
 		}
 		return ErrNotLeased
 	}
@@ -134,6 +148,13 @@ type Lease struct {
 	Worker  string
 	FetchAt *time.Time
 	Result  json.RawMessage
+}
+
+// ExpiredAt says whether the lease passed before now: a lease holds until
+// Until inclusive, compared to the microsecond Postgres keeps (as the
+// statements compare it). No lease has not expired.
+func (l Lease) ExpiredAt(now time.Time) bool {
+	return l.Until != nil && l.Until.Before(now.Truncate(time.Microsecond))
 }
 
 // JobLease reads a record's lease, or ErrNotFound.
@@ -177,13 +198,14 @@ type JobFailure struct {
 }
 
 // FailJob locks leased record id and saves what decide makes of its failed
-// attempt, in one transaction. expiredBefore, when set, only takes a record
-// whose lease passed before it (the lease sweep); otherwise any leased one
-// (a worker's nack). ErrNotFound: no such record; ErrNotLeased: no worker
-// holds it (or, for the sweep, its lease has not expired). A retryable job
-// published over HTTP is due on fetch_at, any other record on next_retry_at;
-// a discarded one is due to be archived.
-func (s *Store) FailJob(ctx context.Context, id string, expiredBefore *time.Time,
+// attempt, in one transaction, judging its lease at now (the caller's
+// clock). expired (the lease sweep) only takes a record whose lease passed
+// before now: ErrNotLeased when it still holds. Otherwise (a worker's nack)
+// only one whose lease holds at now: ErrLeaseExpired when it passed.
+// ErrNotFound: no such record; ErrNotLeased: no worker holds it. A
+// retryable job published over HTTP is due on fetch_at, any other record on
+// next_retry_at; a discarded one is due to be archived.
+func (s *Store) FailJob(ctx context.Context, id string, now time.Time, expired bool,
 	decide func(r *dlq.Record, l Lease) (*JobFailure, error)) (*dlq.Record, error) {
 	var out *dlq.Record
 	run := func(mode jsonMode) error {
@@ -207,8 +229,11 @@ func (s *Store) FailJob(ctx context.Context, id string, expiredBefore *time.Time
 			if row.WorkerID != nil {
 				l.Worker = *row.WorkerID
 			}
-			if l.Until == nil || expiredBefore != nil && !l.Until.Before(*expiredBefore) {
+			switch {
+			case l.Until == nil, expired && !l.ExpiredAt(now):
 				return ErrNotLeased
+			case !expired && l.ExpiredAt(now):
+				return ErrLeaseExpired
 			}
 			f, err := decide(&r, l)
 			if err != nil {
@@ -253,7 +278,7 @@ func (s *Store) FailJob(ctx context.Context, id string, expiredBefore *time.Time
 		err = run(asText)
 	}
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotLeased):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotLeased), errors.Is(err, ErrLeaseExpired):
 		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("fail job %s: %w", id, err)

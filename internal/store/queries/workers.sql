@@ -29,12 +29,15 @@ SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at
 FROM due WHERE r.id = due.id
 RETURNING r.id, due.due::timestamptz AS due_at;
 
--- AckJob completes a leased record with the worker's result.
+-- AckJob completes a record with the worker's result if its lease still
+-- holds at sqlc.arg(now) (the caller's clock, not Postgres's): a lease that
+-- passed before it is expired (ExpiredLeases), whether or not the sweep has
+-- failed its attempt yet.
 -- name: AckJob :one
 UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = sqlc.arg(now)::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = sqlc.narg(result)::jsonb, updated_at = sqlc.arg(now)::timestamptz
-WHERE id = sqlc.arg(id) AND lease_until IS NOT NULL
+WHERE id = sqlc.arg(id) AND lease_until >= sqlc.arg(now)::timestamptz
 RETURNING id;
 
 -- JobLease is what a job's view adds to its record: its lease, when it is

@@ -15,11 +15,14 @@ const ackJob = `-- name: AckJob :one
 UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = $1::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = $2::jsonb, updated_at = $1::timestamptz
-WHERE id = $3 AND lease_until IS NOT NULL
+WHERE id = $3 AND lease_until >= $1::timestamptz
 RETURNING id
 `
 
-// AckJob completes a leased record with the worker's result.
+// AckJob completes a record with the worker's result if its lease still
+// holds at sqlc.arg(now) (the caller's clock, not Postgres's): a lease that
+// passed before it is expired (ExpiredLeases), whether or not the sweep has
+// failed its attempt yet.
 func (q *Queries) AckJob(ctx context.Context, db DBTX, now time.Time, result json.RawMessage, iD string) (string, error) {
 	row := db.QueryRow(ctx, ackJob, now, result, iD)
 	var id string
