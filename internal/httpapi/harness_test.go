@@ -259,6 +259,9 @@ func (b *bundle) do(t *testing.T, r req) resp {
 
 func (b *bundle) validate(t *testing.T, method, path string, h http.Header, body []byte, out resp) {
 	t.Helper()
+	if method == http.MethodHead {
+		return // HEAD answers as GET without the body; the document describes GET
+	}
 	vreq, _ := http.NewRequest(method, "http://localhost"+path, bytes.NewReader(body))
 	vreq.Header = h.Clone()
 	route, params, err := openAPIRouter(t).FindRoute(vreq)
