@@ -82,7 +82,7 @@ type Subscription struct {
 	types  typeMask
 	queues []string // deduplicated; empty: every queue
 	allow  func(queue string) bool
-	owner  string   // a stream's owner; "" for an in-process subscription
+	owner  string // a stream's owner; "" for an in-process subscription
 	stream bool
 	b      *Broker
 	once   sync.Once

@@ -138,6 +138,74 @@ func statusOf(err error) int {
 	return http.StatusServiceUnavailable
 }
 
+// auditDoc is what one of an audit entry's JSON documents (filter, before,
+// after) holds: where record data can lie in it, for masking
+// (masker.audit). The entry keeps what the caller sent, whole; a caller
+// without unmask is shown it masked when it reads the log.
+type auditDoc uint8
+
+const (
+	// docUnknown is a document of an action auditShapes does not list:
+	// masked whole for a caller without unmask (maskedDoc).
+	docUnknown auditDoc = iota
+	// docPlain holds no record data: counts, a queue delete's strategy,
+	// an incident's quiet request, ids.
+	docPlain
+	// docFilter is a filter (filter.Canonical): the values of its content
+	// conditions are masked (mask.Rules.Filter).
+	docFilter
+	// docOverride is a retry's override (overrideJSON): header values by
+	// name, the payload and value by paths and patterns, meta by patterns.
+	docOverride
+	// docConfig is a topic's API config (policy.TopicSpec): the filters of
+	// its replay rules, its types' too.
+	docConfig
+	// docRule is a replay rule (replayRuleJSON): its filter.
+	docRule
+)
+
+// auditShape is what each document of an action's entries holds. byTarget:
+// the entry is about the queue its target names (a queue's config), whose
+// rules mask it; otherwise a filter naming a queue is masked by that
+// queue's rules, and the rest by every queue's at once.
+type auditShape struct {
+	filter, before, after auditDoc
+	byTarget              bool
+}
+
+// auditShapes lists every audited action: the routes with an action
+// (apiRoutes, maintenanceRoutes, compatRoutes) and the entries written
+// outside a call (records.Service.StartQuiet). An action missing here has
+// its documents masked whole for a caller without unmask, and so has a
+// document an action is not listed as keeping.
+// TestEveryAuditedActionHasAMaskingShape fails on an action missing here,
+// and TestAuditMasksEveryAction until it is performed in its table with
+// secrets in every field that can carry record data.
+var auditShapes = map[string]auditShape{
+	"dead_letter.retry":                    {filter: docOverride},
+	"dead_letter.delete":                   {},
+	"dead_letter.bulk_retry":               {filter: docFilter},
+	"dead_letter.purge":                    {filter: docFilter},
+	"dead_letter.export":                   {filter: docFilter},
+	"dead_letter.import":                   {after: docPlain},
+	"task.cancel":                          {},
+	"queue.create":                         {before: docConfig, after: docConfig, byTarget: true},
+	"queue.config":                         {before: docConfig, after: docConfig, byTarget: true},
+	"queue.pause":                          {before: docConfig, after: docConfig, byTarget: true},
+	"queue.resume":                         {before: docConfig, after: docConfig, byTarget: true},
+	"queue.drain":                          {before: docConfig, after: docConfig, byTarget: true},
+	"queue.delete":                         {filter: docPlain, before: docConfig, after: docConfig, byTarget: true},
+	"replay_rule.create":                   {before: docRule, after: docRule},
+	"replay_rule.update":                   {before: docRule, after: docRule},
+	"replay_rule.delete":                   {before: docRule, after: docRule},
+	"incident.redrive_when_quiet":          {before: docPlain, after: docPlain},
+	"incident.redrive_when_quiet.withdraw": {before: docPlain, after: docPlain},
+	"incident.redrive_when_quiet.started":  {filter: docFilter},
+	"compat.requeue":                       {filter: docFilter},
+	"compat.requeue_all":                   {filter: docFilter},
+	"compat.clear":                         {filter: docFilter},
+}
+
 type auditJSON struct {
 	ID        int64           `json:"id"`
 	At        jsonTime        `json:"at"`
@@ -198,16 +266,17 @@ func (s *Server) listAudit(c echo.Context) error {
 		return err
 	}
 	items := make([]auditJSON, len(es))
-	// An entry records what a caller sent (an edit's payload, a filter's
-	// search): a caller who may not unmask every queue sees it masked by
-	// every queue's rules, since an entry is not about one queue.
+	// An entry records what a caller sent (an edit's headers and payload,
+	// a filter's search, a rule's filter): a caller who may not unmask it
+	// sees it masked as the records are (auditShapes, masker.audit).
+	m := s.maskerOf(c)
 	var union *mask.Rules
-	if m := s.maskerOf(c); m != nil {
+	if m != nil {
 		union = m.files.MaskingUnion()
 	}
 	for i, e := range es {
-		if union != nil {
-			e.Filter, e.Before, e.After = maskAudit(union, e.Filter), maskAudit(union, e.Before), maskAudit(union, e.After)
+		if m != nil {
+			m.audit(&e, union)
 		}
 		items[i] = auditJSON{ID: e.ID, At: jsonTime(e.At), KeyName: e.KeyName, Action: e.Action, Method: e.Method,
 			Path: e.Path, Target: e.Target, Filter: e.Filter, Count: e.Count, Status: e.Status, RequestID: e.RequestID,

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -179,15 +182,246 @@ func (m *masker) incident(in incidentJSON) incidentJSON {
 	return in
 }
 
-// maskAudit masks an audit entry's JSON (a filter, an override, a config)
-// by rules; JSON it cannot walk is masked whole.
-func maskAudit(rules *mask.Rules, doc []byte) []byte {
-	if len(doc) == 0 {
+// maskedDoc is an audit entry's document masked whole: an object, as the
+// entry's documents are.
+var maskedDoc = json.RawMessage(`{"masked":"` + mask.Marker + `"}`)
+
+// audit masks e's documents for the caller by what each holds
+// (auditShapes): the filter's content conditions, an override's header
+// values, payload and value, the filters of a config's or a rule's replay
+// rules, as the record view masks the records they are about. The rules are
+// those of the queue the document is about (a filter's queue, the queue
+// whose config changed) when it names one, else every queue's at once
+// (union: a retry's override does not say the record's queue). A document
+// of a kind the server does not know is masked whole.
+func (m *masker) audit(e *records.AuditEntry, union *mask.Rules) {
+	shape, ok := auditShapes[e.Action]
+	if !ok {
+		shape = auditShape{filter: docUnknown, before: docUnknown, after: docUnknown}
+	}
+	scope := union
+	if shape.byTarget && e.Target != "" {
+		scope = m.of(e.Target)
+	}
+	e.Filter = m.maskAuditDoc(shape.filter, e.Filter, scope, union)
+	e.Before = m.maskAuditDoc(shape.before, e.Before, scope, union)
+	e.After = m.maskAuditDoc(shape.after, e.After, scope, union)
+}
+
+// maskAuditDoc masks one document of an entry: scope is the rules of what the
+// entry is about, union every queue's.
+func (m *masker) maskAuditDoc(kind auditDoc, doc json.RawMessage, scope, union *mask.Rules) json.RawMessage {
+	if len(doc) == 0 || string(doc) == "null" {
 		return doc
 	}
+	switch kind {
+	case docPlain:
+		return doc
+	case docFilter:
+		return m.auditFilter(doc, scope)
+	case docOverride:
+		return maskOverride(union, doc)
+	case docConfig:
+		return m.auditConfig(doc, scope)
+	case docRule:
+		return m.auditRule(doc, scope)
+	}
+	return maskedDoc
+}
+
+// auditFilter masks a filter (filter.Canonical) by the rules of its queue
+// when it names one (it selects that queue's records only), else by scope:
+// the values of the conditions the caller may not search (mask.Rules.Filter).
+// A filter that does not read back is masked whole.
+func (m *masker) auditFilter(doc json.RawMessage, scope *mask.Rules) json.RawMessage {
+	f, err := filter.ParseJSON(doc, filter.Bulk, "filter")
+	if err != nil {
+		return maskedDoc
+	}
+	rules := scope
+	if f.Queue != "" {
+		rules = m.of(f.Queue)
+	}
+	shown := rules.Filter(&f).Canonical()
+	if bytes.Equal(shown, f.Canonical()) {
+		return doc // nothing masked: the entry as stored
+	}
+	return shown
+}
+
+// auditRule masks a replay rule's filter.
+func (m *masker) auditRule(doc json.RawMessage, scope *mask.Rules) json.RawMessage {
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &r); err != nil || r == nil {
+		return maskedDoc
+	}
+	f, ok := r["filter"]
+	if !ok || len(f) == 0 || string(f) == "null" {
+		return doc
+	}
+	shown := m.auditFilter(f, scope)
+	if bytes.Equal(shown, f) {
+		return doc
+	}
+	r["filter"] = shown
+	return encodeAuditDoc(r)
+}
+
+// auditConfig masks the filters of a topic config's replay rules, and of
+// its types' (scope: the topic's rules). Ingest filters (policy files only:
+// never in an API config) have their match masked whole.
+func (m *masker) auditConfig(doc json.RawMessage, scope *mask.Rules) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var cfg map[string]any
+	if err := dec.Decode(&cfg); err != nil || cfg == nil {
+		return maskedDoc
+	}
+	if !m.maskConfig(cfg, scope) {
+		return doc
+	}
+	return encodeAuditDoc(cfg)
+}
+
+// maskConfig masks cfg in place; false when nothing was masked.
+func (m *masker) maskConfig(cfg map[string]any, scope *mask.Rules) bool {
+	changed := false
+	if rules, ok := cfg["replay_rules"].([]any); ok {
+		for _, r := range rules {
+			rule, ok := r.(map[string]any)
+			if !ok || rule["filter"] == nil {
+				continue
+			}
+			raw, err := json.Marshal(rule["filter"])
+			if err != nil {
+				rule["filter"], changed = mask.Marker, true
+				continue
+			}
+			shown := m.auditFilter(raw, scope)
+			if bytes.Equal(shown, raw) {
+				continue
+			}
+			var v any
+			_ = json.Unmarshal(shown, &v)
+			rule["filter"], changed = v, true
+		}
+	}
+	if filters, ok := cfg["filters"].([]any); ok && scope.Active() {
+		for _, f := range filters {
+			if fm, ok := f.(map[string]any); ok && fm["match"] != nil {
+				fm["match"], changed = mask.Marker, true
+			}
+		}
+	}
+	if types, ok := cfg["types"].(map[string]any); ok {
+		for _, t := range types {
+			if tc, ok := t.(map[string]any); ok && m.maskConfig(tc, scope) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// maskOverride masks a retry's override (overrideJSON) by rules: the values
+// of masked headers, the payload and the value as the record's (paths and
+// patterns), meta by the patterns. Queue, target and retry hold no record
+// data. An override that does not read back is masked whole.
+func maskOverride(rules *mask.Rules, doc json.RawMessage) json.RawMessage {
+	if !rules.Active() {
+		return doc
+	}
+	var o map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &o); err != nil || o == nil {
+		return maskedDoc
+	}
+	changed := false
+	set := func(k string, v json.RawMessage) {
+		if !bytes.Equal(v, o[k]) {
+			o[k], changed = v, true
+		}
+	}
+	if raw, ok := o["headers"]; ok && string(raw) != "null" {
+		var hs []map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &hs); err != nil {
+			set("headers", json.RawMessage(`"`+mask.Marker+`"`))
+		} else {
+			masked := false
+			for _, h := range hs {
+				if h == nil {
+					continue
+				}
+				var name string
+				if json.Unmarshal(h["key"], &name) != nil || rules.HeaderMasked(name) {
+					h["value"], masked = json.RawMessage(`"`+mask.Marker+`"`), true
+				}
+			}
+			if masked {
+				set("headers", encodeAuditDoc(hs))
+			}
+		}
+	}
+	if raw, ok := o["payload"]; ok && string(raw) != "null" {
+		set("payload", maskJSONDoc(rules, raw))
+	}
+	if raw, ok := o["value"]; ok && string(raw) != "null" {
+		set("value", maskOverrideValue(rules, raw, o["value_encoding"]))
+	}
+	if raw, ok := o["meta"]; ok && string(raw) != "null" {
+		set("meta", maskJSONDoc(&mask.Rules{Patterns: rules.Patterns}, raw))
+	}
+	if !changed {
+		return doc
+	}
+	return encodeAuditDoc(o)
+}
+
+// maskOverrideValue masks an override's value (text, or base64 with
+// value_encoding base64) as a record's value is masked, and writes it back
+// in its encoding.
+func maskOverrideValue(rules *mask.Rules, raw, encoding json.RawMessage) json.RawMessage {
+	marker := json.RawMessage(`"` + mask.Marker + `"`)
+	var text string
+	if json.Unmarshal(raw, &text) != nil {
+		return marker
+	}
+	enc := records.EncodingUTF8
+	if len(encoding) > 0 && string(encoding) != "null" && json.Unmarshal(encoding, &enc) != nil {
+		return marker
+	}
+	v, err := records.DecodeBytes(text, enc)
+	if err != nil {
+		return marker
+	}
+	shown := rules.Value(v)
+	if bytes.Equal(shown, v) {
+		return raw
+	}
+	out := string(shown)
+	if enc == records.EncodingBase64 {
+		out = base64.StdEncoding.EncodeToString(shown)
+	}
+	return encodeAuditDoc(out)
+}
+
+// maskJSONDoc masks JSON by rules' paths and patterns; JSON it cannot walk
+// (nested too deeply) is masked whole.
+func maskJSONDoc(rules *mask.Rules, doc json.RawMessage) json.RawMessage {
 	out, err := rules.JSON(doc)
 	if err != nil {
-		return []byte(`"` + mask.Marker + `"`)
+		return json.RawMessage(`"` + mask.Marker + `"`)
 	}
 	return out
+}
+
+// encodeAuditDoc is v as JSON, without HTML escaping (as the entry was
+// stored); masked whole if it cannot be encoded.
+func encodeAuditDoc(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return maskedDoc
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -32,26 +32,58 @@ func (r *Rules) Hides(f *filter.Filter) bool {
 	if !r.Active() {
 		return false
 	}
-	if f.Q != "" && r.MasksValue() {
+	if r.hidesQ(f) || r.hidesValue(f) || r.hidesKey(f) {
 		return true
 	}
-	if len(f.Path) > 0 {
-		for _, p := range r.Paths {
-			if len(p) <= len(f.Path) && slices.Equal(p, f.Path[:len(p)]) {
-				return true
+	return slices.ContainsFunc(f.Headers, r.hidesHeader)
+}
+
+func (r *Rules) hidesQ(f *filter.Filter) bool { return f.Q != "" && r.MasksValue() }
+
+func (r *Rules) hidesValue(f *filter.Filter) bool {
+	if len(f.Path) == 0 {
+		return false
+	}
+	for _, p := range r.Paths {
+		if len(p) <= len(f.Path) && slices.Equal(p, f.Path[:len(p)]) {
+			return true
+		}
+	}
+	return r.textMasked([]byte(f.Value))
+}
+
+func (r *Rules) hidesKey(f *filter.Filter) bool { return f.Key != nil && r.KeyMasked(f.Key) }
+
+func (r *Rules) hidesHeader(h filter.Header) bool { return h.ValueSet && r.HeaderMasked(h.Key) }
+
+// Filter is f as it is shown to a caller who may not see what r masks (a
+// filter an audit entry keeps, which another caller wrote): the value of
+// every condition Hides refuses to search is Marker (q, the value looked
+// for at a path, the key, a header's value); what the conditions are on
+// (the path, the header names) and the other fields are shown as they are.
+// f is not changed; a nil or inactive r returns f itself.
+func (r *Rules) Filter(f *filter.Filter) *filter.Filter {
+	if !r.Active() {
+		return f
+	}
+	out := *f
+	if r.hidesQ(f) {
+		out.Q = Marker
+	}
+	if r.hidesValue(f) {
+		out.Value = Marker
+	}
+	if r.hidesKey(f) {
+		out.Key = []byte(Marker)
+	}
+	if slices.ContainsFunc(f.Headers, r.hidesHeader) {
+		out.Headers = make([]filter.Header, len(f.Headers))
+		for i, h := range f.Headers {
+			if r.hidesHeader(h) {
+				h.Value = Marker
 			}
-		}
-		if r.textMasked([]byte(f.Value)) {
-			return true
+			out.Headers[i] = h
 		}
 	}
-	if f.Key != nil && r.KeyMasked(f.Key) {
-		return true
-	}
-	for _, h := range f.Headers {
-		if h.ValueSet && r.HeaderMasked(h.Key) {
-			return true
-		}
-	}
-	return false
+	return &out
 }
