@@ -216,7 +216,8 @@ func (a *App) init(ctx context.Context) error {
 		a.services.Add(a.decoder)
 	}
 	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
-		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log, Tracer: a.tracer})
+		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log, Tracer: a.tracer,
+		Exports: records.NewExportSlots(cfg.ExportsMax, cfg.ExportsMaxPerKey)})
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,13 @@ type Config struct {
 	// EventsWriteTimeout bounds each write to an event stream; a client that
 	// stops reading is dropped. Default: 10s.
 	EventsWriteTimeout time.Duration
+	// ExportsMax bounds the exports (GET /ojs/v1/dead-letter/export) running
+	// at once in total; ExportsMaxPerKey per API key (per client address
+	// with auth disabled). Past either an export is refused with 503 and
+	// Retry-After. Each holds a few megabytes of records and reads Postgres
+	// while its client reads. Defaults: 4 and 2.
+	ExportsMax       int
+	ExportsMaxPerKey int
 	// MetricsMaxQueues bounds the queue label of the metrics: queues declared
 	// in policy files or through the API, then the first queues seen, up to
 	// this many; the rest are reported as queue="other". Default: 300.
@@ -221,6 +228,8 @@ var Settings = []Setting{
 	{"REDRIVE_EVENTS_MAX_STREAMS", "events-max-streams", "500", "Most event streams (GET /ojs/v1/events) open at once; past it a stream is refused with 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.EventsMaxStreams })},
 	{"REDRIVE_EVENTS_MAX_STREAMS_PER_KEY", "events-max-streams-per-key", "50", "Most event streams one API key (with auth disabled: one client address) may have open at once; past it, 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.EventsMaxStreamsPerKey })},
 	{"REDRIVE_EVENTS_WRITE_TIMEOUT", "events-write-timeout", "10s", "Longest time one write to an event stream may take; a client that stops reading is dropped.", setDuration(func(c *Config) *time.Duration { return &c.EventsWriteTimeout })},
+	{"REDRIVE_EXPORTS_MAX", "exports-max", "4", "Most exports (GET /ojs/v1/dead-letter/export) running at once; past it an export is refused with 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.ExportsMax })},
+	{"REDRIVE_EXPORTS_MAX_PER_KEY", "exports-max-per-key", "2", "Most exports one API key (with auth disabled: one client address) may have running at once; past it, 503 and Retry-After.", setPositive(func(c *Config) *int { return &c.ExportsMaxPerKey })},
 	{"REDRIVE_METRICS_MAX_QUEUES", "metrics-max-queues", "300", "Most queues with their own metric label: queues declared in policy files or through the API first, then the first seen; the rest are reported as queue=\"other\".", setPositive(func(c *Config) *int { return &c.MetricsMaxQueues })},
 	{"REDRIVE_CREATE_TOPICS", "create-topics", "true", "Create missing archive and events topics at start (false: only log an error naming each missing one).", setBool(func(c *Config) *bool { return &c.CreateTopics })},
 	{"REDRIVE_TOPIC_PARTITIONS", "topic-partitions", "-1", "Partition count of the topics Redrive creates (-1: the broker's default).", setCount(func(c *Config) *int32 { return &c.TopicPartitions })},

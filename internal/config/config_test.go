@@ -253,6 +253,24 @@ func TestEventStreamAndMetricsLimits(t *testing.T) {
 	}
 }
 
+// The export caps: defaults, overrides, and a bad value names the setting.
+func TestExportLimits(t *testing.T) {
+	c, err := config.Load(env(nil), nil)
+	if err != nil || c.ExportsMax != 4 || c.ExportsMaxPerKey != 2 {
+		t.Errorf("defaults %d %d (%v), want 4 2", c.ExportsMax, c.ExportsMaxPerKey, err)
+	}
+	c, err = config.Load(env(map[string]string{"REDRIVE_EXPORTS_MAX": "10", "REDRIVE_EXPORTS_MAX_PER_KEY": " 3 "}), nil)
+	if err != nil || c.ExportsMax != 10 || c.ExportsMaxPerKey != 3 {
+		t.Errorf("overrides: %d %d, %v", c.ExportsMax, c.ExportsMaxPerKey, err)
+	}
+	for _, tc := range []struct{ env, value string }{{"REDRIVE_EXPORTS_MAX", "0"}, {"REDRIVE_EXPORTS_MAX_PER_KEY", "-1"}, {"REDRIVE_EXPORTS_MAX_PER_KEY", "two"}} {
+		_, err := config.Load(env(map[string]string{tc.env: tc.value}), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), "not a positive whole number") {
+			t.Errorf("%s=%q: error %v, want one naming %s", tc.env, tc.value, err, tc.env)
+		}
+	}
+}
+
 func TestKafkaIdentitySettingsAreChecked(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string

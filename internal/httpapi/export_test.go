@@ -117,15 +117,23 @@ func storedRecords(t *testing.T, st *store.Store) []dlq.Record {
 	var out []dlq.Record
 	after := ""
 	for {
-		page, err := st.ExportPage(context.Background(), &filter.Filter{}, filter.Scope{}, after, 1000)
+		sizes, err := st.ExportSizes(context.Background(), &filter.Filter{}, filter.Scope{}, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, len(sizes))
+		for i, s := range sizes {
+			ids[i] = s.ID
+		}
+		page, err := st.ExportRecords(context.Background(), &filter.Filter{}, filter.Scope{}, ids)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, page...)
-		if len(page) < 1000 {
+		if len(sizes) < 1000 {
 			return out
 		}
-		after = page[len(page)-1].ID
+		after = sizes[len(sizes)-1].ID
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,8 +29,12 @@ const (
 	// MaxImportLineBytes bounds one line: a record of the largest value
 	// Kafka is usually configured for, in base64, with room to spare.
 	MaxImportLineBytes = 16 << 20
-	// importBatch is how many records are staged at a time.
-	importBatch = 500
+	// importBatch is how many records are staged at a time, at most;
+	// importBatchBytes bounds a batch's lines (a line longer than that is
+	// a batch of its own): an import holds a few megabytes of records
+	// whatever their sizes.
+	importBatch      = 500
+	importBatchBytes = records.GroupBytes
 	// importDeadline bounds reading an import and answering it, in place
 	// of the server's read and write timeouts (made for small calls).
 	importDeadline = 15 * time.Minute
@@ -177,14 +182,24 @@ func (s *Server) importRecords(c echo.Context) error {
 	}
 	who := principal(c)
 	now := s.cfg.Now().UTC()
-	sc := bufio.NewScanner(c.Request().Body)
+	body := &readErr{r: c.Request().Body}
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxImportLineBytes)
 	lineNo, trailerAt, count := 0, 0, 0
 	var batch []dlq.Record
 	next := func() ([]dlq.Record, error) {
+		clear(batch) // the records staged are let go before the next are read
 		batch = batch[:0]
-		for len(batch) < importBatch && sc.Scan() {
+		size := 0
+		for len(batch) < importBatch && size < importBatchBytes && sc.Scan() {
 			lineNo++
+			if body.err != nil {
+				// The body could not be read to its end (over its limit, or
+				// cut): the scanner gives what it had read as a last line,
+				// cut short. The body is refused for what stopped it, not for
+				// that line.
+				return nil, scanError(body.err, lineNo)
+			}
 			line := bytes.TrimSpace(sc.Bytes())
 			if len(line) == 0 {
 				continue
@@ -215,6 +230,7 @@ func (s *Server) importRecords(c echo.Context) error {
 				return nil, err
 			}
 			batch = append(batch, r)
+			size += len(line)
 			count++
 		}
 		if err := sc.Err(); err != nil {
@@ -246,6 +262,22 @@ func (s *Server) importRecords(c echo.Context) error {
 	noteAudit(c, "import:"+string(state), nil, count64(res.Imported))
 	noteChange(c, nil, out)
 	return c.JSON(http.StatusOK, out)
+}
+
+// readErr is a request body that keeps the error that ended its reading,
+// if not its end: the scanner reading it gives the last line it had
+// read, cut short, before it says why.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (b *readErr) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // scanError says why the body could not be read past line: a line or a
@@ -527,7 +559,7 @@ func importValue(v json.RawMessage, enc *string) ([]byte, error) {
 		return nil, invalidParam("value_encoding", "must be json, utf8 or base64, got "+jsonString(*enc))
 	}
 	if enc != nil && *enc == encodingJSON {
-		return bytes.Clone(v), nil
+		return v, nil // decodeStrict gave the line's value a copy of its own
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
@@ -705,5 +737,5 @@ func importPayload(v json.RawMessage, withSchema bool, field, schemaField string
 	if !withSchema {
 		return nil, invalidParam(field, "only with "+schemaField+": the JSON a schema-encoded value was decoded to")
 	}
-	return bytes.Clone(v), nil
+	return v, nil // decodeStrict gave it a copy of its own
 }

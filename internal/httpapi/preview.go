@@ -212,7 +212,9 @@ func writeJSONString(w *bufio.Writer, b []byte) {
 var rawParts = map[string]bool{"value": true, "key": true}
 
 // getRaw answers a record's key or value as bytes: the whole of it, as
-// received, for any size and encoding.
+// received, for any size and encoding. It reads the part and the record's
+// queue, nothing else of the record, and holds the part once (and its
+// masked copy, for a caller who sees it masked).
 func (s *Server) getRaw(c echo.Context) error {
 	id, err := recordID(c)
 	if err != nil {
@@ -229,28 +231,23 @@ func (s *Server) getRaw(c echo.Context) error {
 	if !rawParts[part] {
 		return invalidParam("part", "must be value or key, got "+jsonString(part))
 	}
-	if err := s.checkRecord(c, id); err != nil {
+	queue, b, err := s.rec.RecordPart(c.Request().Context(), id, part)
+	if errors.Is(err, records.ErrNotFound) {
+		return notFound("no dead-letter record with id " + id)
+	} else if err != nil {
 		return err
 	}
-	b, err := s.rec.RecordPart(c.Request().Context(), id, part)
-	if err != nil {
-		if errors.Is(err, records.ErrNotFound) {
-			return notFound("no dead-letter record with id " + id)
-		}
+	// What the caller may do and see is the record's queue's (checkRecord,
+	// without reading the record again).
+	if err := mayRecord(c, &dlq.Record{ID: id, Queue: queue}); err != nil {
 		return err
 	}
 	if m := s.maskerOf(c); m != nil && b != nil {
 		// The download is masked as the record is shown: its queue says how.
-		r, err := s.rec.Get(c.Request().Context(), id)
-		if errors.Is(err, records.ErrNotFound) {
-			return notFound("no dead-letter record with id " + id)
-		} else if err != nil {
-			return err
-		}
 		if part == "key" {
-			b = m.of(r.Queue).Key(b)
+			b = m.of(queue).Key(b)
 		} else {
-			b = m.of(r.Queue).Value(b)
+			b = m.of(queue).Value(b)
 		}
 	}
 	if b == nil {

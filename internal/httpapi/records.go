@@ -360,7 +360,13 @@ func (s *Server) getRecord(c echo.Context) error {
 	sched := policy.ScheduleOf(s.rec.Policy(r))
 	m := s.maskerOf(c)
 	r = m.record(r)
-	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
+	// writeRecord writes the key and value from r's bytes: the rendering
+	// is made without them, so that it copies neither (a 1 MB value was
+	// also held as a string, or in base64, only to be dropped).
+	bare := *r
+	bare.Key, bare.Value = nil, nil
+	out := toRecordJSON(&bare, !s.cfg.ArchiveDisabled)
+	out.KeySize, out.ValueSize = sizeOf(r.Key), sizeOf(r.Value)
 	out.InFlight = &r.InFlight
 	out.Masked = m.masks(r.Queue)
 	out.Schedule = &sched

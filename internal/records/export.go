@@ -3,7 +3,9 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/redrive/redrive/internal/dlq"
@@ -13,14 +15,112 @@ import (
 )
 
 // Export and import move records between environments (docs/api.md,
-// "Export and import"): an export reads whole records page by page, oldest
-// first; an import stores records exported by another Redrive, keeping
-// their identity, in the state the importer chose.
+// "Export and import"): an export reads whole records oldest first, a few
+// megabytes at a time (ExportReader); an import stores records exported by
+// another Redrive, keeping their identity, in the state the importer chose.
 
-// ExportPage reads up to limit whole records matching f, oldest first, after
-// the record afterID ("": from the first).
-func (s *Service) ExportPage(ctx context.Context, f *filter.Filter, sc filter.Scope, afterID string, limit int) ([]dlq.Record, error) {
-	return s.store.ExportPage(ctx, f, sc, afterID, limit)
+// ExportReader reads the records of an export: the records matching its
+// filter, oldest first, whole, at most GroupBytes of them at a time (a
+// record larger than that alone), so that an export holds a few megabytes
+// whatever the size of its records. The export is not a snapshot: each
+// group is read as the records are then.
+type ExportReader struct {
+	g groupReader
+}
+
+// ExportPageRecords is how many records' ids and sizes an export reads at a
+// time (store.ExportSizes), before reading them whole a group at a time.
+const ExportPageRecords = 200
+
+// Export starts reading the records matching f narrowed by sc.
+func (s *Service) Export(f *filter.Filter, sc filter.Scope) *ExportReader {
+	return &ExportReader{g: groupReader{
+		sizes: func(ctx context.Context, after string, limit int) ([]store.RecordSize, error) {
+			return s.store.ExportSizes(ctx, f, sc, after, limit)
+		},
+		read: func(ctx context.Context, ids []string) ([]dlq.Record, error) {
+			return s.store.ExportRecords(ctx, f, sc, ids)
+		},
+		page: ExportPageRecords, maxBytes: GroupBytes,
+	}}
+}
+
+// Next reads the next group of records; none (nil) at the end.
+func (e *ExportReader) Next(ctx context.Context) ([]dlq.Record, error) {
+	return e.g.next(ctx)
+}
+
+// Bounds of concurrent exports (Config.Exports): each holds a few megabytes
+// and its client's connection, and reads Postgres, for as long as its
+// client reads.
+const (
+	DefaultExportsMax         = 4
+	DefaultExportsMaxPerOwner = 2
+)
+
+// ExportSlots caps the exports running at once, in total and per owner (an
+// API key, or with authentication off a client's address).
+type ExportSlots struct {
+	max, perOwner int
+	mu            sync.Mutex
+	running       int
+	owners        map[string]int
+}
+
+// NewExportSlots allows total exports at once, perOwner of them one
+// owner's (0 or less: DefaultExportsMax, DefaultExportsMaxPerOwner).
+func NewExportSlots(total, perOwner int) *ExportSlots {
+	if total <= 0 {
+		total = DefaultExportsMax
+	}
+	if perOwner <= 0 {
+		perOwner = DefaultExportsMaxPerOwner
+	}
+	return &ExportSlots{max: total, perOwner: perOwner, owners: map[string]int{}}
+}
+
+// ExportLimitError is an export refused because the most exports allowed
+// are running.
+type ExportLimitError struct {
+	// PerOwner is true when the owner's cap was hit, false for the total one.
+	PerOwner bool
+	// Limit is the cap that was hit.
+	Limit int
+}
+
+func (e *ExportLimitError) Error() string {
+	if e.PerOwner {
+		return fmt.Sprintf("too many exports: this key (or client) already has %d running, the most allowed", e.Limit)
+	}
+	return fmt.Sprintf("too many exports: the server already runs %d, the most allowed", e.Limit)
+}
+
+// BeginExport takes a place for an export of owner, or refuses it with an
+// *ExportLimitError. release gives the place back (once; later calls do
+// nothing).
+func (s *Service) BeginExport(owner string) (release func(), err error) {
+	x := s.cfg.Exports
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch {
+	case x.running >= x.max:
+		return nil, &ExportLimitError{Limit: x.max}
+	case x.owners[owner] >= x.perOwner:
+		return nil, &ExportLimitError{PerOwner: true, Limit: x.perOwner}
+	}
+	x.running++
+	x.owners[owner]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			x.running--
+			if x.owners[owner]--; x.owners[owner] <= 0 {
+				delete(x.owners, owner)
+			}
+		})
+	}, nil
 }
 
 // ImportResult counts what an import did (store.ImportResult).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store"
 )
 
 // A bulk retry may carry an RFC 6902 JSON Patch, applied to each selected
@@ -259,16 +260,29 @@ const (
 )
 
 // dryRunPatch evaluates p over the first MaxPatchDryRun records a bulk
-// retry of f would retry, in batches.
+// retry of f would retry, a group at a time (GroupBytes: a few megabytes of
+// records, whatever their sizes), each record dropped once evaluated but
+// for the samples kept.
 func (s *Service) dryRunPatch(ctx context.Context, f *filter.Filter, queueGlobs []string, p *Patch) (*PatchDryRun, error) {
 	out := &PatchDryRun{Errors: []PatchError{}, Samples: []PatchSample{}}
-	after := ""
 	sc := s.RetryScope()
 	sc.QueueGlobs = queueGlobs
-	for out.Evaluated < MaxPatchDryRun {
-		recs, err := s.store.RetryCandidates(ctx, f, sc, after, int(min(patchReadBatch, MaxPatchDryRun-out.Evaluated)))
+	g := groupReader{
+		sizes: func(ctx context.Context, after string, limit int) ([]store.RecordSize, error) {
+			return s.store.RetryCandidateSizes(ctx, f, sc, after, limit)
+		},
+		read: func(ctx context.Context, ids []string) ([]dlq.Record, error) {
+			return s.store.RetryCandidatesAmong(ctx, f, sc, ids)
+		},
+		page: patchReadBatch, max: MaxPatchDryRun, maxBytes: GroupBytes,
+	}
+	for {
+		recs, err := g.next(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if recs == nil {
+			return out, nil
 		}
 		for i := range recs {
 			r := &recs[i]
@@ -289,10 +303,5 @@ func (s *Service) dryRunPatch(ctx context.Context, f *filter.Filter, queueGlobs 
 				out.Samples = append(out.Samples, PatchSample{ID: r.ID, Before: o.Before, After: o.After})
 			}
 		}
-		if len(recs) == 0 {
-			break
-		}
-		after = recs[len(recs)-1].ID
 	}
-	return out, nil
 }

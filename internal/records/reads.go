@@ -22,8 +22,9 @@ func (s *Service) List(ctx context.Context, p *ListParams) (*PreviewPage, error)
 	return s.store.ListPreviews(ctx, p)
 }
 
-// RecordPart reads one part of a record whole (key, value, ...).
-func (s *Service) RecordPart(ctx context.Context, id, part string) ([]byte, error) {
+// RecordPart reads one part of a record whole (key or value), with the
+// record's queue, and nothing else of it.
+func (s *Service) RecordPart(ctx context.Context, id, part string) (queue string, b []byte, err error) {
 	return s.store.RecordPart(ctx, id, part)
 }
 

@@ -56,6 +56,9 @@ type Config struct {
 	// Tracer starts the spans of an operator's retry and of a bulk retry's
 	// records, for records that carry a trace context. Nil: tracing off.
 	Tracer *tracing.Tracer
+	// Exports caps the exports running at once (BeginExport). Default:
+	// NewExportSlots(DefaultExportsMax, DefaultExportsMaxPerOwner).
+	Exports *ExportSlots
 }
 
 func (c Config) withDefaults() Config {
@@ -70,6 +73,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KickTasks == nil {
 		c.KickTasks = func() {}
+	}
+	if c.Exports == nil {
+		c.Exports = NewExportSlots(0, 0)
 	}
 	return c
 }

@@ -226,34 +226,34 @@ func (s *Store) ListPreviews(ctx context.Context, p *ListParams) (*PreviewPage, 
 }
 
 // RecordPart returns the whole key or value (part) of record id, nil when it
-// is null, or ErrNotFound.
-func (s *Store) RecordPart(ctx context.Context, id, part string) ([]byte, error) {
+// is null, with the record's queue, or ErrNotFound. Nothing else of the
+// record is read: the part is held twice at most (pgx's receive buffer, then
+// the copy returned), whatever its size.
+func (s *Store) RecordPart(ctx context.Context, id, part string) (queue string, b []byte, err error) {
 	if part != "key" && part != "value" {
-		return nil, fmt.Errorf("record part %q: must be key or value", part)
+		return "", nil, fmt.Errorf("record part %q: must be key or value", part)
 	}
-	var b []byte
 	var null bool
-	var err error
 	if part == "key" {
 		var r dbsqlc.RecordKeyRow
 		r, err = s.q.RecordKey(ctx, s.pool, id)
-		b, null = r.Key, r.Null
+		queue, b, null = r.Queue, r.Key, r.Null
 	} else {
 		var r dbsqlc.RecordValueRow
 		r, err = s.q.RecordValue(ctx, s.pool, id)
-		b, null = r.Value, r.Null
+		queue, b, null = r.Queue, r.Value, r.Null
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
+		return "", nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get record %s %s: %w", id, part, err)
+		return "", nil, fmt.Errorf("get record %s %s: %w", id, part, err)
 	}
 	if null {
-		return nil, nil
+		return queue, nil, nil
 	}
 	if b == nil {
 		b = []byte{}
 	}
-	return b, nil
+	return queue, b, nil
 }

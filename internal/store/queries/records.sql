@@ -17,10 +17,12 @@ SELECT count(*) FROM redrive_lifecycle
 WHERE id = ANY(@ids::uuid[]) AND next_retry_at IS NULL AND redelivered_at IS NOT NULL;
 
 -- name: RecordKey :one
-SELECT key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
+-- A record's key (RecordValue: its value) with its queue, which says what
+-- the caller may see of it: GET /dead-letter/{id}/raw reads nothing else.
+SELECT queue, key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
 
 -- name: RecordValue :one
-SELECT value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
+SELECT queue, value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = @id;
 
 -- name: FillFailedAt :one
 WITH batch AS (

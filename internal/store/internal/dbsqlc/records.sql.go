@@ -200,26 +200,30 @@ func (q *Queries) RecordInFlight(ctx context.Context, db DBTX, id string) (bool,
 }
 
 const recordKey = `-- name: RecordKey :one
-SELECT key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
+SELECT queue, key, (key IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
 `
 
 type RecordKeyRow struct {
-	Key  []byte
-	Null bool
+	Queue string
+	Key   []byte
+	Null  bool
 }
 
+// A record's key (RecordValue: its value) with its queue, which says what
+// the caller may see of it: GET /dead-letter/{id}/raw reads nothing else.
 func (q *Queries) RecordKey(ctx context.Context, db DBTX, id string) (RecordKeyRow, error) {
 	row := db.QueryRow(ctx, recordKey, id)
 	var i RecordKeyRow
-	err := row.Scan(&i.Key, &i.Null)
+	err := row.Scan(&i.Queue, &i.Key, &i.Null)
 	return i, err
 }
 
 const recordValue = `-- name: RecordValue :one
-SELECT value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
+SELECT queue, value, (value IS NULL)::bool AS null FROM redrive_record_data WHERE id = $1
 `
 
 type RecordValueRow struct {
+	Queue string
 	Value []byte
 	Null  bool
 }
@@ -227,7 +231,7 @@ type RecordValueRow struct {
 func (q *Queries) RecordValue(ctx context.Context, db DBTX, id string) (RecordValueRow, error) {
 	row := db.QueryRow(ctx, recordValue, id)
 	var i RecordValueRow
-	err := row.Scan(&i.Value, &i.Null)
+	err := row.Scan(&i.Queue, &i.Value, &i.Null)
 	return i, err
 }
 
