@@ -541,7 +541,12 @@ type taskView struct {
 	State     string  `json:"state"`
 	Total     int64   `json:"total"`
 	Processed int64   `json:"processed"`
+	Remaining int64   `json:"remaining"`
 	Progress  float64 `json:"progress"`
+	Skipped   struct {
+		Count   int64            `json:"count"`
+		Reasons map[string]int64 `json:"reasons"`
+	} `json:"skipped"`
 	RateLimit float64 `json:"rate_limit"`
 	CreatedBy string  `json:"created_by"`
 	CreatedAt string  `json:"created_at"`
@@ -569,13 +574,13 @@ func waitTask(cmd *cobra.Command, c *apiClient, id string) error {
 		if t.Canary != nil && (t.Canary.Phase == "sample" || t.Canary.Phase == "watch") && !t.finished() {
 			state += ", canary " + t.Canary.summary()
 		}
-		fmt.Fprint(c.errOut, progressBar(t.Processed, t.Total, state))
+		fmt.Fprint(c.errOut, progressBar(t.Processed+t.Skipped.Count, t.Total, state))
 		if t.finished() {
 			fmt.Fprintln(c.errOut)
 			if c.output == "json" {
 				return c.printJSON(raw)
 			}
-			fmt.Fprintf(c.out, "task %s %s: %d of %s\n", t.ID, t.State, t.Processed, count(t.Total, "record"))
+			fmt.Fprintln(c.out, t.doneLine())
 			if t.Canary != nil {
 				fmt.Fprintf(c.out, "canary %s\n", t.Canary.summary())
 			}

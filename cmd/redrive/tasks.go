@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -68,7 +71,55 @@ func taskRow(t taskView) []string {
 	if t.Canary != nil {
 		canary = t.Canary.summary()
 	}
-	return []string{t.ID, t.Kind, t.State, fmt.Sprintf("%d/%d (%.0f%%)", t.Processed, t.Total, t.Progress*100), rate, t.CreatedBy, t.CreatedAt, canary}
+	progress := fmt.Sprintf("%d/%d", t.Processed, t.Total)
+	if t.Skipped.Count > 0 {
+		progress += fmt.Sprintf(", %d skipped", t.Skipped.Count)
+	}
+	return []string{t.ID, t.Kind, t.State, fmt.Sprintf("%s (%.0f%%)", progress, t.Progress*100), rate, t.CreatedBy, t.CreatedAt, canary}
+}
+
+// skipReasons says why a task skipped records, in the order they are listed.
+var skipReasons = []struct{ key, text string }{
+	{"no_longer_matches", "no longer matched the filter: retried, changed or deleted since the task was created"},
+	{"in_flight", "were being redelivered when the task got to them"},
+	{"patch", "failed the patch or, patched, their schema"},
+}
+
+// doneLine is what a finished task did: "P of N records", and what it
+// skipped, by reason, and left when it ended early, so that the numbers add
+// up to its total.
+func (t taskView) doneLine() string {
+	return fmt.Sprintf("task %s %s: %d of %s%s", t.ID, t.State, t.Processed, count(t.Total, "record"), t.accounts())
+}
+
+// accounts is the rest of a finished task's count after "P of N records"
+// ("" when it processed every record).
+func (t taskView) accounts() string {
+	var s string
+	if t.Skipped.Count > 0 {
+		s = fmt.Sprintf(" processed, %d skipped", t.Skipped.Count)
+		var why []string
+		for _, r := range skipReasons {
+			if n := t.Skipped.Reasons[r.key]; n > 0 {
+				why = append(why, fmt.Sprintf("%d %s", n, r.text))
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.Skipped.Reasons)) { // a newer server's reasons, as named
+			if n := t.Skipped.Reasons[k]; n > 0 && !slices.ContainsFunc(skipReasons, func(r struct{ key, text string }) bool { return r.key == k }) {
+				why = append(why, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(why) > 0 {
+			s += " (" + strings.Join(why, "; ") + ")"
+		}
+	}
+	if t.Remaining > 0 {
+		if s == "" {
+			s = " processed"
+		}
+		s += fmt.Sprintf(", %d left as they were (%s before the task got to them)", t.Remaining, t.State)
+	}
+	return s
 }
 
 func listTasks(cmd *cobra.Command, c *apiClient, state string) error {

@@ -474,17 +474,34 @@ func (s *Server) bulk(c echo.Context, kind records.TaskKind) error {
 }
 
 // statsJSON is GET /dead-letter/stats (OJS dead-letter spec §10.1, plus
-// by_state and by_exhaustion).
+// by_state and by_exhaustion). by_queue and by_error_type hold the limit
+// largest queues and error types; by_queue_others and by_error_type_others
+// count the rest, so that each breakdown still adds up to total.
 type statsJSON struct {
-	Total        int64            `json:"total"`
-	ByQueue      map[string]int64 `json:"by_queue"`
-	ByErrorType  map[string]int64 `json:"by_error_type"`
-	ByState      map[string]int64 `json:"by_state"`
-	ByExhaustion map[string]int64 `json:"by_exhaustion"`
-	OldestAt     *jsonTime        `json:"oldest_at"`
-	NewestAt     *jsonTime        `json:"newest_at"`
-	Retention    retentionJSON    `json:"retention"`
+	Total             int64            `json:"total"`
+	ByQueue           map[string]int64 `json:"by_queue"`
+	ByQueueOthers     othersJSON       `json:"by_queue_others"`
+	ByErrorType       map[string]int64 `json:"by_error_type"`
+	ByErrorTypeOthers othersJSON       `json:"by_error_type_others"`
+	ByState           map[string]int64 `json:"by_state"`
+	ByExhaustion      map[string]int64 `json:"by_exhaustion"`
+	OldestAt          *jsonTime        `json:"oldest_at"`
+	NewestAt          *jsonTime        `json:"newest_at"`
+	Retention         retentionJSON    `json:"retention"`
 }
+
+// othersJSON is what a capped breakdown of the stats leaves out: how many
+// keys (queues, error types) and their records.
+type othersJSON struct {
+	Keys    int64 `json:"keys"`
+	Records int64 `json:"records"`
+}
+
+// statsDefaultLimit is how many queues and error types the stats show when
+// no limit is given; a limit is from 1 to maxLimit, as the lists take it.
+// The whole breakdown pages on GET /queues (sort=total) and GET
+// /dead-letter/error-types.
+const statsDefaultLimit = 100
 
 type retentionJSON struct {
 	MaxAge      policy.Duration `json:"max_age"`
@@ -496,11 +513,18 @@ type retentionJSON struct {
 
 func (s *Server) stats(c echo.Context) error {
 	q := c.QueryParams()
-	if err := checkParams(q, map[string]bool{"queue": true}); err != nil {
+	if err := checkParams(q, map[string]bool{"queue": true, "limit": true}); err != nil {
 		return err
 	}
+	limit := statsDefaultLimit
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if limit, err = parseLimit(v); err != nil {
+			return err
+		}
+	}
 	name := q.Get("queue")
-	st, err := s.rec.StatsIn(c.Request().Context(), name, queueGlobs(c, auth.ActionRead))
+	st, err := s.rec.StatsTop(c.Request().Context(), name, queueGlobs(c, auth.ActionRead), limit)
 	if err != nil {
 		return err
 	}
@@ -510,6 +534,8 @@ func (s *Server) stats(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, statsJSON{
 		Total: st.Total, ByQueue: st.ByQueue, ByErrorType: st.ByErrorType, ByState: st.ByState, ByExhaustion: st.ByExhaustion,
+		ByQueueOthers: othersJSON{Keys: st.OtherQueues.Keys, Records: st.OtherQueues.Records}, ByErrorTypeOthers: othersJSON{
+			Keys: st.OtherErrorTypes.Keys, Records: st.OtherErrorTypes.Records},
 		OldestAt: optTime(st.OldestAt), NewestAt: optTime(st.NewestAt),
 		Retention: retentionJSON{MaxAge: policy.Duration(t.DeadLetter.Retention.MaxAge), MaxCount: t.DeadLetter.Retention.MaxCount,
 			Discarded: policy.Duration(t.Retention.Discarded), Completed: policy.Duration(t.Retention.Completed),

@@ -40,7 +40,9 @@ func (s *Store) ArchiveTopicKnown(ctx context.Context, topic string) (bool, erro
 // DLQ topics archived to this topic) that are done are made due again
 // (pending), and so are those being made right now (their claim is dropped,
 // so that the late settle of a copy produced to the old topic cannot mark it
-// done). An id that was replaced before is stale metadata and changes
+// done); the notes of the copies made to it (redrive_archive_copy) are
+// dropped, so that a record of those DLQ topics stored again later is
+// copied again too. An id that was replaced before is stale metadata and changes
 // nothing. Replicas checking at once are serialised on the topic.
 func (s *Store) ArchiveTopicSeen(ctx context.Context, topic string, id [16]byte, dlqTopics []string, now time.Time) (int64, error) {
 	var recopied int64
@@ -64,6 +66,9 @@ func (s *Store) ArchiveTopicSeen(ctx context.Context, topic string, id [16]byte,
 		}
 		if !ids.Current || len(dlqTopics) == 0 {
 			return nil
+		}
+		if err := s.q.ArchiveCopiesForget(ctx, tx, dlqTopics); err != nil {
+			return err
 		}
 		recopied, err = s.q.ArchiveRecopy(ctx, tx, dlqTopics)
 		return err

@@ -138,9 +138,15 @@ func (s *Store) MoveQueueBatch(ctx context.Context, tx *Tx, p *BatchParams, targ
 // the queue's API config is removed and the task completed, in one
 // transaction; otherwise the task is completed with the error note gives
 // (at at) and the config kept, and remaining says how many records still
-// wait. removed is false too when the queue had no API config.
-func (s *Store) FinishQueueDelete(ctx context.Context, t *Task, queue string, at time.Time,
+// wait. removed is false too when the queue had no API config. The task
+// accounts for its whole total as FinishTask does, inFlight being the
+// records after its cursor it left in flight.
+func (s *Store) FinishQueueDelete(ctx context.Context, t *Task, queue string, at time.Time, inFlight int64,
 	note func(remaining int64) string) (nt *Task, removed bool, remaining int64, err error) {
+	fp, err := finishParams(t, TaskCompleted, inFlight)
+	if err != nil {
+		return nil, false, 0, fmt.Errorf("finish queue delete task %s: %w", t.ID, err)
+	}
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 		args := pgx.NamedArgs{"queue": queue, "states": stateStrings(QueueDeleteStates)}
 		cond := "queue = @queue AND state = ANY(@states)"
@@ -164,7 +170,7 @@ func (s *Store) FinishQueueDelete(ctx context.Context, t *Task, queue string, at
 				return fmt.Errorf("record task error: %w", err)
 			}
 		}
-		nt, err = oneTask(s.q.TaskFinish(ctx, tx.tx, string(TaskCompleted), t.ID, t.LeaseToken))
+		nt, err = oneTask(s.q.TaskFinish(ctx, tx.tx, fp))
 		if errors.Is(err, ErrNotFound) {
 			return ErrLeaseLost
 		}

@@ -225,6 +225,12 @@ type BatchResult struct {
 	// Skipped are the records of the batch a patched retry left as they
 	// were (LastID counts them: the cursor moves past them).
 	Skipped []SkippedRecord
+	// InFlight counts the records the batch went past, up to LastID, that
+	// it would have taken but for a scheduler producing them right now
+	// (a batch whose scope leaves records in flight alone: retries and
+	// queue deletes). The cursor moves past them: the task never gets
+	// back to them.
+	InFlight int
 }
 
 // RetryBatch retries up to Limit matching records in id order. Rows another
@@ -301,7 +307,7 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 		ids, edits = append(ids, r.ID), append(edits, b)
 	}
 	if len(ids) == 0 {
-		return res, nil
+		return res, passedInFlight(ctx, tx, p, &sc, &res)
 	}
 	q := `WITH l AS (UPDATE redrive_lifecycle SET ` + makeAvailable + ` WHERE id = ANY(@ids::uuid[]) RETURNING id)
 		UPDATE redrive_record_data d SET redelivery = e.redelivery
@@ -315,7 +321,7 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 		return BatchResult{}, fmt.Errorf("patch batch: %w", err)
 	}
 	res.N = len(res.Rows)
-	return res, nil
+	return res, passedInFlight(ctx, tx, p, &sc, &res)
 }
 
 // RetryCandidates returns up to limit records, in id order after afterID,
@@ -370,7 +376,86 @@ func batch(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, args p
 			res.LastID = r.ID
 		}
 	}
-	return res, nil
+	return res, passedInFlight(ctx, tx, p, sc, &res)
+}
+
+// passedInFlight counts, into res.InFlight, the records from p's cursor up
+// to res.LastID that the batch would have taken (p.Filter narrowed by sc)
+// but for being in flight, when sc leaves records in flight alone. It reads
+// the (small) claim table, in the batch's transaction.
+func passedInFlight(ctx context.Context, tx *Tx, p *BatchParams, sc *filter.Scope, res *BatchResult) error {
+	if res.LastID == "" || sc.InFlight == nil || *sc.InFlight {
+		return nil
+	}
+	n, err := countInFlight(ctx, tx.tx, &p.Filter, *sc, p.AfterID, res.LastID)
+	if err != nil {
+		return fmt.Errorf("count records in flight: %w", err)
+	}
+	res.InFlight = int(n)
+	return nil
+}
+
+// countInFlight counts the records in flight that f narrowed by sc would
+// match but for their claim, with an id after afterID ("": any) and up to
+// upTo ("": any). A claim writes each record in the state its produce will
+// leave it in: the states of f and sc are matched with the state it had
+// before the claim, as reads show it (inflight.go).
+func countInFlight(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, f *filter.Filter, sc filter.Scope, afterID, upTo string) (int64, error) {
+	states := sc.States
+	switch {
+	case f.State != "" && states == nil:
+		states = []dlq.State{f.State}
+	case f.State != "":
+		states = intersectStates([]dlq.State{f.State}, states) // "none" when they do not meet: matches nothing
+	}
+	g := *f
+	g.State = ""
+	inFlight := true
+	sc.States, sc.InFlight = nil, &inFlight
+	args := pgx.NamedArgs{}
+	cond := where(&g, &sc, "f_", args)
+	if len(states) > 0 {
+		args["prior_states"] = stateStrings(states)
+		cond += priorStateIn
+	}
+	if afterID != "" {
+		args["after_id"] = afterID
+		cond += afterCursor
+	}
+	if upTo != "" {
+		args["up_to"] = upTo
+		cond += " AND id <= @up_to"
+	}
+	var n int64
+	err := db.QueryRow(ctx, "SELECT count(*) FROM redrive_record WHERE "+cond, args).Scan(&n)
+	return n, err
+}
+
+// priorStateIn keeps the records in flight whose state before their claim
+// is one of @prior_states.
+const priorStateIn = ` AND (SELECT c.prior_states[array_position(c.ids, id)] FROM redrive_claim c
+	WHERE c.token = claim_token) = ANY(@prior_states::text[])`
+
+// InFlightAfter counts the records after the cursor afterID that a task of
+// kind (with f narrowed by sc) leaves alone because they are in flight: the
+// records it goes past when it ends (retries and queue deletes; 0 for other
+// kinds).
+func (s *Store) InFlightAfter(ctx context.Context, kind TaskKind, f *filter.Filter, sc filter.Scope, afterID string) (int64, error) {
+	switch {
+	case kind == TaskRetry:
+		sc = retryScope(sc)
+	case kind.QueueDelete():
+		sc = queueDeleteScope(sc)
+	default:
+		return 0, nil
+	}
+	n, err := countInFlight(ctx, s.pool, f, sc, afterID, "")
+	if err != nil {
+		return 0, fmt.Errorf("count records in flight: %w", err)
+	}
+	return n, nil
 }
 
 // RemainsAfter reports whether a record matching f narrowed by sc (and by

@@ -23,6 +23,57 @@ type Stats struct {
 	ByQueueState map[string]map[string]int64
 	// OldestAt and NewestAt bound created_at; nil when there are no records.
 	OldestAt, NewestAt *time.Time
+	// OtherQueues and OtherErrorTypes are what StatsTop leaves out of
+	// ByQueue and ByErrorType (zero from Stats, which leaves out nothing):
+	// ByQueue's counts and OtherQueues.Records add up to Total, and so do
+	// ByErrorType's and OtherErrorTypes.Records.
+	OtherQueues, OtherErrorTypes Others
+}
+
+// Others is the part of a breakdown a capped read leaves out: how many
+// keys (queues, error types) and how many records they hold.
+type Others struct {
+	Keys, Records int64
+}
+
+// StatsTop reads what GET /dead-letter/stats shows (Stats), the breakdown
+// by queue and by error type capped at their limit largest keys (most
+// records first, ties by name), the rest counted in OtherQueues and
+// OtherErrorTypes; ByQueueState is left empty. Postgres does the counting:
+// what it returns is a row per state, exhaustion and shown key, whatever
+// the number of queues and error types.
+func (s *Store) StatsTop(ctx context.Context, queue string, queueGlobs []string, limit int) (*Stats, error) {
+	st := &Stats{ByQueue: map[string]int64{}, ByErrorType: map[string]int64{}, ByState: map[string]int64{},
+		ByExhaustion: map[string]int64{}, ByQueueState: map[string]map[string]int64{}}
+	var likes []string
+	if queueGlobs != nil {
+		likes = LikePatterns(queueGlobs)
+	}
+	rows, err := s.q.StatsTop(ctx, s.pool, int64(limit), queue, likes)
+	if err != nil {
+		return nil, fmt.Errorf("read stats: %w", err)
+	}
+	for _, r := range rows {
+		switch {
+		case r.Dim == "state":
+			st.ByState[r.Key] += r.N
+			st.Total += r.N
+		case r.Dim == "exhaustion":
+			st.ByExhaustion[r.Key] += r.N
+		case r.Dim == "queue" && r.Rest:
+			st.OtherQueues = Others{Keys: r.Keys, Records: r.N}
+		case r.Dim == "queue":
+			st.ByQueue[r.Key] = r.N
+		case r.Dim == "error_type" && r.Rest:
+			st.OtherErrorTypes = Others{Keys: r.Keys, Records: r.N}
+		case r.Dim == "error_type":
+			st.ByErrorType[r.Key] = r.N
+		}
+	}
+	if err := s.statsBounds(ctx, st, queue, queueGlobs); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // Stats reads the record statistics from the count view (the totals
@@ -68,6 +119,15 @@ func (s *Store) Stats(ctx context.Context, queue string, queueGlobs []string) (*
 			m[exh] += n
 		}
 	}
+	if err := s.statsBounds(ctx, st, queue, queueGlobs); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// statsBounds reads st's OldestAt and NewestAt: of queue ("": every
+// queue) among the queues matching queueGlobs (nil: every queue).
+func (s *Store) statsBounds(ctx context.Context, st *Stats, queue string, queueGlobs []string) error {
 	// min/max use the created_at index; for one topic, its (queue, id) index
 	// gives the first and last record stored (ids are time-ordered UUIDv7).
 	// The range on queue keeps the planner off the primary key (see
@@ -87,9 +147,9 @@ func (s *Store) Stats(ctx context.Context, queue string, queueGlobs []string) (*
 		args = []any{nargs}
 	}
 	if err := s.pool.QueryRow(ctx, q, args...).Scan(&st.OldestAt, &st.NewestAt); err != nil {
-		return nil, fmt.Errorf("read stats bounds: %w", err)
+		return fmt.Errorf("read stats bounds: %w", err)
 	}
-	return st, nil
+	return nil
 }
 
 // QueueCounts reads, from the count table, each source topic's records by

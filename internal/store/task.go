@@ -46,9 +46,17 @@ type Task struct {
 	Filter    json.RawMessage // the filter, as filter.Canonical wrote it (or, made before it, as given)
 	RateLimit float64         // records/s, 0 = unlimited
 	BatchSize int
+	// Total is how many records the task is about: those its filter matched
+	// when it was created, raised when more came to match before it got to
+	// them. Processed counts the records it changed (retried, deleted,
+	// discarded, moved), Skipped those it left as they were, each under one
+	// of SkippedReasons; Remaining is the rest. They add up: Processed +
+	// Skipped + Remaining = Total, and a completed task has nothing remaining.
 	Total     int64
 	Processed int64
 	Skipped   int64
+	// SkippedReasons counts the skipped records by why (Skip* reasons).
+	SkippedReasons map[string]int64
 	// Patch is the JSON Patch a retry applies to each record's payload
 	// (nil: none); SkippedRecords the first MaxSkippedRecords records it
 	// skipped (Skipped counts them all).
@@ -77,6 +85,58 @@ type Task struct {
 	StartedAt       *time.Time
 	UpdatedAt       time.Time
 	FinishedAt      *time.Time
+}
+
+// Why a task left a record as it was (Task.SkippedReasons).
+const (
+	// SkipPatch: a patched retry's patch failed on the record, or its result
+	// did not match the record's schema (SkippedRecords says which).
+	SkipPatch = "patch"
+	// SkipInFlight: a scheduler was producing the record (its redelivery
+	// under way) when the task got to it; the task went past it.
+	SkipInFlight = "in_flight"
+	// SkipNoLongerMatches: the record was counted when the task was created
+	// but no longer matched its filter when the task got to it: retried,
+	// changed or deleted meanwhile (the task cannot tell which), or in a
+	// state its kind does not touch any more. Counted when the task
+	// completes, as what is left of its total.
+	SkipNoLongerMatches = "no_longer_matches"
+)
+
+// Remaining is how many of the task's records it has not got to: still to
+// do while it is pending or running, left as they were when it was
+// cancelled, aborted by its canary or failed; 0 once it completed.
+func (t *Task) Remaining() int64 {
+	return max(0, t.Total-t.Processed-t.Skipped)
+}
+
+// addReasons is reasons plus n records skipped for each of more's reasons.
+func addReasons(reasons map[string]int64, more map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(reasons)+len(more))
+	for k, v := range reasons {
+		out[k] = v
+	}
+	for k, v := range more {
+		if v != 0 {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// accountFor is what completed task t ends with: inFlight more records
+// skipped as in flight (those after its cursor a scheduler was producing
+// when it ended), and what is left of its total after those as no longer
+// matching its filter. Processed + the skipped count it returns is its
+// total, or more.
+func accountFor(t *Task, inFlight int64) (int64, map[string]int64) {
+	more := map[string]int64{SkipInFlight: inFlight}
+	skipped := t.Skipped + inFlight
+	if gone := t.Total - t.Processed - skipped; gone > 0 {
+		more[SkipNoLongerMatches] = gone
+		skipped += gone
+	}
+	return skipped, addReasons(t.SkippedReasons, more)
 }
 
 // TaskError is one error a task met.
@@ -116,6 +176,12 @@ func taskOf(r dbsqlc.RedriveTask) (*Task, error) {
 	if len(r.SkippedRecords) > 0 {
 		if err := json.Unmarshal(r.SkippedRecords, &t.SkippedRecords); err != nil {
 			return nil, fmt.Errorf("decode task skipped records: %w", err)
+		}
+	}
+	t.SkippedReasons = map[string]int64{}
+	if len(r.SkippedReasons) > 0 {
+		if err := json.Unmarshal(r.SkippedReasons, &t.SkippedReasons); err != nil {
+			return nil, fmt.Errorf("decode task skipped reasons: %w", err)
 		}
 	}
 	if err := canaryOf(t, &r); err != nil {
@@ -293,8 +359,9 @@ var ErrLeaseLost = errors.New("lease lost")
 
 // TaskBatch runs one batch of a task in a transaction with its progress: fn
 // changes records, then the task's counters, cursor and lease are advanced —
-// both or neither. It returns the task as updated, ErrLeaseLost when another
-// replica holds the task now.
+// both or neither. The records the batch left (a patch's skips, those in
+// flight it went past) count as skipped, each with its reason. It returns
+// the task as updated, ErrLeaseLost when another replica holds the task now.
 func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 	fn func(tx *Tx) (BatchResult, error)) (*Task, BatchResult, error) {
 	var out *Task
@@ -308,16 +375,23 @@ func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 		if res.LastID != "" {
 			cursor = &res.LastID
 		}
-		var listed json.RawMessage
+		var listed, reasons json.RawMessage
 		if len(res.Skipped) > 0 && len(t.SkippedRecords) < MaxSkippedRecords {
 			all := append(slices.Clone(t.SkippedRecords), res.Skipped...)
 			if listed, err = json.Marshal(all[:min(len(all), MaxSkippedRecords)]); err != nil {
 				return fmt.Errorf("encode skipped records: %w", err)
 			}
 		}
+		skipped := int64(len(res.Skipped) + res.InFlight)
+		if skipped > 0 {
+			more := map[string]int64{SkipPatch: int64(len(res.Skipped)), SkipInFlight: int64(res.InFlight)}
+			if reasons, err = json.Marshal(addReasons(t.SkippedReasons, more)); err != nil {
+				return fmt.Errorf("encode skipped reasons: %w", err)
+			}
+		}
 		out, err = oneTask(s.q.TaskAdvance(ctx, tx.tx, dbsqlc.TaskAdvanceParams{ID: t.ID, LeaseToken: t.LeaseToken,
-			Processed: int64(res.N), CursorID: cursor, Skipped: int64(len(res.Skipped)), SkippedRecords: listed,
-			LeaseMs: lease.Milliseconds()}))
+			Processed: int64(res.N), CursorID: cursor, Skipped: skipped, SkippedRecords: listed, SkippedReasons: reasons,
+			Dealt: int64(res.N) + skipped, LeaseMs: lease.Milliseconds()}))
 		if errors.Is(err, ErrNotFound) {
 			return ErrLeaseLost
 		}
@@ -332,9 +406,16 @@ func (s *Store) TaskBatch(ctx context.Context, t *Task, lease time.Duration,
 	return out, res, nil
 }
 
-// FinishTask sets a task's final state and releases its lease.
-func (s *Store) FinishTask(ctx context.Context, t *Task, state TaskState) (*Task, error) {
-	nt, err := oneTask(s.q.TaskFinish(ctx, s.pool, string(state), t.ID, t.LeaseToken))
+// FinishTask sets a task's final state and releases its lease. A completed
+// task accounts for its whole total (accountFor): inFlight more records
+// skipped as in flight, the rest of its total as no longer matching. Other
+// states keep the counts as they are (what remains was left by the end).
+func (s *Store) FinishTask(ctx context.Context, t *Task, state TaskState, inFlight int64) (*Task, error) {
+	p, err := finishParams(t, state, inFlight)
+	if err != nil {
+		return nil, fmt.Errorf("finish task %s: %w", t.ID, err)
+	}
+	nt, err := oneTask(s.q.TaskFinish(ctx, s.pool, p))
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrLeaseLost
 	}
@@ -342,6 +423,21 @@ func (s *Store) FinishTask(ctx context.Context, t *Task, state TaskState) (*Task
 		return nil, fmt.Errorf("finish task %s: %w", t.ID, err)
 	}
 	return nt, nil
+}
+
+// finishParams is the statement that ends task t in state (FinishTask).
+func finishParams(t *Task, state TaskState, inFlight int64) (dbsqlc.TaskFinishParams, error) {
+	p := dbsqlc.TaskFinishParams{State: string(state), ID: t.ID, LeaseToken: t.LeaseToken}
+	if state != TaskCompleted {
+		return p, nil
+	}
+	skipped, reasons := accountFor(t, inFlight)
+	b, err := json.Marshal(reasons)
+	if err != nil {
+		return p, fmt.Errorf("encode skipped reasons: %w", err)
+	}
+	p.Skipped, p.SkippedReasons = &skipped, b
+	return p, nil
 }
 
 // ReleaseTask gives up a task's lease without finishing it (at shutdown), so

@@ -224,7 +224,7 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				return
 			case c.Phase == store.CanaryWatch || c.Phase == store.CanarySample && (c.SampledAt != nil || c.Sampled >= t.Canary.SampleSize):
 				if c.Sampled == 0 { // nothing was there to sample: nothing is left either
-					r.finish(ctx, t, store.TaskCompleted, log)
+					r.complete(ctx, t, &f, scope, log)
 					return
 				}
 				nt, stop := r.watch(ctx, t, log)
@@ -366,10 +366,10 @@ func (r *Runner) work(ctx context.Context, t *store.Task) {
 				continue
 			}
 			if t.Kind.QueueDelete() {
-				r.finishQueueDelete(ctx, t, f.Queue, log)
+				r.finishQueueDelete(ctx, t, &f, scope, log)
 				return
 			}
-			r.finish(ctx, t, store.TaskCompleted, log)
+			r.complete(ctx, t, &f, scope, log)
 			return
 		}
 		if sampling && t.CanaryState.Sampled >= t.Canary.SampleSize {
@@ -403,12 +403,44 @@ func Selection(t *store.Task, retry *filter.Scope) (filter.Filter, filter.Scope,
 	return f, scope, nil
 }
 
+// finish ends t in state, short of completing it: what it has not got to
+// remains, left as it was by that end (cancelled, aborted, failed).
 func (r *Runner) finish(ctx context.Context, t *store.Task, state store.TaskState, log *slog.Logger) {
-	if _, err := r.store.FinishTask(context.WithoutCancel(ctx), t, state); err != nil {
+	if _, err := r.store.FinishTask(context.WithoutCancel(ctx), t, state, 0); err != nil {
 		log.Warn("finish task", "state", state, "err", err)
 		return
 	}
-	log.Info("task finished", "state", state)
+	log.Info("task finished", "state", state, "processed", t.Processed, "skipped", t.Skipped, "remaining", t.Remaining())
+}
+
+// inFlightAfter counts the records after t's cursor it goes past because a
+// scheduler is producing them (f narrowed by scope): skipped as in flight
+// when it completes. When they cannot be counted they are left to the
+// count of those no longer matching (logged).
+func (r *Runner) inFlightAfter(ctx context.Context, t *store.Task, f *filter.Filter, scope filter.Scope, log *slog.Logger) int64 {
+	after := ""
+	if t.CursorID != nil {
+		after = *t.CursorID
+	}
+	n, err := r.store.InFlightAfter(ctx, t.Kind, f, scope, after)
+	if err != nil {
+		log.Warn("count the records in flight the task leaves; counted as no longer matching", "err", err)
+		return 0
+	}
+	return n
+}
+
+// complete ends t completed: every record of its total is accounted for,
+// processed or skipped with its reason (store.FinishTask).
+func (r *Runner) complete(ctx context.Context, t *store.Task, f *filter.Filter, scope filter.Scope, log *slog.Logger) {
+	ctx = context.WithoutCancel(ctx)
+	nt, err := r.store.FinishTask(ctx, t, store.TaskCompleted, r.inFlightAfter(ctx, t, f, scope, log))
+	if err != nil {
+		log.Warn("finish task", "state", store.TaskCompleted, "err", err)
+		return
+	}
+	log.Info("task finished", "state", nt.State, "total", nt.Total, "processed", nt.Processed, "skipped", nt.Skipped,
+		"skipped_reasons", nt.SkippedReasons)
 }
 
 func (r *Runner) release(t *store.Task, log *slog.Logger) {
@@ -436,13 +468,14 @@ func queueDeletedError(t *store.Task, queue string, now time.Time) dlq.ErrorEntr
 // is removed unless records of it still wait (they were being produced
 // when the task passed them, and their redelivery failed), which the task's
 // errors then say.
-func (r *Runner) finishQueueDelete(ctx context.Context, t *store.Task, queue string, log *slog.Logger) {
+func (r *Runner) finishQueueDelete(ctx context.Context, t *store.Task, f *filter.Filter, scope filter.Scope, log *slog.Logger) {
 	ctx = context.WithoutCancel(ctx)
+	queue := f.Queue
 	note := func(remaining int64) string {
 		return fmt.Sprintf("%d records of queue %s still wait (they were being redelivered when the task passed them); "+
 			"the queue keeps its API config, paused: delete it again", remaining, queue)
 	}
-	nt, removed, remaining, err := r.store.FinishQueueDelete(ctx, t, queue, r.cfg.Clock.Now(), note)
+	nt, removed, remaining, err := r.store.FinishQueueDelete(ctx, t, queue, r.cfg.Clock.Now(), r.inFlightAfter(ctx, t, f, scope, log), note)
 	if err != nil {
 		log.Warn("finish queue delete", "queue", queue, "err", err)
 		if !errors.Is(err, store.ErrLeaseLost) {

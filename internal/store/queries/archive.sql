@@ -31,6 +31,11 @@ UPDATE redrive_lifecycle l SET archive_state = 'pending', archive_reason = NULL,
 FROM redrive_record_data d
 WHERE d.id = l.id AND d.dlq_topic = ANY(@dlq_topics::text[]) AND (l.archive_state = 'done' OR l.archive_token IS NOT NULL);
 
+-- name: ArchiveCopiesForget :exec
+-- The copies noted of records of these DLQ topics are gone with their
+-- archive topic: a record of them stored again is copied again.
+DELETE FROM redrive_archive_copy WHERE dlq_topic = ANY(@dlq_topics::text[]);
+
 
 -- name: ArchiveNextDue :one
 SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN @now::timestamptz

@@ -39,15 +39,24 @@ WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
 RETURNING *;
 
 -- name: TaskAdvance :one
+-- The progress of a batch. The total is raised to what the task dealt with when
+-- more records came to match its filter than were counted at its creation.
 UPDATE redrive_task SET processed = processed + @processed::bigint, cursor_id = coalesce(sqlc.narg(cursor_id)::uuid, cursor_id),
     skipped = skipped + @skipped::bigint, skipped_records = coalesce(sqlc.narg(skipped_records)::jsonb, skipped_records),
+    skipped_reasons = coalesce(sqlc.narg(skipped_reasons)::jsonb, skipped_reasons),
+    total = greatest(total, processed + skipped + @dealt::bigint),
     lease_until = now() + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint, updated_at = now()
 WHERE id = @id AND lease_token = @lease_token
 RETURNING *;
 
 -- name: TaskFinish :one
+-- Ends a task. A completed one accounts for its whole total: the skipped
+-- count and reasons it ends with are given (task.go, accountFor).
 UPDATE redrive_task SET state = @state, finished_at = now(), updated_at = now(),
-    lease_until = NULL, lease_owner = NULL, lease_token = NULL
+    lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+    skipped = coalesce(sqlc.narg(skipped)::bigint, skipped),
+    skipped_reasons = coalesce(sqlc.narg(skipped_reasons)::jsonb, skipped_reasons),
+    total = greatest(total, processed + coalesce(sqlc.narg(skipped)::bigint, skipped))
 WHERE id = @id AND lease_token = @lease_token
 RETURNING *;
 

@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+const archiveCopiesForget = `-- name: ArchiveCopiesForget :exec
+DELETE FROM redrive_archive_copy WHERE dlq_topic = ANY($1::text[])
+`
+
+// The copies noted of records of these DLQ topics are gone with their
+// archive topic: a record of them stored again is copied again.
+func (q *Queries) ArchiveCopiesForget(ctx context.Context, db DBTX, dlqTopics []string) error {
+	_, err := db.Exec(ctx, archiveCopiesForget, dlqTopics)
+	return err
+}
+
 const archiveNextDue = `-- name: ArchiveNextDue :one
 SELECT CASE WHEN min(coalesce(archive_retry_at, '-infinity'::timestamptz)) = '-infinity' THEN $1::timestamptz
             ELSE min(archive_retry_at) END AS due

@@ -11,6 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type RedriveArchiveCopy struct {
+	ID          string
+	State       string
+	Attempt     int32
+	Errors      int32
+	LastErrorAt time.Time
+	DlqTopic    string
+	Reason      *string
+	ArchivedAt  time.Time
+}
+
 type RedriveArchiveTopic struct {
 	Topic      string
 	TopicID    string
@@ -456,6 +467,7 @@ type RedriveTask struct {
 	CanaryReport     json.RawMessage
 	TargetQueue      *string
 	QueueGlobs       []string
+	SkippedReasons   json.RawMessage
 }
 
 type RedriveTaskSample struct {

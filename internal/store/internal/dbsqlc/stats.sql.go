@@ -273,3 +273,63 @@ func (q *Queries) StatsQueueCounts(ctx context.Context, db DBTX, queue string) (
 	}
 	return items, nil
 }
+
+const statsTop = `-- name: StatsTop :many
+WITH c AS (
+    SELECT queue, error_type, state, exhaustion, sum(n)::bigint AS n FROM redrive_record_count
+    WHERE ($2::text = '' OR queue = $2::text)
+      AND ($3::text[] IS NULL OR queue LIKE ANY($3::text[]))
+    GROUP BY 1, 2, 3, 4 HAVING sum(n) <> 0),
+ranked AS (
+    SELECT 'queue'::text AS dim, q.queue AS k, q.n, row_number() OVER (ORDER BY q.n DESC, q.queue) AS rank
+    FROM (SELECT queue, sum(n)::bigint AS n FROM c GROUP BY queue) q
+    UNION ALL
+    SELECT 'error_type'::text, e.error_type, e.n, row_number() OVER (ORDER BY e.n DESC, e.error_type)
+    FROM (SELECT error_type, sum(n)::bigint AS n FROM c GROUP BY error_type) e
+    UNION ALL
+    SELECT 'state'::text, state, sum(n)::bigint, 1 FROM c GROUP BY state
+    UNION ALL
+    SELECT 'exhaustion'::text, exhaustion, sum(n)::bigint, 1 FROM c WHERE exhaustion <> '' GROUP BY exhaustion)
+SELECT r.dim::text AS dim, (r.rank > $1::bigint)::bool AS rest, (CASE WHEN r.rank > $1::bigint THEN '' ELSE r.k END)::text AS key,
+    sum(r.n)::bigint AS n, count(*)::bigint AS keys
+FROM ranked r GROUP BY 1, 2, 3
+`
+
+type StatsTopRow struct {
+	Dim  string
+	Rest bool
+	Key  string
+	N    int64
+	Keys int64
+}
+
+// GET /dead-letter/stats (StatsTop): the records by state and exhaustion,
+// and the @max largest queues and error types, most records first (ties by
+// name); the rest of each of those two in one row marked rest, with how
+// many keys it holds and their records. Of one queue when @queue is
+// set, of the queues matching @queue_likes when set.
+func (q *Queries) StatsTop(ctx context.Context, db DBTX, max int64, queue string, queueLikes []string) ([]StatsTopRow, error) {
+	rows, err := db.Query(ctx, statsTop, max, queue, queueLikes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StatsTopRow
+	for rows.Next() {
+		var i StatsTopRow
+		if err := rows.Scan(
+			&i.Dim,
+			&i.Rest,
+			&i.Key,
+			&i.N,
+			&i.Keys,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

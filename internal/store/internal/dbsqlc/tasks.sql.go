@@ -40,9 +40,11 @@ func (q *Queries) TaskAddError(ctx context.Context, db DBTX, arg TaskAddErrorPar
 const taskAdvance = `-- name: TaskAdvance :one
 UPDATE redrive_task SET processed = processed + $1::bigint, cursor_id = coalesce($2::uuid, cursor_id),
     skipped = skipped + $3::bigint, skipped_records = coalesce($4::jsonb, skipped_records),
-    lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
-WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+    skipped_reasons = coalesce($5::jsonb, skipped_reasons),
+    total = greatest(total, processed + skipped + $6::bigint),
+    lease_until = now() + interval '1 millisecond' * $7::bigint, updated_at = now()
+WHERE id = $8 AND lease_token = $9
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
 type TaskAdvanceParams struct {
@@ -50,17 +52,23 @@ type TaskAdvanceParams struct {
 	CursorID       *string
 	Skipped        int64
 	SkippedRecords json.RawMessage
+	SkippedReasons json.RawMessage
+	Dealt          int64
 	LeaseMs        int64
 	ID             string
 	LeaseToken     *string
 }
 
+// The progress of a batch. The total is raised to what the task dealt with when
+// more records came to match its filter than were counted at its creation.
 func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParams) (RedriveTask, error) {
 	row := db.QueryRow(ctx, taskAdvance,
 		arg.Processed,
 		arg.CursorID,
 		arg.Skipped,
 		arg.SkippedRecords,
+		arg.SkippedReasons,
+		arg.Dealt,
 		arg.LeaseMs,
 		arg.ID,
 		arg.LeaseToken,
@@ -99,6 +107,7 @@ func (q *Queries) TaskAdvance(ctx context.Context, db DBTX, arg TaskAdvanceParam
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
@@ -110,7 +119,7 @@ UPDATE redrive_task SET canary_phase = coalesce($1::text, canary_phase),
     canary_report = coalesce($4::jsonb, canary_report),
     lease_until = now() + interval '1 millisecond' * $5::bigint, updated_at = now()
 WHERE id = $6 AND lease_token = $7
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
 type TaskCanaryUpdateParams struct {
@@ -167,6 +176,7 @@ func (q *Queries) TaskCanaryUpdate(ctx context.Context, db DBTX, arg TaskCanaryU
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
@@ -176,7 +186,7 @@ UPDATE redrive_task SET cancel_requested = true, updated_at = now(),
     state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state = 'pending' THEN now() ELSE finished_at END
 WHERE id = $1 AND state IN ('pending', 'running')
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -215,6 +225,7 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, id string) (RedriveTa
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
@@ -235,7 +246,7 @@ UPDATE redrive_task SET state = 'running', lease_owner = $1, lease_token = $2,
     lease_until = now() + interval '1 millisecond' * $3::bigint, started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = (SELECT id FROM redrive_task WHERE state IN ('pending', 'running')
     AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
 func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *string, leaseMs int64) (RedriveTask, error) {
@@ -274,6 +285,7 @@ func (q *Queries) TaskClaim(ctx context.Context, db DBTX, owner *string, token *
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
@@ -286,7 +298,7 @@ VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7,
     (SELECT r.id FROM redrive_record_data r ORDER BY r.id DESC LIMIT 1), now(), now(), $8::jsonb,
     $9::jsonb, CASE WHEN $9::jsonb IS NULL THEN NULL ELSE 'sample' END,
     $10::text, $11::text, $12::text[])
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
 type TaskCreateParams struct {
@@ -354,19 +366,39 @@ func (q *Queries) TaskCreate(ctx context.Context, db DBTX, arg TaskCreateParams)
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
 
 const taskFinish = `-- name: TaskFinish :one
 UPDATE redrive_task SET state = $1, finished_at = now(), updated_at = now(),
-    lease_until = NULL, lease_owner = NULL, lease_token = NULL
-WHERE id = $2 AND lease_token = $3
-RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs
+    lease_until = NULL, lease_owner = NULL, lease_token = NULL,
+    skipped = coalesce($2::bigint, skipped),
+    skipped_reasons = coalesce($3::jsonb, skipped_reasons),
+    total = greatest(total, processed + coalesce($2::bigint, skipped))
+WHERE id = $4 AND lease_token = $5
+RETURNING id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons
 `
 
-func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD string, leaseToken *string) (RedriveTask, error) {
-	row := db.QueryRow(ctx, taskFinish, state, iD, leaseToken)
+type TaskFinishParams struct {
+	State          string
+	Skipped        *int64
+	SkippedReasons json.RawMessage
+	ID             string
+	LeaseToken     *string
+}
+
+// Ends a task. A completed one accounts for its whole total: the skipped
+// count and reasons it ends with are given (task.go, accountFor).
+func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams) (RedriveTask, error) {
+	row := db.QueryRow(ctx, taskFinish,
+		arg.State,
+		arg.Skipped,
+		arg.SkippedReasons,
+		arg.ID,
+		arg.LeaseToken,
+	)
 	var i RedriveTask
 	err := row.Scan(
 		&i.ID,
@@ -401,12 +433,13 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, state string, iD stri
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE id = $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons FROM redrive_task WHERE id = $1
 `
 
 func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask, error) {
@@ -445,12 +478,13 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, id string) (RedriveTask,
 		&i.CanaryReport,
 		&i.TargetQueue,
 		&i.QueueGlobs,
+		&i.SkippedReasons,
 	)
 	return i, err
 }
 
 const taskList = `-- name: TaskList :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task ORDER BY id DESC LIMIT $1
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons FROM redrive_task ORDER BY id DESC LIMIT $1
 `
 
 func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTask, error) {
@@ -495,6 +529,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 			&i.CanaryReport,
 			&i.TargetQueue,
 			&i.QueueGlobs,
+			&i.SkippedReasons,
 		); err != nil {
 			return nil, err
 		}
@@ -507,7 +542,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, max int32) ([]RedriveTa
 }
 
 const taskListBefore = `-- name: TaskListBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons FROM redrive_task WHERE id < $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, max int32) ([]RedriveTask, error) {
@@ -552,6 +587,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 			&i.CanaryReport,
 			&i.TargetQueue,
 			&i.QueueGlobs,
+			&i.SkippedReasons,
 		); err != nil {
 			return nil, err
 		}
@@ -564,7 +600,7 @@ func (q *Queries) TaskListBefore(ctx context.Context, db DBTX, beforeID string, 
 }
 
 const taskListState = `-- name: TaskListState :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons FROM redrive_task WHERE state = $1 ORDER BY id DESC LIMIT $2
 `
 
 func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max int32) ([]RedriveTask, error) {
@@ -609,6 +645,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 			&i.CanaryReport,
 			&i.TargetQueue,
 			&i.QueueGlobs,
+			&i.SkippedReasons,
 		); err != nil {
 			return nil, err
 		}
@@ -621,7 +658,7 @@ func (q *Queries) TaskListState(ctx context.Context, db DBTX, state string, max 
 }
 
 const taskListStateBefore = `-- name: TaskListStateBefore :many
-SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
+SELECT id, kind, state, filter, rate_limit, batch_size, total, processed, skipped, errors, cursor_id, max_id, cancel_requested, created_by, lease_owner, lease_token, lease_until, created_at, started_at, updated_at, finished_at, patch, skipped_records, redelivery_target, canary, canary_phase, canary_sampled, canary_sampled_at, canary_watch_until, canary_report, target_queue, queue_globs, skipped_reasons FROM redrive_task WHERE state = $1 AND id < $2 ORDER BY id DESC LIMIT $3
 `
 
 func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string, beforeID string, max int32) ([]RedriveTask, error) {
@@ -666,6 +703,7 @@ func (q *Queries) TaskListStateBefore(ctx context.Context, db DBTX, state string
 			&i.CanaryReport,
 			&i.TargetQueue,
 			&i.QueueGlobs,
+			&i.SkippedReasons,
 		); err != nil {
 			return nil, err
 		}

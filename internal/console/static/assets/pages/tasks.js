@@ -23,16 +23,22 @@ async function drawTasks(signal) {
     items.length === 0 ? el("p", { class: "empty" }, "No bulk tasks yet. Retry or purge all the records of a filtered view on the Records page, and the task shows here.")
       : table(["Task", "Kind", "State", "Progress", "By", "Created"], items.map((t) => el("tr", {},
         el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8))), el("td", {}, t.kind, t.patch ? " (patch)" : "", t.canary ? ` (canary: ${t.canary.phase})` : ""), el("td", {}, t.state),
-        el("td", {}, progressBar(t), ` ${t.processed}/${t.total}`),
+        el("td", {}, progressBar(t), ` ${t.processed}/${t.total}`, skippedCount(t) ? `, ${skippedCount(t)} skipped` : ""),
         el("td", {}, t.created_by), el("td", {}, ago(t.created_at))))),
   );
   return items;
 }
 
-// done is how many records a task has dealt with: processed, and skipped by
-// its patch (the API's progress counts both).
+// skippedCount is how many records a task left as they were, whatever the
+// reason.
+function skippedCount(t) {
+  return (t.skipped && t.skipped.count) || 0;
+}
+
+// done is how many records a task has dealt with: processed, and skipped
+// (the API's progress counts both). With what remains it is the total.
 function done(t) {
-  return t.processed + ((t.skipped && t.skipped.count) || 0);
+  return t.processed + skippedCount(t);
 }
 
 function progressBar(t) {
@@ -52,7 +58,8 @@ export async function task(signal, id) {
   const draw = () => fill(body, 
     el("p", { class: "progressline" }, progressBar(t), " ",
       el("span", { id: "task-progress" }, `${t.processed.toLocaleString("en")} of ${plural(t.total, "record")}` +
-        ((t.skipped && t.skipped.count) ? `, ${t.skipped.count.toLocaleString("en")} skipped` : "") + ` (${Math.round(t.progress * 100)}%)`)),
+        (skippedCount(t) ? `, ${skippedCount(t).toLocaleString("en")} skipped` : "") +
+        (!open(t) && t.remaining > 0 ? `, ${t.remaining.toLocaleString("en")} not reached` : "") + ` (${Math.round(t.progress * 100)}%)`)),
     facts([
       ["State", el("span", { id: "task-state", class: `task-${t.state}` }, t.state + (t.cancel_requested && open(t) ? " (cancelling)" : ""))],
       ["Kind", t.kind],
@@ -61,6 +68,8 @@ export async function task(signal, id) {
       ["Filter", el("code", {}, JSON.stringify(t.filter))],
       t.patchText ? ["Patch", el("pre", { class: "raw", id: "task-patch" }, t.patchText)] : null,
       t.skipped && typeof t.skipped === "object" ? ["Skipped", skippedView(t.skipped)] : null,
+      !open(t) && t.remaining > 0 ? ["Not reached", el("span", { id: "task-remaining" },
+        `${plural(t.remaining, "record")} left as ${t.remaining === 1 ? "it was" : "they were"}: the task was ${t.state} before it got to them`)] : null,
       t.canary ? ["Canary", canaryView(t)] : null,
       ["Created", [ago(t.created_at), ` by ${t.created_by}`]],
       ["Started", ago(t.started_at)],
@@ -110,17 +119,31 @@ function patchOf(text) {
   } catch { return null; }
 }
 
-// skippedView lists the records a patch task skipped: those its patch
-// failed on, or whose result did not match their schema (the first 100).
+// skipReasons says why a task left records as they were (the API's
+// skipped.reasons), in the order they are listed.
+const skipReasons = [
+  ["no_longer_matches", "no longer matched the filter when the task got to them: retried, changed or deleted since it was created"],
+  ["in_flight", "were being redelivered when the task got to them"],
+  ["patch", "the patch failed on them, or its result did not match their schema"],
+];
+
+// skippedView says how many records a task skipped and why, and lists those
+// its patch skipped (the first 100).
 function skippedView(sk) {
   const records = sk.records || [];
   if (!sk.count) return el("span", { id: "task-skipped" }, "none");
+  const reasons = sk.reasons || {};
+  const known = skipReasons.map(([k]) => k);
+  const why = [...skipReasons, ...Object.keys(reasons).filter((k) => !known.includes(k)).sort().map((k) => [k, k])]
+    .filter(([k]) => reasons[k] > 0)
+    .map(([k, text]) => el("li", { "data-reason": k }, `${reasons[k].toLocaleString("en")} ${text}`));
   return el("div", { id: "task-skipped" },
-    el("p", {}, `${plural(sk.count, "record")} skipped: not produced, left as ${sk.count === 1 ? "it was" : "they were"}`,
-      records.length < sk.count ? ` (the first ${records.length} listed)` : "", "."),
-    table(["Record", "Why"], records.map((x) => el("tr", {},
+    el("p", {}, `${plural(sk.count, "record")} skipped: not produced, left as ${sk.count === 1 ? "it was" : "they were"}.`),
+    why.length ? el("ul", { id: "task-skipped-reasons" }, why) : null,
+    records.length ? el("p", {}, `Skipped by the patch${records.length < (reasons.patch || sk.count) ? ` (the first ${records.length} listed)` : ""}:`) : null,
+    records.length ? table(["Record", "Why"], records.map((x) => el("tr", {},
       el("td", {}, link(`/ui/records/${encodeURIComponent(x.id)}`, x.id, { class: "id" })),
-      el("td", { class: "msg" }, x.message || ""))), { id: "task-skipped-records" }));
+      el("td", { class: "msg" }, x.message || ""))), { id: "task-skipped-records" }) : null);
 }
 
 // canaryView is a canary task's sample: what was asked, where it stands
