@@ -64,6 +64,10 @@ const (
 	TaskCanaryWatching Type = "task.canary_watching"
 	TaskCanaryPassed   Type = "task.canary_passed"
 	TaskCanaryAborted  Type = "task.canary_aborted"
+	// TaskCanaryInconclusive: the watch ended with outcomes of the sample
+	// still pending: the task stopped, or went on as its canary asked
+	// (on_inconclusive: continue). Subject: the task id.
+	TaskCanaryInconclusive Type = "task.canary_inconclusive"
 	// IncidentRedriveStarted: an incident marked "resolved, redrive when
 	// quiet" was quiet long enough, and its canary retry started. Subject:
 	// the fingerprint. Emitted by the maintenance leader.
@@ -75,7 +79,7 @@ var Types = []Type{
 	DeadLetterAdded, DeadLetterRetried, DeadLetterReplayed, DeadLetterPruned, DeadLetterDeleted,
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
 	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
-	JobDiscarded, DeadLetterMoved, QueueDeleted,
+	JobDiscarded, DeadLetterMoved, QueueDeleted, TaskCanaryInconclusive,
 }
 
 // Valid reports whether t is a known event type.

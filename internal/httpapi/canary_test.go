@@ -49,6 +49,8 @@ func TestCanaryFieldsAreValidated(t *testing.T) {
 		{`{"sample":10,"watch":"PT1M","abort_if_refail":1.5}`, "canary.abort_if_refail"},
 		{`{"sample":10,"watch":"PT1M","abort_if_refail":"0.5"}`, "canary.abort_if_refail"},
 		{`{"sample":10,"watch":"PT1M","abort_if_refail":true}`, "canary.abort_if_refail"},
+		{`{"sample":10,"watch":"PT1M","on_inconclusive":"maybe"}`, "canary.on_inconclusive"},
+		{`{"sample":10,"watch":"PT1M","on_inconclusive":true}`, "canary.on_inconclusive"},
 	} {
 		wantError(t, c.canary, retry(c.canary), http.StatusBadRequest, "invalid_request", c.field)
 	}

@@ -12,7 +12,11 @@ import (
 	"github.com/redrive/redrive/internal/records"
 )
 
-// taskJSON is a background bulk task.
+// taskJSON is a background bulk task. Its counts add up: processed +
+// skipped.count + remaining = total (store.Task): remaining is what it has
+// not got to (still to do while it runs, left as it was once it was
+// cancelled, aborted or failed), progress the share of total dealt with
+// (processed or skipped).
 type taskJSON struct {
 	ID              string            `json:"id"`
 	Kind            string            `json:"kind"`
@@ -21,6 +25,7 @@ type taskJSON struct {
 	RateLimit       float64           `json:"rate_limit"`
 	Total           int64             `json:"total"`
 	Processed       int64             `json:"processed"`
+	Remaining       int64             `json:"remaining"`
 	Progress        float64           `json:"progress"`
 	Errors          []taskErrorJSON   `json:"errors"`
 	CancelRequested bool              `json:"cancel_requested"`
@@ -36,7 +41,7 @@ type taskJSON struct {
 	// Target is a retry's redelivery target (group or topic); null keeps
 	// each record's policy.
 	Target *string `json:"target"`
-	// Skipped are the records a patched retry left as they were.
+	// Skipped are the records the task left as they were, by reason.
 	Skipped skippedJSON `json:"skipped"`
 	// Canary is a retry's canary and where it stands; null for none.
 	Canary *canaryJSON `json:"canary"`
@@ -50,10 +55,16 @@ type canarySpecJSON struct {
 	SampleSize    int64           `json:"sample_size"`
 	Watch         string          `json:"watch"`
 	AbortIfRefail float64         `json:"abort_if_refail"`
+	// OnInconclusive is stop or continue.
+	OnInconclusive string `json:"on_inconclusive"`
 }
 
 func toCanarySpecJSON(c *records.CanarySpec) canarySpecJSON {
-	return canarySpecJSON{Sample: c.Sample, SampleSize: c.SampleSize, Watch: c.Watch, AbortIfRefail: c.AbortIfRefail}
+	on := c.OnInconclusive
+	if on == "" {
+		on = records.CanaryStop
+	}
+	return canarySpecJSON{Sample: c.Sample, SampleSize: c.SampleSize, Watch: c.Watch, AbortIfRefail: c.AbortIfRefail, OnInconclusive: on}
 }
 
 // canaryJSON is a task's canary: what was asked, its phase, the verdict
@@ -66,7 +77,7 @@ type canaryJSON struct {
 	Sampled    int64     `json:"sampled"`
 	SampledAt  *jsonTime `json:"sampled_at"`
 	WatchUntil *jsonTime `json:"watch_until"`
-	// Verdict is passed or aborted once given, null before.
+	// Verdict is passed, aborted or inconclusive once given, null before.
 	Verdict *string              `json:"verdict"`
 	Report  records.CanaryReport `json:"report"`
 	// RefailRatio is the share of the sample that failed again the same
@@ -81,7 +92,7 @@ func toCanaryJSON(t *records.Task) *canaryJSON {
 	c := t.CanaryState
 	out := &canaryJSON{canarySpecJSON: toCanarySpecJSON(t.Canary), Phase: c.Phase, Sampled: c.Sampled,
 		SampledAt: optTime(c.SampledAt), WatchUntil: optTime(c.WatchUntil)}
-	if c.Phase == "passed" || c.Phase == "aborted" {
+	if c.Phase == records.CanaryPassed || c.Phase == records.CanaryAborted || c.Phase == records.CanaryInconclusive {
 		out.Verdict = &c.Phase
 	}
 	if c.Report != nil {
@@ -97,7 +108,10 @@ func toCanaryJSON(t *records.Task) *canaryJSON {
 }
 
 type skippedJSON struct {
-	Count   int64                   `json:"count"`
+	Count int64 `json:"count"`
+	// Reasons counts them by why (store.Skip*): they add up to Count.
+	Reasons map[string]int64 `json:"reasons"`
+	// Records are the first 100 a patch skipped, each with why.
 	Records []records.SkippedRecord `json:"records"`
 }
 
@@ -108,7 +122,7 @@ type taskErrorJSON struct {
 
 func toTaskJSON(t *records.Task) taskJSON {
 	out := taskJSON{ID: t.ID, Kind: string(t.Kind), State: string(t.State), Filter: t.Filter, RateLimit: t.RateLimit, Total: t.Total,
-		Processed: t.Processed, Errors: make([]taskErrorJSON, len(t.Errors)), CancelRequested: t.CancelRequested,
+		Processed: t.Processed, Remaining: t.Remaining(), Errors: make([]taskErrorJSON, len(t.Errors)), CancelRequested: t.CancelRequested,
 		CreatedBy: t.CreatedBy, Owner: t.LeaseOwner, CreatedAt: jsonTime(t.CreatedAt), StartedAt: optTime(t.StartedAt),
 		UpdatedAt: jsonTime(t.UpdatedAt), FinishedAt: optTime(t.FinishedAt),
 		Links: map[string]string{"self": BasePath + "/tasks/" + t.ID, "cancel": BasePath + "/tasks/" + t.ID + "/cancel"}}
@@ -122,16 +136,21 @@ func toTaskJSON(t *records.Task) taskJSON {
 	if t.TargetQueue != "" {
 		out.TargetQueue = &t.TargetQueue
 	}
-	out.Skipped = skippedJSON{Count: t.Skipped, Records: t.SkippedRecords}
+	out.Skipped = skippedJSON{Count: t.Skipped, Reasons: map[string]int64{}, Records: t.SkippedRecords}
+	for k, n := range t.SkippedReasons {
+		if n != 0 {
+			out.Skipped.Reasons[k] = n
+		}
+	}
 	out.Canary = toCanaryJSON(t)
 	if out.Skipped.Records == nil {
 		out.Skipped.Records = []records.SkippedRecord{}
 	}
 	switch {
-	case t.State == records.TaskCompleted:
-		out.Progress = 1
 	case t.Total > 0:
 		out.Progress = min(1, float64(t.Processed+t.Skipped)/float64(t.Total))
+	case t.State == records.TaskCompleted:
+		out.Progress = 1 // nothing to do, done
 	}
 	return out
 }

@@ -39,6 +39,19 @@ type (
 // The task state a canary's verdict ends a task in.
 const TaskAborted = store.TaskAborted
 
+// Canary verdicts.
+const (
+	CanaryPassed       = store.CanaryPassed
+	CanaryAborted      = store.CanaryAborted
+	CanaryInconclusive = store.CanaryInconclusive
+)
+
+// What a canary whose watch ends with outcomes pending does.
+const (
+	CanaryStop     = store.CanaryStop
+	CanaryContinue = store.CanaryContinue
+)
+
 // Canary is a canary as an operator asks for it: a sample (a count of
 // records, or a percentage of the task's), how long to watch it, and the
 // share of it failing again the same way that aborts the task.
@@ -56,6 +69,9 @@ type Canary struct {
 	// AbortIfRefail is a ratio from 0 (any record failing again the same
 	// way aborts) to 1 (only the whole sample does).
 	AbortIfRefail float64
+	// OnInconclusive is "stop" ("" too) or "continue": what the task does
+	// when the watch ends with outcomes of the sample still pending.
+	OnInconclusive string
 }
 
 // FieldError is a field of an operator's request that is wrong: Field
@@ -81,9 +97,9 @@ func ParseCanary(raw json.RawMessage, prefix string) (*Canary, error) {
 	}
 	for k := range fields {
 		switch k {
-		case "sample", "watch", "abort_if_refail":
+		case "sample", "watch", "abort_if_refail", "on_inconclusive":
 		default:
-			return nil, fail(k, "unknown field: a canary takes sample, watch and abort_if_refail")
+			return nil, fail(k, "unknown field: a canary takes sample, watch, abort_if_refail and on_inconclusive")
 		}
 	}
 	c := &Canary{AbortIfRefail: DefaultAbortIfRefail}
@@ -116,6 +132,13 @@ func ParseCanary(raw json.RawMessage, prefix string) (*Canary, error) {
 			return nil, fail("abort_if_refail", "must be a number from 0 to 1: the share of the sample failing again the same way that aborts the task")
 		}
 		c.AbortIfRefail = f
+	}
+	if v, ok := fields["on_inconclusive"]; ok && !isNull(v) {
+		var s string
+		if json.Unmarshal(v, &s) != nil || s != store.CanaryStop && s != store.CanaryContinue {
+			return nil, fail("on_inconclusive", `must be "stop" (the default: a watch that ends with outcomes of the sample still pending stops the task) or "continue"`)
+		}
+		c.OnInconclusive = s
 	}
 	return c, nil
 }
@@ -168,18 +191,19 @@ func (c *Canary) Spec(total int64) CanarySpec {
 		n = max(1, int64(math.Ceil(float64(total)*c.Percent/100)))
 	}
 	return CanarySpec{Sample: c.Sample, SampleSize: min(n, MaxCanarySample), Watch: c.WatchText, WatchMs: c.Watch.Milliseconds(),
-		AbortIfRefail: c.AbortIfRefail}
+		AbortIfRefail: c.AbortIfRefail, OnInconclusive: c.OnInconclusive}
 }
 
 // CanaryOf reads a stored canary back into what an operator asked.
 func CanaryOf(spec *CanarySpec) *Canary {
-	c := &Canary{Sample: spec.Sample, Watch: spec.WatchDuration(), WatchText: spec.Watch, AbortIfRefail: spec.AbortIfRefail}
+	c := &Canary{Sample: spec.Sample, Watch: spec.WatchDuration(), WatchText: spec.Watch, AbortIfRefail: spec.AbortIfRefail,
+		OnInconclusive: spec.OnInconclusive}
 	_ = c.parseSample(spec.Sample)
 	return c
 }
 
 // PublishCanary emits the event of a canary's phase change: watching,
-// passed or aborted (the task runner calls it).
+// passed, aborted or inconclusive (the task runner calls it).
 func (s *Service) PublishCanary(ctx context.Context, t *Task) {
 	var typ events.Type
 	switch t.CanaryState.Phase {
@@ -189,6 +213,8 @@ func (s *Service) PublishCanary(ctx context.Context, t *Task) {
 		typ = events.TaskCanaryPassed
 	case store.CanaryAborted:
 		typ = events.TaskCanaryAborted
+	case store.CanaryInconclusive:
+		typ = events.TaskCanaryInconclusive
 	default:
 		return
 	}

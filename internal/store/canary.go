@@ -26,7 +26,16 @@ type CanarySpec struct {
 	WatchMs int64  `json:"watch_ms"`
 	// AbortIfRefail is a ratio from 0 to 1.
 	AbortIfRefail float64 `json:"abort_if_refail"`
+	// OnInconclusive is what a watch that ends with outcomes still pending
+	// does: CanaryStop (""), or CanaryContinue with the rest.
+	OnInconclusive string `json:"on_inconclusive,omitempty"`
 }
+
+// What a canary whose watch ends with outcomes pending does.
+const (
+	CanaryStop     = "stop"
+	CanaryContinue = "continue"
+)
 
 // WatchDuration is how long the sample is watched.
 func (c *CanarySpec) WatchDuration() time.Duration {
@@ -43,6 +52,9 @@ const (
 	CanaryPassed = "passed"
 	// CanaryAborted: the verdict stopped the task.
 	CanaryAborted = "aborted"
+	// CanaryInconclusive: the watch ended with outcomes of the sample still
+	// pending; the task stopped, or went on when asked to (OnInconclusive).
+	CanaryInconclusive = "inconclusive"
 )
 
 // CanaryState is where a task's canary stands.

@@ -18,7 +18,10 @@ import (
 // (sampled), it waits for the scheduler to redeliver it, at most one watch
 // long, then watches it for one watch; then the verdict: aborted when the
 // share of the sample that failed again the way it failed before reached
-// AbortIfRefail, else passed, and the task goes on with the rest. Every step
+// AbortIfRefail; inconclusive when the watch ended with outcomes of the
+// sample still pending (not redelivered, or not acknowledged), which stops
+// the task (aborted) unless its canary says on_inconclusive: continue; else
+// passed, and the task goes on with the rest. Every step
 // is in the task's row (phase, sampled_at, watch_until on the runner's
 // clock, the outcomes of the sample), so a runner that takes a task over
 // resumes where the last one was.
@@ -91,10 +94,18 @@ func (r *Runner) watch(ctx context.Context, t *store.Task, log *slog.Logger) (_ 
 		switch {
 		case refailed(&rep, spec):
 			u.Phase = store.CanaryAborted
-		case phase == store.CanaryWatch && (final >= rep.Sample || u.WatchUntil == nil && !now.Before(*t.CanaryState.WatchUntil)):
-			// Watched long enough, or every record's outcome is known for
-			// good (failed, acknowledged or deleted): the rest may go.
+		case phase == store.CanaryWatch && final >= rep.Sample:
+			// Every record's outcome is known for good (failed,
+			// acknowledged or deleted): the rest may go.
 			u.Phase = store.CanaryPassed
+		case phase == store.CanaryWatch && u.WatchUntil == nil && !now.Before(*t.CanaryState.WatchUntil):
+			// Watched long enough: the rest may go, unless outcomes are
+			// still pending (not redelivered yet, or not acknowledged):
+			// a sample nobody has seen through proves nothing.
+			u.Phase = store.CanaryPassed
+			if rep.Pending > 0 {
+				u.Phase = store.CanaryInconclusive
+			}
 		}
 		nt, err := r.store.UpdateCanary(ctx, t, u, r.cfg.Lease)
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -118,6 +129,12 @@ func (r *Runner) watch(ctx context.Context, t *store.Task, log *slog.Logger) (_ 
 		}
 		switch t.CanaryState.Phase {
 		case store.CanaryAborted:
+			r.finish(ctx, t, store.TaskAborted, log)
+			return nil, true
+		case store.CanaryInconclusive:
+			if spec.OnInconclusive == store.CanaryContinue {
+				return t, false
+			}
 			r.finish(ctx, t, store.TaskAborted, log)
 			return nil, true
 		case store.CanaryPassed:
