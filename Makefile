@@ -79,7 +79,7 @@ lint: check-generate ## Run golangci-lint (falls back to go vet + staticcheck wh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 .PHONY: bench
-bench: ## Measure ingest (JSON and Avro), redelivery, API, pruning, abuse and console page loads (raw baselines in the same run)
+bench: ## Measure ingest (JSON and Avro), redelivery, fairness beside a failing backlog, API, pruning, abuse and console page loads (raw baselines in the same run)
 	@# River, the peer, is its own module (internal/bench/riverpeer): a bench-only dependency.
 	$(GO) build -C internal/bench/riverpeer -o $(CURDIR)/bin/riverpeer .
 	$(GO) run ./cmd/redrive bench --records $(BENCH_N) --river-peer $(CURDIR)/bin/riverpeer

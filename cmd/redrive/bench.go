@@ -34,6 +34,7 @@ var benchSuites = map[string]benchSuite{
 	}},
 	"redeliver": {run: figuresOf(bench.Redeliver)},
 	"prune":     {run: figuresOf(bench.Prune)},
+	"fairness":  {once: true, run: figuresOf(bench.Fairness)},
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		return nil, bench.API(ctx, cfg)
 	}},
@@ -128,7 +129,7 @@ func benchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Abuse.DistinctTopics, "abuse-topics", 20_000, "records of distinct source topics the abuse suite stores")
 	cmd.Flags().IntVar(&cfg.Abuse.BigValues, "abuse-big-values", 200, "900 KB records the abuse suite lists with 4 readers")
 	cmd.Flags().StringSliceVar(&cfg.Abuse.Phases, "abuse-phases", nil, "attacks the abuse suite runs: poison, big-values, streams, cardinality (default: all)")
-	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "ingest-avro", "redeliver", "prune", "api", "memory"}, "suites to run, in order")
+	cmd.Flags().StringSliceVar(&suites, "suite", []string{"ingest", "ingest-avro", "redeliver", "fairness", "prune", "api", "memory"}, "suites to run, in order")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of each suite; the summary gives each ratio's median and range (api runs once)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd

@@ -29,6 +29,10 @@ type Redelivery struct {
 	// Unacknowledged counts redelivered records marked unacknowledged (no
 	// acknowledgement within the topic's ack_timeout), by queue.
 	Unacknowledged *CounterVec
+	// ParkedTopics is how many target topics the scheduler has parked: their
+	// produce fails for a reason of the topic (it does not exist, Redrive may
+	// not write to it), so their queues are probed, not claimed.
+	ParkedTopics prometheus.Gauge
 }
 
 func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
@@ -75,8 +79,12 @@ func newRedelivery(reg prometheus.Registerer, l *Labels) *Redelivery {
 			Name: "redrive_unacknowledged_total",
 			Help: "Redelivered records of completion: ack topics marked unacknowledged: no acknowledgement came within the topic's ack_timeout. They stay available and may be retried; by queue.",
 		}, []string{"queue"}, l.Queue),
+		ParkedTopics: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "redrive_redelivery_parked_topics",
+			Help: "Target topics the scheduler has parked because their produce fails for a reason of the topic (unknown_topic, authorization): their queues' records wait, untouched, and one record is probed from 5 s to 1 min apart.",
+		}),
 	}
 	reg.MustRegister(r.Redelivered, r.Failures, r.Rescued, r.ArchiveFailures, r.Lateness, r.BatchSeconds, r.Archived, r.Joined, r.Completed,
-		r.Unacknowledged)
+		r.Unacknowledged, r.ParkedTopics)
 	return r
 }

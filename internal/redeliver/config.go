@@ -67,6 +67,10 @@ type Config struct {
 	// it is tried again, growing with each failure in a row. It does not use
 	// up the record's retry policy attempts. Default: 5s doubling to 10m.
 	FailureBackoff Backoff
+	// ParkBackoff is how long a target topic whose produce fails for a
+	// reason of the topic stays parked between probes (park.go): from Min,
+	// doubling per failed probe up to Max. Default: 5s to 1m.
+	ParkBackoff Backoff
 	// Owner names this scheduler in its claims. Default: hostname/pid/random.
 	Owner string
 	// Clock is the time of claims, leases and due records, and what the
@@ -121,6 +125,13 @@ func (c Config) withDefaults() Config {
 	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, 5*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
 	c.FailureBackoff = c.FailureBackoff.withDefaults()
+	if c.ParkBackoff.Min <= 0 {
+		c.ParkBackoff.Min = parkMin
+	}
+	if c.ParkBackoff.Max <= 0 {
+		c.ParkBackoff.Max = parkMax
+	}
+	c.ParkBackoff.Max = max(c.ParkBackoff.Max, c.ParkBackoff.Min)
 	if c.Owner == "" {
 		c.Owner = defaultOwner()
 	}

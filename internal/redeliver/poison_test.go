@@ -45,7 +45,7 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 	m := metrics.New()
 	fast := redeliver.Backoff{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 	s := b.scheduler(t, nil, func(c *redeliver.Config) {
-		c.Clock, c.Logger, c.Metrics, c.FailureBackoff, c.BatchSize = clock.Wall, log, m, fast, 500
+		c.Clock, c.Logger, c.Metrics, c.FailureBackoff, c.ParkBackoff, c.BatchSize = clock.Wall, log, m, fast, fast, 500
 	})
 	a := b.archiver(t, func(c *redeliver.ArchiverConfig) { c.Clock, c.Logger, c.Metrics = clock.Wall, log, m })
 	for _, svc := range []service.Service{s, a} {
@@ -95,10 +95,11 @@ func TestPoisonRecordsFailOnlyThemselves(t *testing.T) {
 	}
 
 	// A quiet log: each queue and reason is logged once (at most once a
-	// minute), however often it failed.
+	// minute), however often it failed, and the missing topic's park once.
 	warns := logs.Lines("level=WARN")
-	if len(warns) != 3 {
-		t.Fatalf("%d WARN lines, want 3 (one per poison queue):\n%s", len(warns), strings.Join(warns, "\n"))
+	parked := logs.Lines("topic parked")
+	if len(warns) != 4 || len(parked) != 1 || !strings.Contains(parked[0], "topic=ghost") {
+		t.Fatalf("%d WARN lines, want 4 (one per poison queue, and ghost's park):\n%s", len(warns), strings.Join(warns, "\n"))
 	}
 	if errs := logs.Lines("level=ERROR"); len(errs) != 0 {
 		t.Fatalf("ERROR lines:\n%s", strings.Join(errs, "\n"))

@@ -57,6 +57,7 @@ type Scheduler struct {
 	busy      bool           // a pass since then filled a batch: reuse the list
 	rescuedAt time.Time
 	places    map[string]place // where each draining queue's next claim starts
+	parks     parking          // target topics whose produce fails for a reason of the topic (park.go)
 	// outs keeps the Kafka records of produced batches for the next ones
 	// (a claim's keys and values go back to the store the same way).
 	outs reuse.Stack[*envelope.Redeliveries]
@@ -80,7 +81,7 @@ func New(cfg Config, st *store.Store) (*Scheduler, error) {
 		return nil, fmt.Errorf("redeliver: create kafka client: %w", err)
 	}
 	return &Scheduler{outbox: newOutbox("redeliver", st, cl, cfg.Logger, cfg.Clock), cfg: cfg,
-		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}, places: map[string]place{},
+		limiters: map[string]*rate.Limiter{}, inFlight: map[string]int{}, places: map[string]place{}, parks: parking{backoff: cfg.ParkBackoff},
 		outs: reuse.Stack[*envelope.Redeliveries]{Max: cfg.MaxInFlight}}, nil
 }
 
@@ -150,6 +151,7 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 	if err != nil {
 		return passResult{}, errors.Join(append(errs, err)...)
 	}
+	s.checkTopics(ctx, queues, now)
 	var (
 		res  passResult
 		idle []string // queues with nothing due, for NextDue
@@ -164,11 +166,25 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 		if !s.acquire(q) {
 			continue // its batches are in flight; they wake us when done
 		}
+		// A parked target topic: nothing, or a probe of one record.
+		topic := queueTarget(q, t)
+		probe, probeAt := s.parks.turn(topic, now)
+		if probe == parkedWait {
+			s.release(q)
+			res.next = earliest(res.next, probeAt)
+			continue
+		}
 		limit, reservation, wait := s.reserve(q, t.Redelivery.RateLimit, now)
 		if limit == 0 {
 			s.release(q)
+			if probe == parkedProbe {
+				s.parks.probed(topic)
+			}
 			res.next = earliest(res.next, now.Add(wait))
 			continue
+		}
+		if probe == parkedProbe {
+			limit = 1
 		}
 		after := s.placeOf(q, now)
 		c, err := s.store.ClaimDue(ctx, &store.ClaimParams{Queue: q, Now: now, Limit: limit, Owner: s.cfg.Owner, Lease: s.cfg.Lease,
@@ -191,6 +207,9 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 		if err != nil || got == 0 {
 			if c != nil {
 				c.Release() // an empty claim's room, for the next one
+			}
+			if probe == parkedProbe {
+				s.parks.probed(topic)
 			}
 			s.release(q)
 			if err != nil {
@@ -215,6 +234,9 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			defer s.batches.Done()
 			if track != nil {
 				defer track.Done()
+			}
+			if probe == parkedProbe {
+				defer s.parks.probed(topic) // the probe is over, whatever its record did
 			}
 			s.deliver(ctx, q, t, c, now)
 		}()
@@ -543,6 +565,7 @@ func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c
 			fail(sent[j], err)
 		}
 	}
+	s.parkTopics(queue, out, res.errs)
 	endSpans(spans, out, res.errs)
 	s.settle(ctx, queue, c, failed, now)
 
@@ -623,6 +646,16 @@ func endSpans(spans []trace.Span, out []*kgo.Record, errs []error) {
 		}
 		tracing.End(span, errs[j])
 	}
+}
+
+// queueTarget is the topic a queue's records are redelivered to unless an
+// operator's override names another: the policy's target topic, else the
+// queue.
+func queueTarget(queue string, t policy.Topic) string {
+	if t.Redelivery.TargetTopic != "" {
+		return t.Redelivery.TargetTopic
+	}
+	return queue
 }
 
 // target is the topic a record is redelivered to: the operator's override,
