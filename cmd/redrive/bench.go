@@ -34,7 +34,7 @@ var benchSuites = map[string]benchSuite{
 	}},
 	"redeliver": {run: figuresOf(bench.Redeliver)},
 	"prune":     {run: figuresOf(bench.Prune)},
-	"fairness":  {once: true, run: figuresOf(bench.Fairness)},
+	"fairness":  {run: figuresOf(bench.Fairness)},
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		return nil, bench.API(ctx, cfg)
 	}},

@@ -53,7 +53,14 @@ type parking struct {
 	mu      sync.Mutex
 	topics  map[string]*parked
 	known   map[string]bool // found by a check or a produce: not looked up again
+	probing int             // probes being produced
 }
+
+// maxProbing bounds the probes being produced at once, over all parked
+// topics: each waits on the brokers (a missing topic fails after a metadata
+// retry), and a thousand missing topics must not keep a thousand produces
+// open.
+const maxProbing = 4
 
 // maxKnown bounds the known topics remembered; past it they are forgotten
 // (and looked up again when next due).
@@ -86,8 +93,13 @@ func (p *parking) turn(topic string, now time.Time) (parkedTurn, time.Time) {
 		return notParked, time.Time{}
 	case t.probing || now.Before(t.until):
 		return parkedWait, t.until
+	case p.probing >= maxProbing:
+		// Due, but every probe slot is taken: the end of a probe wakes
+		// the scheduler.
+		return parkedWait, time.Time{}
 	}
 	t.probing = true
+	p.probing++
 	return parkedProbe, time.Time{}
 }
 
@@ -161,6 +173,7 @@ func (p *parking) missing(topic, reason string, now time.Time) bool {
 func (p *parking) probed(topic string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.probing--
 	if t, ok := p.topics[topic]; ok {
 		t.probing = false
 	}
@@ -210,11 +223,12 @@ func (s *Scheduler) parkTopics(queue string, out []*kgo.Record, errs []error) {
 const maxChecked = 1000
 
 // checkTopics looks up, in one metadata request, the target topics of
-// queues that are neither known nor parked, and parks those the brokers say
-// are missing or not writable (their probe due at once). Topics found are
-// known from then on. A request that fails changes nothing: the produce
+// queues that are neither known nor parked (maxChecked at most), and parks
+// those the brokers say are missing or not writable (their probe due at
+// once). Topics found are known from then on. It reports whether the
+// look-up was made: a request that fails changes nothing, and the produce
 // finds out.
-func (s *Scheduler) checkTopics(ctx context.Context, queues []string, now time.Time) {
+func (s *Scheduler) checkTopics(ctx context.Context, queues []string, now time.Time) bool {
 	var topics []string
 	seen := map[string]bool{}
 	for _, q := range queues {
@@ -228,14 +242,14 @@ func (s *Scheduler) checkTopics(ctx context.Context, queues []string, now time.T
 		}
 	}
 	if len(topics) == 0 {
-		return
+		return true
 	}
 	found, err := recreate.TopicIDs(ctx, s.client, topics)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("look up target topics", "topics", len(topics), "err", err)
 		}
-		return
+		return false
 	}
 	for topic, id := range found {
 		reason := ""
@@ -251,4 +265,5 @@ func (s *Scheduler) checkTopics(ctx context.Context, queues []string, now time.T
 		}
 	}
 	s.cfg.Metrics.Redelivery.ParkedTopics.Set(float64(s.parks.len()))
+	return true
 }

@@ -151,7 +151,7 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 	if err != nil {
 		return passResult{}, errors.Join(append(errs, err)...)
 	}
-	s.checkTopics(ctx, queues, now)
+	checked := s.checkTopics(ctx, queues, now)
 	var (
 		res  passResult
 		idle []string // queues with nothing due, for NextDue
@@ -163,23 +163,34 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			// over HTTP; the scheduler never produces them.
 			continue
 		}
-		if !s.acquire(q) {
-			continue // its batches are in flight; they wake us when done
-		}
-		// A parked target topic: nothing, or a probe of one record.
+		// A parked target topic: nothing, or a probe of one record, which
+		// takes a probe's slot (park.go), never a batch's: probes of
+		// topics that cannot be produced to wait on the brokers, and must
+		// not keep other queues' batches from their slots.
 		topic := queueTarget(q, t)
+		if checked && s.parks.unchecked(topic) && checkTopic(topic) == nil {
+			res.more = true // past this pass's look-up: the next one looks it up
+			continue
+		}
 		probe, probeAt := s.parks.turn(topic, now)
-		if probe == parkedWait {
-			s.release(q)
+		switch {
+		case probe == parkedWait:
 			res.next = earliest(res.next, probeAt)
 			continue
+		case probe == notParked && !s.acquire(q):
+			continue // its batches are in flight; they wake us when done
+		}
+		// free gives back the slot taken.
+		free := func() {
+			if probe == parkedProbe {
+				s.parks.probed(topic)
+			} else {
+				s.release(q)
+			}
 		}
 		limit, reservation, wait := s.reserve(q, t.Redelivery.RateLimit, now)
 		if limit == 0 {
-			s.release(q)
-			if probe == parkedProbe {
-				s.parks.probed(topic)
-			}
+			free()
 			res.next = earliest(res.next, now.Add(wait))
 			continue
 		}
@@ -208,10 +219,7 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			if c != nil {
 				c.Release() // an empty claim's room, for the next one
 			}
-			if probe == parkedProbe {
-				s.parks.probed(topic)
-			}
-			s.release(q)
+			free()
 			if err != nil {
 				errs = append(errs, err)
 			} else if !short {
@@ -235,9 +243,7 @@ func (s *Scheduler) pass(ctx context.Context, track *sync.WaitGroup) (passResult
 			if track != nil {
 				defer track.Done()
 			}
-			if probe == parkedProbe {
-				defer s.parks.probed(topic) // the probe is over, whatever its record did
-			}
+			defer free() // after the batch is settled: the probe is over, whatever its record did
 			s.deliver(ctx, q, t, c, now)
 		}()
 	}
@@ -499,8 +505,7 @@ func (s *Scheduler) limiter(queue string, perSecond float64, now time.Time) *rat
 // own, so a batch that waits on Kafka holds up no other queue; shutdown does
 // not cancel it: records already produced are settled as produced.
 func (s *Scheduler) deliver(ctx context.Context, queue string, t policy.Topic, c *store.Claim, now time.Time) {
-	defer s.Wake() // a worker may be waiting for this queue's slot
-	defer s.release(queue)
+	defer s.Wake() // a worker may be waiting for this queue's slot (the caller frees it)
 	// Last: nothing of the claim's records, nor of the Kafka records built
 	// on them, is used once the batch is settled.
 	defer c.Release()
