@@ -124,13 +124,13 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		checkEnvelope(t, msg.JSON, evs[i])
 	}
 	var ordersGot, replaysGot []events.Type
-	for range 7 {
+	for range 8 {
 		ordersGot = append(ordersGot, recv(t, orders.C).Event.Type)
 	}
 	for range 2 {
 		replaysGot = append(replaysGot, recv(t, replays.C).Event.Type)
 	}
-	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed,dead_letter.moved" {
+	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed,dead_letter.moved,task.canary_inconclusive" {
 		t.Errorf("orders subscriber got %v", ordersGot)
 	}
 	if strings.Join(typeNames(replaysGot), ",") != "dead_letter.replayed,queue.paused" {
