@@ -27,5 +27,5 @@ func TestATaskPageSaysWhyItSkippedRecords(t *testing.T) {
 		waitText("#task-progress", "0 of 10 records, 10 skipped (100%)"),
 		waitText("#task-skipped", "10 records skipped"),
 		waitText("#task-skipped-reasons", "10 no longer matched the filter when the task got to them"))
-	b.screenshot(t, "task-skipped-reasons")
+	b.screenshots(t, "task-skipped-reasons")
 }
