@@ -29,6 +29,10 @@ type APIError struct {
 	Type    string         `json:"type,omitempty"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// Retryable says whether the caller should try the same call again
+	// (OJS errors §16.1): the backend being unavailable or a rate limit,
+	// never the caller's own mistake. Set when the error is written.
+	Retryable bool `json:"retryable"`
 	// RequestID is filled in when the error is written.
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -93,6 +97,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	out := *apiErr
 	out.Type = out.Code
+	out.Retryable = out.Status == http.StatusTooManyRequests || out.Status >= http.StatusInternalServerError
 	out.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(out.Status)

@@ -119,7 +119,7 @@ func New(cfg Config) *Server {
 	s := &Server{echo: e, cfg: cfg, rec: cfg.Records, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(securityHeaders, middleware.RequestID(), middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
+	e.Use(securityHeaders, middleware.RequestID(), ojsVersion, middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
