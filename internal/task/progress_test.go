@@ -61,6 +61,15 @@ func TestAProgressAddsUpWhenRecordsLeaveTheFilter(t *testing.T) {
 		t.Fatalf("claim = %+v, %v; want the 3 retried records", claim, err)
 	}
 
+	// A task cancelled before it starts leaves every record remaining:
+	// cancelled before the runner starts, so that it cannot start it first.
+	seed(t, st, "billing", 5)
+	cancelled := createTask(t, st, store.CreateTaskParams{Kind: store.TaskPurge, Filter: json.RawMessage(`{"queue":"billing"}`),
+		BatchSize: 10, Total: 5})
+	if _, err := st.CancelTask(ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	r, err := task.New(task.Config{Poll: 20 * time.Millisecond}, st)
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +86,6 @@ func TestAProgressAddsUpWhenRecordsLeaveTheFilter(t *testing.T) {
 		t.Fatalf("processed + skipped + remaining = %d, total %d", sum, got.Total)
 	}
 
-	// A task cancelled before it starts leaves every record remaining.
-	seed(t, st, "billing", 5)
-	cancelled := createTask(t, st, store.CreateTaskParams{Kind: store.TaskPurge, Filter: json.RawMessage(`{"queue":"billing"}`),
-		BatchSize: 10, Total: 5})
-	if _, err := st.CancelTask(ctx, cancelled.ID); err != nil {
-		t.Fatal(err)
-	}
 	if c := waitFinished(t, st, cancelled.ID); c.State != store.TaskCancelled || c.Processed+c.Skipped != 0 || c.Remaining() != 5 {
 		t.Fatalf("cancelled task %s: processed %d, skipped %d, remaining %d; want 5 remaining", c.State, c.Processed, c.Skipped, c.Remaining())
 	}
