@@ -277,7 +277,7 @@ func until(what, cond string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for {
 			ok, err := chromedp.Evaluate[bool](cond)(ctx, tg)
-			if err != nil {
+			if err != nil && !navigating(err) {
 				return err
 			}
 			if ok {
@@ -290,6 +290,16 @@ func until(what, cond string) chromedp.Action[chromedp.Void] {
 			}
 		}
 	})
+}
+
+// navigating says err is an evaluation cut short by the page navigating (a
+// form submitted, a link followed): the condition is asked again on the
+// next page, as a person would look again once it has loaded.
+func navigating(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Inspected target navigated or closed") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Cannot find context with specified id")
 }
 
 // waitText waits until the element matching the CSS selector sel contains want.
