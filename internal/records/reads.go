@@ -33,12 +33,6 @@ func (s *Service) Stats(ctx context.Context, queue string) (*Stats, error) {
 	return s.store.Stats(ctx, queue, nil)
 }
 
-// StatsIn counts the records of queue ("": every queue) among the queues
-// matching queueGlobs (nil: every queue).
-func (s *Service) StatsIn(ctx context.Context, queue string, queueGlobs []string) (*Stats, error) {
-	return s.store.Stats(ctx, queue, queueGlobs)
-}
-
 // ErrorTypes counts records by error type, among the queues matching
 // queueGlobs (nil: every queue).
 func (s *Service) ErrorTypes(ctx context.Context, queue, search string, limit int, queueGlobs []string) ([]ErrorTypeCount, int64, error) {

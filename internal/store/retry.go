@@ -324,28 +324,6 @@ func (s *Store) PatchRetryBatch(ctx context.Context, tx *Tx, p *BatchParams, fn 
 	return res, passedInFlight(ctx, tx, p, &sc, &res)
 }
 
-// RetryCandidates returns up to limit records, in id order after afterID,
-// that a bulk retry of f narrowed by sc would retry (a patch's dry run
-// reads them whole).
-func (s *Store) RetryCandidates(ctx context.Context, f *filter.Filter, sc filter.Scope, afterID string, limit int) ([]dlq.Record, error) {
-	sc = retryScope(sc)
-	args := pgx.NamedArgs{"limit": limit}
-	cond := where(f, &sc, "f_", args)
-	if afterID != "" {
-		args["after_id"] = afterID
-		cond += afterCursor
-	}
-	rows, err := s.pool.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE "+cond+" ORDER BY id LIMIT @limit", args)
-	if err != nil {
-		return nil, fmt.Errorf("read records to retry: %w", err)
-	}
-	recs, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return nil, fmt.Errorf("read records to retry: %w", err)
-	}
-	return recs, nil
-}
-
 // PurgeBatch deletes up to Limit matching records in id order (rows held by
 // another transaction are waited for, as in RetryBatch).
 func (s *Store) PurgeBatch(ctx context.Context, tx *Tx, p *BatchParams) (BatchResult, error) {
