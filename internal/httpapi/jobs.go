@@ -159,7 +159,7 @@ func (s *Server) publishJob(c echo.Context) error {
 	if b.Type == nil || *b.Type == "" {
 		return invalidParam("type", "required: the job's type, such as \"email.send\"")
 	}
-	if msg := nameProblem(*b.Type); msg != "" {
+	if msg := jobTypeProblem(*b.Type); msg != "" {
 		return invalidParam("type", msg)
 	}
 	q := DefaultJobQueue
@@ -214,6 +214,29 @@ func nameProblem(s string) string {
 		return "must be valid UTF-8"
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return "must not contain control characters"
+	}
+	return ""
+}
+
+// jobTypeProblem says what is wrong with a published job's type (OJS core
+// §5.1): dot-separated segments, each a lowercase letter then lowercase
+// letters, digits or underscores ("email.send"), at most dlq.MaxNameBytes
+// bytes. "" when nothing is. Records stored from Kafka keep whatever type
+// their producer gave: the rule is the publisher's, over HTTP.
+func jobTypeProblem(s string) string {
+	if len(s) > dlq.MaxNameBytes {
+		return fmt.Sprintf("at most %d bytes, got %d", dlq.MaxNameBytes, len(s))
+	}
+	const want = `must be dot-separated segments, each a lowercase letter followed by lowercase letters, digits or underscores, such as "email.send"`
+	for seg := range strings.SplitSeq(s, ".") {
+		if seg == "" || seg[0] < 'a' || seg[0] > 'z' {
+			return want + ", got " + jsonString(s)
+		}
+		for i := 1; i < len(seg); i++ {
+			if c := seg[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+				return want + ", got " + jsonString(s)
+			}
+		}
 	}
 	return ""
 }

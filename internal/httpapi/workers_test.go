@@ -453,6 +453,11 @@ func TestWorkerInputAndScopes(t *testing.T) {
 	}{
 		"no type":         {"/ojs/v1/jobs", map[string]any{"queue": "q", "args": []any{}}, "type"},
 		"args object":     {"/ojs/v1/jobs", map[string]any{"type": "t", "args": map[string]any{}}, "args"},
+		"type uppercase":  {"/ojs/v1/jobs", map[string]any{"type": "Email.Send", "args": []any{}}, "type"},
+		"type space":      {"/ojs/v1/jobs", map[string]any{"type": "email send", "args": []any{}}, "type"},
+		"type digit":      {"/ojs/v1/jobs", map[string]any{"type": "1email.send", "args": []any{}}, "type"},
+		"type empty part": {"/ojs/v1/jobs", map[string]any{"type": "email..send", "args": []any{}}, "type"},
+		"type dash":       {"/ojs/v1/jobs", map[string]any{"type": "email-send", "args": []any{}}, "type"},
 		"no args":         {"/ojs/v1/jobs", map[string]any{"type": "t"}, "args"},
 		"bad queue":       {"/ojs/v1/jobs", map[string]any{"type": "t", "queue": "a b", "args": []any{}}, "queue"},
 		"meta array":      {"/ojs/v1/jobs", map[string]any{"type": "t", "args": []any{}, "meta": []any{}}, "meta"},
