@@ -25,13 +25,16 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 // a page on another site could have made in a visitor's browser — the only
 // protection there is when authentication is disabled (redrive dev):
 //
-//   - its Content-Type must be application/json, with or without a body. A
-//     cross-origin form or a "simple" fetch can only send
-//     application/x-www-form-urlencoded, multipart/form-data or text/plain;
-//     anything else needs a CORS preflight, which this server never grants.
-//     The compatibility routes also take a request that carries X-API-Key
-//     (a header a form cannot send either), as the reference DLQ's clients
-//     send no Content-Type;
+//   - its Content-Type must be application/json. A cross-origin form or a
+//     "simple" fetch can only send application/x-www-form-urlencoded,
+//     multipart/form-data or text/plain; anything else needs a CORS
+//     preflight, which this server never grants. The compatibility routes
+//     also take a request that carries X-API-Key (a header a form cannot
+//     send either), as the reference DLQ's clients send no Content-Type.
+//     A write without a body needs no Content-Type (the OJS specs' own
+//     examples send none) unless it carries a cookie and no credential of
+//     its own: a form always has a body, and a browser never sends an API
+//     key or a bearer token on its own, only the session cookie;
 //   - its Origin, when the browser sent one, must be this server, and
 //     Sec-Fetch-Site must not say cross-site or same-site.
 //
@@ -59,15 +62,30 @@ func (s *Server) guardWrites(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
+		if bodiless(req) && (req.Header.Get("Cookie") == "" || credentialed(req)) {
+			return next(c)
+		}
 		if !jsonMediaType(req.Header.Get(echo.HeaderContentType)) &&
 			!(r.headerOnlyXAPIKey && strings.TrimSpace(req.Header.Get("X-API-Key")) != "") {
 			return &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeInvalidRequest,
-				Message: "Content-Type: must be application/json on every " + req.Method +
-					" (also one without a body), got " + contentTypeOf(req),
+				Message: "Content-Type: must be application/json on a " + req.Method +
+					" with a body (or one sent with the console's session cookie), got " + contentTypeOf(req),
 				Details: map[string]any{"parameter": "Content-Type"}}
 		}
 		return next(c)
 	}
+}
+
+// bodiless says the request has no body (a declared length of 0, nothing
+// chunked).
+func bodiless(req *http.Request) bool {
+	return req.ContentLength == 0 && len(req.TransferEncoding) == 0
+}
+
+// credentialed says the request carries a credential of its own, which a
+// browser never adds to a page's request by itself.
+func credentialed(req *http.Request) bool {
+	return strings.TrimSpace(req.Header.Get("Authorization")) != "" || strings.TrimSpace(req.Header.Get("X-API-Key")) != ""
 }
 
 // contentTypeOf is a request's Content-Type as an error quotes it.

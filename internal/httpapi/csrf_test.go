@@ -34,7 +34,9 @@ func TestCrossSiteFormsCannotWrite(t *testing.T) {
 		form("POST", "/ojs/v1/queues/orders/pause", "text/plain"),
 		form("POST", "/ojs/v1/queues/orders/pause", "multipart/form-data; boundary=x"),
 		form("POST", "/ojs/v1/queues/orders/pause", ""),
-		{method: "POST", path: "/ojs/v1/queues/orders/pause", rawBody: true},
+		// Without a body but with the console's cookie: what a browser
+		// would send for a page.
+		{method: "POST", path: "/ojs/v1/queues/orders/pause", rawBody: true, header: http.Header{"Cookie": {"redrive_session=x"}}},
 		form("POST", "/api/dlq/requeue-all/dlq:orders", "application/x-www-form-urlencoded"),
 		form("POST", "/api/dlq/requeue/dlq:orders", "text/plain"),
 		form("DELETE", "/api/dlq/dlq:orders", ""),
@@ -74,10 +76,15 @@ func TestCrossSiteFormsCannotWrite(t *testing.T) {
 
 	// The console's own pages (same origin, with the header) and clients
 	// outside a browser (no Origin) may write; so may a reference-DLQ
-	// client that sends X-API-Key and no Content-Type.
+	// client that sends X-API-Key and no Content-Type, and a client
+	// without a body and without Content-Type, as the OJS specs' examples
+	// (no cookie, or a credential of its own beside it).
 	same := http.Header{"Origin": {b.base}, "Sec-Fetch-Site": {"same-origin"}}
 	wantStatus(t, b.do(t, req{method: "POST", path: "/ojs/v1/queues/orders/pause", header: same}), http.StatusOK)
 	wantStatus(t, b.do(t, req{method: "POST", path: "/ojs/v1/queues/orders/resume"}), http.StatusOK)
+	wantStatus(t, b.do(t, req{method: "POST", path: "/ojs/v1/queues/orders/pause", rawBody: true}), http.StatusOK)
+	wantStatus(t, b.do(t, req{method: "POST", path: "/ojs/v1/queues/orders/resume", rawBody: true,
+		header: http.Header{"Cookie": {"redrive_session=x"}, "Authorization": {"Bearer any"}}}), http.StatusOK)
 	compat := b.do(t, req{method: "DELETE", path: "/api/dlq/dlq:orders", rawBody: true, header: http.Header{"X-API-Key": {"any"}}})
 	wantStatus(t, compat, http.StatusOK)
 	if n := b.count(t, "TRUE"); n != 0 {
