@@ -45,6 +45,19 @@ const (
 	visibilityTimeoutParam = "visibility_timeout"
 )
 
+// MediaTypeOJS is the media type of the job and worker routes' answers,
+// errors included (OJS HTTP binding §4.3: "Servers MUST respond with
+// application/openjobspec+json regardless of the Accept header value").
+const MediaTypeOJS = "application/openjobspec+json"
+
+// ojsMedia makes the answer of a job or worker route, and the error the
+// error handler writes for it, application/openjobspec+json: echo sets
+// application/json only when no Content-Type is set. A request refused before
+// its route (authentication, body size, Content-Type) stays application/json.
+func ojsMedia(c echo.Context) {
+	c.Response().Header().Set(echo.HeaderContentType, MediaTypeOJS)
+}
+
 // jobJSON is a record as an OJS job.
 type jobJSON struct {
 	ID    string `json:"id"`
@@ -58,7 +71,10 @@ type jobJSON struct {
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
 	Retry       json.RawMessage `json:"retry"`
-	Errors      []jobErrorJSON  `json:"errors"`
+	// Error is the latest error (OJS core §5.3): set when an attempt
+	// failed, cleared when the job is acked (completed).
+	Error  *jobErrorJSON  `json:"error"`
+	Errors []jobErrorJSON `json:"errors"`
 	// Exhaustion says how a discarded job is kept: dead_letter or discard.
 	Exhaustion *dlq.Exhaustion `json:"exhaustion"`
 	// Source is http for a job published over HTTP, kafka for a record
@@ -77,10 +93,24 @@ type jobJSON struct {
 	Lease       *jobLeaseJSON `json:"lease"`
 	// Result is what the worker acked the job with.
 	Result json.RawMessage `json:"result"`
+	// Attributes are the attributes of the published envelope kept as sent
+	// (jobs_envelope.go): encoded at the job's top level.
+	Attributes json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes the job with its kept attributes at the top level.
+func (j jobJSON) MarshalJSON() ([]byte, error) {
+	type plain jobJSON
+	b, err := json.Marshal(plain(j))
+	if err != nil {
+		return nil, err
+	}
+	return withAttributes(b, j.Attributes)
 }
 
 type jobLeaseJSON struct {
-	WorkerID  string   `json:"worker_id"`
+	// WorkerID is null when the fetch named no worker.
+	WorkerID  *string  `json:"worker_id"`
 	ExpiresAt jsonTime `json:"expires_at"`
 }
 
@@ -102,7 +132,7 @@ func toJobJSON(j *records.Job) jobJSON {
 		Errors: make([]jobErrorJSON, len(r.Errors)), Source: "kafka",
 		CreatedAt: jsonTime(r.CreatedAt), EnqueuedAt: optTime(r.EnqueuedAt), ScheduledAt: optTime(r.NextRetryAt),
 		StartedAt: optTime(r.RedeliveredAt), CompletedAt: optTime(r.CompletedAt), DiscardedAt: optTime(r.DiscardedAt),
-		Result: json.RawMessage("null")}
+		Result: json.RawMessage("null"), Attributes: j.Lease.Attributes}
 	if r.Format == dlq.FormatOJS {
 		out.Source = "http"
 	}
@@ -120,7 +150,10 @@ func toJobJSON(j *records.Job) jobJSON {
 	}
 	if l := j.Lease; l.Until != nil {
 		out.State = jobStateActive
-		out.Lease = &jobLeaseJSON{WorkerID: l.Worker, ExpiresAt: jsonTime(*l.Until)}
+		out.Lease = &jobLeaseJSON{ExpiresAt: jsonTime(*l.Until)}
+		if l.Worker != "" {
+			out.Lease.WorkerID = &l.Worker
+		}
 	}
 	if len(j.Lease.Result) > 0 {
 		out.Result = j.Lease.Result
@@ -132,62 +165,65 @@ func toJobJSON(j *records.Job) jobJSON {
 			out.Errors[i].Details = json.RawMessage("{}")
 		}
 	}
+	if n := len(out.Errors); n > 0 && r.State != dlq.StateCompleted {
+		last := out.Errors[n-1]
+		out.Error = &last
+	}
 	return out
 }
 
-// publishBody is an OJS job envelope (POST /jobs).
-type publishBody struct {
-	SpecVersion *string         `json:"specversion"`
-	Type        *string         `json:"type"`
-	Queue       *string         `json:"queue"`
-	Args        json.RawMessage `json:"args"`
-	Meta        json.RawMessage `json:"meta"`
-	Retry       json.RawMessage `json:"retry"`
-}
-
 func (s *Server) publishJob(c echo.Context) error {
+	ojsMedia(c)
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
-	var b publishBody
-	if err := bindStrict(c, &b); err != nil {
+	// An empty body is no JSON either: decodeEnvelope answers both alike.
+	body, err := readBody(c, true)
+	if err != nil {
 		return err
 	}
-	if b.SpecVersion != nil && *b.SpecVersion != "1.0" {
-		return invalidParam("specversion", "must be \"1.0\" when present, got "+jsonString(*b.SpecVersion))
+	b, err := decodeEnvelope(body)
+	if err != nil {
+		return err
 	}
-	if b.Type == nil || *b.Type == "" {
+	if b.Type == "" {
 		return invalidParam("type", "required: the job's type, such as \"email.send\"")
 	}
-	if msg := jobTypeProblem(*b.Type); msg != "" {
+	if msg := jobTypeProblem(b.Type); msg != "" {
 		return invalidParam("type", msg)
 	}
 	q := DefaultJobQueue
 	if b.Queue != nil {
 		q = *b.Queue
 	}
-	if err := s.checkJobQueue(q, "queue"); err != nil {
+	if err := s.checkJobQueue(q, b.QueueField); err != nil {
 		return err
 	}
-	if len(b.Args) == 0 || string(b.Args) == "null" {
+	if msg := jobQueueProblem(q); msg != "" {
+		return invalidParam(b.QueueField, msg)
+	}
+	if isNull(b.Args) {
 		return invalidParam("args", "required: a JSON array of the job's arguments")
 	}
-	if t := bytes.TrimSpace(b.Args); t[0] != '[' {
+	if t := bytes.TrimSpace(b.Args); t[0] != '[' || !json.Valid(t) {
 		return invalidParam("args", "must be a JSON array")
 	}
-	p := &records.PublishParams{Type: *b.Type, Queue: q, Args: compactKeep(b.Args), Now: s.cfg.Now()}
-	if len(b.Meta) > 0 && string(b.Meta) != "null" {
+	p := &records.PublishParams{Type: b.Type, Queue: q, Args: compactKeep(b.Args), Now: s.cfg.Now()}
+	if !isNull(b.Meta) {
 		if t := bytes.TrimSpace(b.Meta); t[0] != '{' {
 			return invalidParam("meta", "must be a JSON object")
 		}
 		p.Meta = b.Meta
 	}
-	if len(b.Retry) > 0 && string(b.Retry) != "null" {
+	if !isNull(b.Retry) {
 		spec, err := policy.DecodeRetry(b.Retry)
 		if err != nil {
 			return policyError(err, "")
 		}
 		p.Retry = spec
+	}
+	if p.Attributes, err = b.keptAttributes(); err != nil {
+		return err
 	}
 	j, err := s.rec.PublishJob(c.Request().Context(), p)
 	var pol *records.PolicyError
@@ -241,6 +277,30 @@ func jobTypeProblem(s string) string {
 	return ""
 }
 
+// maxJobQueueBytes is the longest queue name a job published over HTTP
+// may name (OJS core §5.1).
+const maxJobQueueBytes = 128
+
+// jobQueueProblem says what is wrong with the queue of a published job (OJS
+// core §5.1: "MUST be a non-empty string matching the pattern
+// [a-z0-9][a-z0-9\-\.]* ... Maximum length: 128 characters"), or "". Like
+// the type's rule it is the publisher's: a fetch may name any topic, as the
+// records of a pull-mode queue keep whatever topic they were read from.
+func jobQueueProblem(q string) string {
+	const want = `must be lowercase letters, digits, hyphens and dots, starting with a letter or digit (OJS core §5.1), such as "emails" or "billing.retry"`
+	if len(q) > maxJobQueueBytes {
+		return fmt.Sprintf("at most %d bytes, got %d", maxJobQueueBytes, len(q))
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		lower, digit := c >= 'a' && c <= 'z', c >= '0' && c <= '9'
+		if !lower && !digit && (i == 0 || c != '-' && c != '.') {
+			return want + ", got " + jsonString(q)
+		}
+	}
+	return ""
+}
+
 // checkJobQueue refuses a queue name that is no Kafka topic name, or one of
 // Redrive's own topics.
 func (s *Server) checkJobQueue(q, field string) error {
@@ -259,6 +319,7 @@ func (s *Server) checkJobQueue(q, field string) error {
 }
 
 func (s *Server) getJob(c echo.Context) error {
+	ojsMedia(c)
 	id, err := recordID(c)
 	if err != nil {
 		return err
@@ -284,13 +345,34 @@ func (s *Server) getJob(c echo.Context) error {
 
 // fetchBody is POST /workers/fetch.
 type fetchBody struct {
-	Queues            []string `json:"queues"`
-	WorkerID          *string  `json:"worker_id"`
-	Count             *int     `json:"count"`
-	VisibilityTimeout *int     `json:"visibility_timeout"`
+	Queues   []string `json:"queues"`
+	WorkerID *string  `json:"worker_id"`
+	Count    *int     `json:"count"`
+	// VisibilityTimeout is in seconds (Redrive's own field);
+	// VisibilityTimeoutMs is OJS HTTP binding §10.1's, in milliseconds.
+	VisibilityTimeout   *int   `json:"visibility_timeout"`
+	VisibilityTimeoutMs *int64 `json:"visibility_timeout_ms"`
+}
+
+// workerIDOf checks an optional worker_id: "" when it is absent.
+func workerIDOf(id *string) (string, error) {
+	if id == nil {
+		return "", nil
+	}
+	if *id == "" {
+		return "", invalidParam("worker_id", "must not be empty when present: leave it out, or name the worker")
+	}
+	if len(*id) > maxWorkerIDBytes {
+		return "", invalidParam("worker_id", fmt.Sprintf("at most %d bytes", maxWorkerIDBytes))
+	}
+	if msg := nameProblem(*id); msg != "" {
+		return "", invalidParam("worker_id", msg)
+	}
+	return *id, nil
 }
 
 func (s *Server) fetchJobs(c echo.Context) error {
+	ojsMedia(c)
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
@@ -315,14 +397,9 @@ func (s *Server) fetchJobs(c echo.Context) error {
 			queues = append(queues, q)
 		}
 	}
-	if b.WorkerID == nil || *b.WorkerID == "" {
-		return invalidParam("worker_id", "required: names the worker that holds the jobs it fetches")
-	}
-	if len(*b.WorkerID) > maxWorkerIDBytes {
-		return invalidParam("worker_id", fmt.Sprintf("at most %d bytes", maxWorkerIDBytes))
-	}
-	if msg := nameProblem(*b.WorkerID); msg != "" {
-		return invalidParam("worker_id", msg)
+	worker, err := workerIDOf(b.WorkerID)
+	if err != nil {
+		return err
 	}
 	count := defaultFetchCount
 	if b.Count != nil {
@@ -330,14 +407,23 @@ func (s *Server) fetchJobs(c echo.Context) error {
 			return invalidParam("count", fmt.Sprintf("must be from 1 to %d, got %d", maxFetchCount, count))
 		}
 	}
-	vt := defaultVisibilitySecs
-	if b.VisibilityTimeout != nil {
-		if vt = *b.VisibilityTimeout; vt < 1 || vt > maxVisibilitySecs {
+	lease := defaultVisibilitySecs * time.Second
+	switch {
+	case b.VisibilityTimeout != nil && b.VisibilityTimeoutMs != nil:
+		return invalidParam(visibilityTimeoutParam+"_ms", "is sent as well as "+visibilityTimeoutParam+": send one of the two")
+	case b.VisibilityTimeout != nil:
+		if vt := *b.VisibilityTimeout; vt < 1 || vt > maxVisibilitySecs {
 			return invalidParam(visibilityTimeoutParam, fmt.Sprintf("must be a number of seconds from 1 to %d, got %d", maxVisibilitySecs, vt))
 		}
+		lease = time.Duration(*b.VisibilityTimeout) * time.Second
+	case b.VisibilityTimeoutMs != nil:
+		if ms := *b.VisibilityTimeoutMs; ms < 1 || ms > maxVisibilitySecs*1000 {
+			return invalidParam(visibilityTimeoutParam+"_ms", fmt.Sprintf("must be a number of milliseconds from 1 to %d, got %d", maxVisibilitySecs*1000, ms))
+		}
+		lease = time.Duration(*b.VisibilityTimeoutMs) * time.Millisecond
 	}
-	jobs, err := s.rec.FetchJobs(c.Request().Context(), &records.FetchParams{Queues: queues, Worker: *b.WorkerID, Count: count,
-		Lease: time.Duration(vt) * time.Second, Now: s.cfg.Now()})
+	jobs, err := s.rec.FetchJobs(c.Request().Context(), &records.FetchParams{Queues: queues, Worker: worker, Count: count,
+		Lease: lease, Now: s.cfg.Now()})
 	if err != nil {
 		return err
 	}
@@ -374,6 +460,17 @@ func (s *Server) leaseExpired(c echo.Context, id string, now time.Time) error {
 	return &APIError{Status: http.StatusConflict, Code: CodeLeaseExpired, Message: msg, Details: s.jobDetails(c, id, now)}
 }
 
+// heldByOther is the 409 of an ack or nack naming another worker than the
+// one holding the job's lease (OJS worker protocol §5.6: "The backend MUST
+// reject ACK or FAIL requests from a worker that does not hold the
+// reservation").
+func (s *Server) heldByOther(c echo.Context, id, worker string, now time.Time) error {
+	msg := "job " + id + " is held by another worker than " + jsonString(worker) + ": only the worker that fetched it may ack or nack it"
+	d := s.jobDetails(c, id, now)
+	d["worker_id"] = worker
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Details: d}
+}
+
 // jobDetails are the details of a 409 of an ack or nack: the job and, when
 // it can be read, its state.
 func (s *Server) jobDetails(c echo.Context, id string, now time.Time) map[string]any {
@@ -386,11 +483,14 @@ func (s *Server) jobDetails(c echo.Context, id string, now time.Time) map[string
 
 // ackBody is POST /workers/ack.
 type ackBody struct {
-	JobID  *string         `json:"job_id"`
-	Result json.RawMessage `json:"result"`
+	JobID *string `json:"job_id"`
+	// WorkerID, when sent, must name the worker holding the job.
+	WorkerID *string         `json:"worker_id"`
+	Result   json.RawMessage `json:"result"`
 }
 
 func (s *Server) ackJob(c echo.Context) error {
+	ojsMedia(c)
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
@@ -402,15 +502,21 @@ func (s *Server) ackJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	worker, err := workerIDOf(b.WorkerID)
+	if err != nil {
+		return err
+	}
 	var result json.RawMessage
 	if len(b.Result) > 0 && string(b.Result) != "null" {
 		result = bytes.TrimSpace(b.Result)
 	}
 	now := s.cfg.Now()
-	j, err := s.rec.AckJob(c.Request().Context(), id, result, now)
+	j, err := s.rec.AckJob(c.Request().Context(), id, worker, result, now)
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrLeaseHeldByOther):
+		return s.heldByOther(c, id, worker, now)
 	case errors.Is(err, records.ErrLeaseExpired):
 		return s.leaseExpired(c, id, now)
 	case errors.Is(err, records.ErrNotLeased):
@@ -419,13 +525,16 @@ func (s *Server) ackJob(c echo.Context) error {
 		return err
 	}
 	out := toJobJSON(j)
-	return c.JSON(http.StatusOK, map[string]any{"acknowledged": true, "job_id": id, "state": out.State, "job": out})
+	return c.JSON(http.StatusOK, map[string]any{"acknowledged": true, "job_id": id, "state": out.State,
+		"completed_at": out.CompletedAt, "job": out})
 }
 
 // nackBody is POST /workers/nack.
 type nackBody struct {
-	JobID *string        `json:"job_id"`
-	Error *nackErrorJSON `json:"error"`
+	JobID *string `json:"job_id"`
+	// WorkerID, when sent, must name the worker holding the job.
+	WorkerID *string        `json:"worker_id"`
+	Error    *nackErrorJSON `json:"error"`
 }
 
 type nackErrorJSON struct {
@@ -436,6 +545,7 @@ type nackErrorJSON struct {
 }
 
 func (s *Server) nackJob(c echo.Context) error {
+	ojsMedia(c)
 	if err := checkParams(c.QueryParams(), nil); err != nil {
 		return err
 	}
@@ -444,6 +554,10 @@ func (s *Server) nackJob(c echo.Context) error {
 		return err
 	}
 	id, err := jobIDOf(b.JobID)
+	if err != nil {
+		return err
+	}
+	worker, err := workerIDOf(b.WorkerID)
 	if err != nil {
 		return err
 	}
@@ -457,7 +571,7 @@ func (s *Server) nackJob(c echo.Context) error {
 	if msg := nameProblem(*e.Code); msg != "" {
 		return invalidParam("error.code", msg)
 	}
-	p := &records.NackParams{ID: id, Code: *e.Code, Retryable: e.Retryable, Now: s.cfg.Now()}
+	p := &records.NackParams{ID: id, Worker: worker, Code: *e.Code, Retryable: e.Retryable, Now: s.cfg.Now()}
 	if e.Message != nil {
 		if len(*e.Message) > maxErrorMessageBytes {
 			return invalidParam("error.message", fmt.Sprintf("at most %d bytes", maxErrorMessageBytes))
@@ -474,6 +588,8 @@ func (s *Server) nackJob(c echo.Context) error {
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		return notFound("no job with id " + id)
+	case errors.Is(err, records.ErrLeaseHeldByOther):
+		return s.heldByOther(c, id, worker, p.Now)
 	case errors.Is(err, records.ErrLeaseExpired):
 		return s.leaseExpired(c, id, p.Now)
 	case errors.Is(err, records.ErrNotLeased):
@@ -487,6 +603,8 @@ func (s *Server) nackJob(c echo.Context) error {
 		ms := res.Delay.Milliseconds()
 		delay = &ms
 	}
+	// HTTP binding §10.3's fields, and Redrive's retry_delay_ms, reason, job.
 	return c.JSON(http.StatusOK, map[string]any{"job_id": id, "state": out.State, "attempt": out.Attempt,
+		"max_attempts": out.MaxAttempts, "next_attempt_at": out.ScheduledAt, "discarded_at": out.DiscardedAt,
 		"retry_delay_ms": delay, "reason": res.Reason, "job": out})
 }

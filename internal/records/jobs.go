@@ -27,6 +27,10 @@ var ErrNotLeased = store.ErrNotLeased
 // the worker's ack or nack.
 var ErrLeaseExpired = store.ErrLeaseExpired
 
+// ErrLeaseHeldByOther is the conflict of an ack or nack by a worker that
+// names itself while another worker holds the job (OJS worker protocol §5.6).
+var ErrLeaseHeldByOther = store.ErrLeaseHeldByOther
+
 // Lease is a job's lease and fetch state beyond its record.
 type Lease = store.Lease
 
@@ -50,7 +54,11 @@ type PublishParams struct {
 	Meta json.RawMessage
 	// Retry is a partial retry policy merged onto the queue's, or nil.
 	Retry *policy.RetrySpec
-	Now   time.Time
+	// Attributes are the envelope's attributes Redrive keeps and returns
+	// without acting on them (OJS core §5.5 constraint 4), a JSON object,
+	// or empty.
+	Attributes json.RawMessage
+	Now        time.Time
 }
 
 // PublishJob stores a job published over HTTP — available, attempt 0, due
@@ -83,7 +91,7 @@ func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error
 		Source: dlq.Source{Topic: p.Queue, Partition: -1, Offset: -1},
 		Value:  p.Args, Errors: []dlq.ErrorEntry{}, Retry: raw, Meta: meta,
 		CreatedAt: now, EnqueuedAt: &now, UpdatedAt: now}
-	if err := s.store.InsertJob(ctx, r, now); err != nil {
+	if err := s.store.InsertJobWithAttributes(ctx, r, now, p.Attributes); err != nil {
 		return nil, err
 	}
 	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
@@ -125,6 +133,7 @@ func (s *Service) readJob(ctx context.Context, id string) (*Job, error) {
 // for Lease.
 type FetchParams struct {
 	Queues []string
+	// Worker names the fetching worker, or "" (anonymous).
 	Worker string
 	Count  int
 	Lease  time.Duration
@@ -171,10 +180,11 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 }
 
 // AckJob completes a job a worker holds at now, with its result (nil:
-// none): ErrNotFound; ErrLeaseExpired when its lease passed before now
-// (lateRefusal); ErrNotLeased when no worker holds it.
-func (s *Service) AckJob(ctx context.Context, id string, result json.RawMessage, now time.Time) (*Job, error) {
-	if err := s.store.AckJob(ctx, id, result, now); err != nil {
+// none). worker, when not "", must be the lease holder's name:
+// ErrLeaseHeldByOther otherwise. ErrNotFound; ErrLeaseExpired when its lease
+// passed before now (lateRefusal); ErrNotLeased when no worker holds it.
+func (s *Service) AckJob(ctx context.Context, id, worker string, result json.RawMessage, now time.Time) (*Job, error) {
+	if err := s.store.AckJob(ctx, id, worker, result, now); err != nil {
 		return nil, s.lateRefusal(ctx, id, now, err)
 	}
 	return s.readJob(ctx, id)
@@ -212,6 +222,9 @@ func lostToExpiry(r *dlq.Record) bool {
 // NackParams is a worker's report that its attempt of a job failed.
 type NackParams struct {
 	ID string
+	// Worker, when not "", must be the lease holder's name
+	// (ErrLeaseHeldByOther).
+	Worker string
 	// Code is the error's code (its type, such as "Auth.TokenExpired").
 	Code    string
 	Message string
@@ -241,7 +254,7 @@ func (s *Service) NackJob(ctx context.Context, p *NackParams) (*NackResult, erro
 	res := &NackResult{}
 	entry := dlq.ErrorEntry{Type: p.Code, Message: p.Message, Code: dlq.CodeRetry, Details: p.Details}
 	class := errorClass(p.Details)
-	r, err := s.store.FailJob(ctx, p.ID, p.Now, false, func(r *dlq.Record, _ store.Lease) (*store.JobFailure, error) {
+	r, err := s.store.FailJob(ctx, p.ID, p.Worker, p.Now, false, func(r *dlq.Record, _ store.Lease) (*store.JobFailure, error) {
 		t := s.Policy(r)
 		var d policy.Decision
 		switch {
@@ -349,11 +362,15 @@ func (s *Service) ExpireLeases(ctx context.Context, now time.Time) (int, error) 
 // (see ExpireLeases): ErrNotFound, or ErrNotLeased when no worker holds it or
 // its lease still holds.
 func (s *Service) expireLease(ctx context.Context, id string, now time.Time) (*dlq.Record, error) {
-	r, err := s.store.FailJob(ctx, id, now, true, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
+	r, err := s.store.FailJob(ctx, id, "", now, true, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
 		t := s.Policy(r)
 		d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
-		msg := fmt.Sprintf("worker %s neither acked nor nacked attempt %d before its lease expired at %s",
-			l.Worker, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
+		who := "worker " + l.Worker
+		if l.Worker == "" {
+			who = "the worker (fetched without a worker_id)"
+		}
+		msg := fmt.Sprintf("%s neither acked nor nacked attempt %d before its lease expired at %s",
+			who, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
 		return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now), nil
 	})
 	if err != nil {

@@ -37,12 +37,24 @@ var ErrNotLeased = errors.New("the job is not held by a worker")
 // attempt (it still shows the lease).
 var ErrLeaseExpired = errors.New("the job's lease expired")
 
+// ErrLeaseHeldByOther is returned when a job is acked or nacked by a worker
+// that names itself, and another worker holds the job's lease (OJS worker
+// protocol §5.6: only the worker that claimed the job may ack or fail it).
+var ErrLeaseHeldByOther = errors.New("another worker holds the job's lease")
+
 // InsertJob stores a job published over HTTP: r (format ojs, state
 // available, no next_retry_at) gets the next job number as its DLQ offset
 // and is due for a fetch at fetchAt. It is committed when InsertJob returns.
 // A payload Postgres cannot hold as jsonb is left out, the value kept, as
 // ingest does (r.PayloadOmitted).
 func (s *Store) InsertJob(ctx context.Context, r *dlq.Record, fetchAt time.Time) error {
+	return s.InsertJobWithAttributes(ctx, r, fetchAt, nil)
+}
+
+// InsertJobWithAttributes is InsertJob that also keeps attrs, the
+// attributes of the job's envelope Redrive does not act on (a JSON object,
+// or nil: none), in the same transaction. JobLease reads them back.
+func (s *Store) InsertJobWithAttributes(ctx context.Context, r *dlq.Record, fetchAt time.Time, attrs json.RawMessage) error {
 	if r.Format != dlq.FormatOJS || r.NextRetryAt != nil {
 		return fmt.Errorf("insert job %s: not a job published over HTTP", r.ID)
 	}
@@ -61,8 +73,15 @@ func (s *Store) InsertJob(ctx context.Context, r *dlq.Record, fetchAt time.Time)
 			return fmt.Errorf("job %s was not stored", r.ID)
 		}
 		r.PayloadOmitted = res.Degraded(0)
-		_, err = tx.Exec(ctx, "UPDATE redrive_lifecycle SET fetch_at = $2 WHERE id = $1", r.ID, fetchAt)
-		return err
+		if _, err = tx.Exec(ctx, "UPDATE redrive_lifecycle SET fetch_at = $2 WHERE id = $1", r.ID, fetchAt); err != nil {
+			return err
+		}
+		if len(attrs) > 0 {
+			if err := s.q.SetJobAttributes(ctx, tx, attrs, r.ID); err != nil {
+				return fmt.Errorf("keep attributes: %w", err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert job %s: %w", r.ID, err)
@@ -78,10 +97,12 @@ type FetchParams struct {
 	// PullQueues are those of Queues whose policy says redelivery.mode:
 	// pull: their records are taken too.
 	PullQueues []string
-	Worker     string
-	Limit      int
-	Now        time.Time
-	Lease      time.Duration
+	// Worker names the worker the jobs are leased to; "" leases them to an
+	// anonymous worker (no worker_id).
+	Worker string
+	Limit  int
+	Now    time.Time
+	Lease  time.Duration
 }
 
 // Fetched is a record a fetch leased, and when it had been due.
@@ -119,20 +140,19 @@ func nonNil(s []string) []string {
 }
 
 // AckJob completes a record whose lease holds at now with the worker's
-// result (nil: none): ErrNotFound when there is no such record,
-// ErrLeaseExpired when its lease passed before now, ErrNotLeased when no
-// worker holds it.
-func (s *Store) AckJob(ctx context.Context, id string, result json.RawMessage, now time.Time) error {
-	_, err := s.q.AckJob(ctx, s.pool, now, result, id)
+// result (nil: none). worker, when not "", must hold the lease (a lease
+// taken by an anonymous fetch is anyone's). ErrNotFound when there is no
+// such record, ErrLeaseExpired when its lease passed before now,
+// ErrNotLeased when no worker holds it, ErrLeaseHeldByOther when another
+// worker than worker does.
+func (s *Store) AckJob(ctx context.Context, id, worker string, result json.RawMessage, now time.Time) error {
+	_, err := s.q.AckJob(ctx, s.pool, dbsqlc.AckJobParams{Now: now, Result: result, ID: id, WorkerID: worker})
 	if errors.Is(err, pgx.ErrNoRows) {
 		l, err := s.JobLease(ctx, id)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case l.ExpiredAt(now):
-			return ErrLeaseExpired
 		}
-		return ErrNotLeased
+		return l.refusal(worker, now)
 	}
 	if err != nil {
 		return fmt.Errorf("ack job %s: %w", id, err)
@@ -144,10 +164,37 @@ func (s *Store) AckJob(ctx context.Context, id string, result json.RawMessage, n
 // when, when it is due for a fetch (jobs published over HTTP), and the
 // result it was acked with.
 type Lease struct {
-	Until   *time.Time
+	Until *time.Time
+	// Worker is the lease holder's worker_id, "" for an anonymous fetch.
 	Worker  string
 	FetchAt *time.Time
 	Result  json.RawMessage
+	// Attributes are the attributes of a published job's envelope that
+	// Redrive keeps without acting on them (a JSON object), or nil.
+	Attributes json.RawMessage
+}
+
+// refusal is why an ack or nack by worker ("" : unnamed) at now cannot take
+// the job, or nil when it can: ErrNotLeased, ErrLeaseExpired or
+// ErrLeaseHeldByOther.
+func (l Lease) refusal(worker string, now time.Time) error {
+	switch {
+	case l.Until == nil:
+		return ErrNotLeased
+	case l.ExpiredAt(now):
+		return ErrLeaseExpired
+	case worker != "" && l.Worker != "" && worker != l.Worker:
+		return ErrLeaseHeldByOther
+	}
+	return nil
+}
+
+func leaseOf(row dbsqlc.JobLeaseRow) Lease {
+	l := Lease{Until: row.LeaseUntil, FetchAt: row.FetchAt, Result: row.Result, Attributes: row.Attributes}
+	if row.WorkerID != nil {
+		l.Worker = *row.WorkerID
+	}
+	return l
 }
 
 // ExpiredAt says whether the lease passed before now: a lease holds until
@@ -166,11 +213,7 @@ func (s *Store) JobLease(ctx context.Context, id string) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("read lease of %s: %w", id, err)
 	}
-	l := Lease{Until: row.LeaseUntil, FetchAt: row.FetchAt, Result: row.Result}
-	if row.WorkerID != nil {
-		l.Worker = *row.WorkerID
-	}
-	return l, nil
+	return leaseOf(row), nil
 }
 
 // ExpiredLeases lists up to limit records whose lease passed before now,
@@ -201,11 +244,12 @@ type JobFailure struct {
 // attempt, in one transaction, judging its lease at now (the caller's
 // clock). expired (the lease sweep) only takes a record whose lease passed
 // before now: ErrNotLeased when it still holds. Otherwise (a worker's nack)
-// only one whose lease holds at now: ErrLeaseExpired when it passed.
+// only one whose lease holds at now: ErrLeaseExpired when it passed;
+// ErrLeaseHeldByOther when worker is not "" and another worker holds it.
 // ErrNotFound: no such record; ErrNotLeased: no worker holds it. A
 // retryable job published over HTTP is due on fetch_at, any other record on
 // next_retry_at; a discarded one is due to be archived.
-func (s *Store) FailJob(ctx context.Context, id string, now time.Time, expired bool,
+func (s *Store) FailJob(ctx context.Context, id, worker string, now time.Time, expired bool,
 	decide func(r *dlq.Record, l Lease) (*JobFailure, error)) (*dlq.Record, error) {
 	var out *dlq.Record
 	run := func(mode jsonMode) error {
@@ -225,15 +269,14 @@ func (s *Store) FailJob(ctx context.Context, id string, now time.Time, expired b
 			if err != nil {
 				return err
 			}
-			l := Lease{Until: row.LeaseUntil, FetchAt: row.FetchAt, Result: row.Result}
-			if row.WorkerID != nil {
-				l.Worker = *row.WorkerID
-			}
+			l := leaseOf(row)
 			switch {
 			case l.Until == nil, expired && !l.ExpiredAt(now):
 				return ErrNotLeased
-			case !expired && l.ExpiredAt(now):
-				return ErrLeaseExpired
+			case !expired:
+				if err := l.refusal(worker, now); err != nil {
+					return err
+				}
 			}
 			f, err := decide(&r, l)
 			if err != nil {
@@ -278,7 +321,7 @@ func (s *Store) FailJob(ctx context.Context, id string, now time.Time, expired b
 		err = run(asText)
 	}
 	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotLeased), errors.Is(err, ErrLeaseExpired):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotLeased), errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLeaseHeldByOther):
 		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("fail job %s: %w", id, err)

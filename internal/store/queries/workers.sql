@@ -23,7 +23,7 @@ due AS (
 UPDATE redrive_lifecycle r
 SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at = NULL,
     lease_until = sqlc.arg(now)::timestamptz + interval '1 millisecond' * sqlc.arg(lease_ms)::bigint,
-    worker_id = sqlc.arg(worker_id)::text, redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz,
+    worker_id = nullif(sqlc.arg(worker_id)::text, ''), redelivered_at = sqlc.arg(now)::timestamptz, updated_at = sqlc.arg(now)::timestamptz,
     exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL,
     completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL
 FROM due WHERE r.id = due.id
@@ -32,18 +32,27 @@ RETURNING r.id, due.due::timestamptz AS due_at;
 -- AckJob completes a record with the worker's result if its lease still
 -- holds at sqlc.arg(now) (the caller's clock, not Postgres's): a lease that
 -- passed before it is expired (ExpiredLeases), whether or not the sweep has
--- failed its attempt yet.
+-- failed its attempt yet. A sqlc.arg(worker_id) other than '' must be the lease
+-- holder's, when the fetch named one (OJS worker protocol §5.6).
 -- name: AckJob :one
 UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = sqlc.arg(now)::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = sqlc.narg(result)::jsonb, updated_at = sqlc.arg(now)::timestamptz
 WHERE id = sqlc.arg(id) AND lease_until >= sqlc.arg(now)::timestamptz
+    AND (sqlc.arg(worker_id)::text = '' OR worker_id IS NULL OR worker_id = sqlc.arg(worker_id)::text)
 RETURNING id;
 
 -- JobLease is what a job's view adds to its record: its lease, when it is
--- due for a fetch, and the result it was acked with.
+-- due for a fetch, the result it was acked with, and the attributes of its
+-- envelope Redrive keeps without acting on them.
 -- name: JobLease :one
-SELECT lease_until, worker_id, fetch_at, result FROM redrive_lifecycle WHERE id = sqlc.arg(id);
+SELECT l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes
+FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = sqlc.arg(id);
+
+-- SetJobAttributes stores the attributes a job published over HTTP keeps
+-- (JobLease), in the transaction that inserts it.
+-- name: SetJobAttributes :exec
+UPDATE redrive_record_data SET attributes = sqlc.narg(attributes)::jsonb WHERE id = sqlc.arg(id);
 
 -- ExpiredLeases lists records whose lease passed before sqlc.arg(now), oldest first.
 -- name: ExpiredLeases :many

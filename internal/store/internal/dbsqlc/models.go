@@ -412,6 +412,7 @@ type RedriveRecordDatum struct {
 	KeyPayload      json.RawMessage
 	DecodeError     *string
 	DecodePending   bool
+	Attributes      json.RawMessage
 }
 
 type RedriveReplayRule struct {

@@ -16,15 +16,29 @@ UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = $1::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = $2::jsonb, updated_at = $1::timestamptz
 WHERE id = $3 AND lease_until >= $1::timestamptz
+    AND ($4::text = '' OR worker_id IS NULL OR worker_id = $4::text)
 RETURNING id
 `
+
+type AckJobParams struct {
+	Now      time.Time
+	Result   json.RawMessage
+	ID       string
+	WorkerID string
+}
 
 // AckJob completes a record with the worker's result if its lease still
 // holds at sqlc.arg(now) (the caller's clock, not Postgres's): a lease that
 // passed before it is expired (ExpiredLeases), whether or not the sweep has
-// failed its attempt yet.
-func (q *Queries) AckJob(ctx context.Context, db DBTX, now time.Time, result json.RawMessage, iD string) (string, error) {
-	row := db.QueryRow(ctx, ackJob, now, result, iD)
+// failed its attempt yet. A sqlc.arg(worker_id) other than ” must be the lease
+// holder's, when the fetch named one (OJS worker protocol §5.6).
+func (q *Queries) AckJob(ctx context.Context, db DBTX, arg AckJobParams) (string, error) {
+	row := db.QueryRow(ctx, ackJob,
+		arg.Now,
+		arg.Result,
+		arg.ID,
+		arg.WorkerID,
+	)
 	var id string
 	err := row.Scan(&id)
 	return id, err
@@ -72,7 +86,7 @@ due AS (
 UPDATE redrive_lifecycle r
 SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at = NULL,
     lease_until = $1::timestamptz + interval '1 millisecond' * $2::bigint,
-    worker_id = $3::text, redelivered_at = $1::timestamptz, updated_at = $1::timestamptz,
+    worker_id = nullif($3::text, ''), redelivered_at = $1::timestamptz, updated_at = $1::timestamptz,
     exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL,
     completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL
 FROM due WHERE r.id = due.id
@@ -129,7 +143,8 @@ func (q *Queries) FetchJobs(ctx context.Context, db DBTX, arg FetchJobsParams) (
 }
 
 const jobLease = `-- name: JobLease :one
-SELECT lease_until, worker_id, fetch_at, result FROM redrive_lifecycle WHERE id = $1
+SELECT l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes
+FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = $1
 `
 
 type JobLeaseRow struct {
@@ -137,10 +152,12 @@ type JobLeaseRow struct {
 	WorkerID   *string
 	FetchAt    *time.Time
 	Result     json.RawMessage
+	Attributes json.RawMessage
 }
 
 // JobLease is what a job's view adds to its record: its lease, when it is
-// due for a fetch, and the result it was acked with.
+// due for a fetch, the result it was acked with, and the attributes of its
+// envelope Redrive keeps without acting on them.
 func (q *Queries) JobLease(ctx context.Context, db DBTX, id string) (JobLeaseRow, error) {
 	row := db.QueryRow(ctx, jobLease, id)
 	var i JobLeaseRow
@@ -149,6 +166,7 @@ func (q *Queries) JobLease(ctx context.Context, db DBTX, id string) (JobLeaseRow
 		&i.WorkerID,
 		&i.FetchAt,
 		&i.Result,
+		&i.Attributes,
 	)
 	return i, err
 }
@@ -163,4 +181,15 @@ func (q *Queries) NextJobSeq(ctx context.Context, db DBTX) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const setJobAttributes = `-- name: SetJobAttributes :exec
+UPDATE redrive_record_data SET attributes = $1::jsonb WHERE id = $2
+`
+
+// SetJobAttributes stores the attributes a job published over HTTP keeps
+// (JobLease), in the transaction that inserts it.
+func (q *Queries) SetJobAttributes(ctx context.Context, db DBTX, attributes json.RawMessage, iD string) error {
+	_, err := db.Exec(ctx, setJobAttributes, attributes, iD)
+	return err
 }
