@@ -101,7 +101,8 @@ func (s *Server) retryRecord(c echo.Context) error {
 	out := toRecordJSON(r, !s.cfg.ArchiveDisabled)
 	out.Masked = m.masks(r.Queue)
 	out.InFlight = &r.InFlight // false: queued, not claimed yet
-	return writeRecord(c, http.StatusOK, r, out)
+	out.recordBody = nil
+	return writeRecord(c, http.StatusOK, r, toRetriedJSON(r, out))
 }
 
 // retryError says why a record could not be retried: a target topic no
@@ -544,3 +545,67 @@ func (s *Server) stats(c echo.Context) error {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// deadLetterJobJSON is a dead-letter record as the dead-letter routes show
+// it: the record (recordJSON), and error, its latest error, as the OJS job
+// envelope carries it (core §5.3 "error", §8.1; HTTP binding §12.1); null
+// before any. errors keeps the whole history (dead-letter spec §9.2).
+type deadLetterJobJSON struct {
+	recordJSON
+	Error *latestErrorJSON `json:"error"`
+}
+
+// latestErrorJSON is a record's latest error: the core's error object
+// (type, message, backtrace) with the code, attempt and time Redrive
+// records. truncated says (in a list) that it was cut, as its entry in
+// errors says.
+type latestErrorJSON struct {
+	Type       string   `json:"type"`
+	Message    string   `json:"message"`
+	Backtrace  []string `json:"backtrace"`
+	Code       dlq.Code `json:"code"`
+	Attempt    int      `json:"attempt"`
+	OccurredAt jsonTime `json:"occurred_at"`
+	Truncated  bool     `json:"truncated,omitempty"`
+}
+
+// asDeadLetterJob adds a shown record's latest error: the last of its
+// errors as shown (masked, in a list cut as the list cuts it).
+func asDeadLetterJob(out recordJSON) deadLetterJobJSON {
+	j := deadLetterJobJSON{recordJSON: out}
+	if n := len(out.Errors); n > 0 {
+		e := out.Errors[n-1]
+		j.Error = &latestErrorJSON{Type: e.Type, Message: e.Message, Backtrace: e.Backtrace, Code: e.Code,
+			Attempt: e.Attempt, OccurredAt: e.OccurredAt, Truncated: e.Truncated}
+	}
+	return j
+}
+
+// retriedJSON is the answer of POST /dead-letter/{id}/retry: the record as
+// GET shows it (what Redrive's clients read) and, beside it, job, the
+// summary the OJS HTTP binding §12.2 wraps the answer in.
+type retriedJSON struct {
+	deadLetterJobJSON
+	Job retriedJobJSON `json:"job"`
+}
+
+// retriedJobJSON is HTTP binding §12.2's job: re_enqueued_at is when the
+// retry made the record available again (its new enqueued_at).
+type retriedJobJSON struct {
+	ID           string    `json:"id"`
+	Type         string    `json:"type"`
+	State        dlq.State `json:"state"`
+	Queue        string    `json:"queue"`
+	Attempt      int       `json:"attempt"`
+	MaxAttempts  int       `json:"max_attempts"`
+	ReEnqueuedAt *jsonTime `json:"re_enqueued_at"`
+}
+
+func toRetriedJSON(r *dlq.Record, out recordJSON) retriedJSON {
+	at := r.EnqueuedAt
+	if at == nil {
+		at = &r.UpdatedAt
+	}
+	return retriedJSON{deadLetterJobJSON: asDeadLetterJob(out), Job: retriedJobJSON{ID: out.ID, Type: out.Type, State: out.State,
+		Queue: out.Queue, Attempt: out.Attempt, MaxAttempts: out.MaxAttempts, ReEnqueuedAt: optTime(at)}}
+}

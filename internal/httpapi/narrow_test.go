@@ -137,6 +137,19 @@ func narrowCases(f *narrowFixture) map[string][]req {
 		"POST /api/dlq/requeue-all/:queue": {{method: http.MethodPost, path: "/api/dlq/requeue-all/" + hiddenQueue}},
 		"DELETE /api/dlq/:queue":           {{method: http.MethodDelete, path: "/api/dlq/" + hiddenQueue}},
 	}
+	// The admin API's aliases (server.go adminAliased) narrow as the
+	// routes they alias: the same calls, under /ojs/v1/admin.
+	for _, k := range []string{"GET /dead-letter", "GET /dead-letter/stats", "POST /dead-letter/retry", "DELETE /dead-letter",
+		"GET /dead-letter/:id", "POST /dead-letter/:id/retry", "DELETE /dead-letter/:id",
+		"POST /queues/:name/pause", "POST /queues/:name/resume"} {
+		method, path, _ := strings.Cut(k, " ")
+		var rs []req
+		for _, r := range cases[method+" "+api+path] {
+			r.path = api + "/admin" + strings.TrimPrefix(r.path, api)
+			rs = append(rs, r)
+		}
+		cases[method+" "+api+"/admin"+path] = rs
+	}
 	// HEAD answers as GET does.
 	for k, rs := range cases {
 		if strings.HasPrefix(k, "GET ") && k != "GET /ojs/v1/events" {

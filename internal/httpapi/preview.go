@@ -134,11 +134,10 @@ func cutText(s string, n int) (string, bool) {
 // writeRecord answers with one whole record, writing its key, value and
 // payload straight from r's bytes into a small buffer on the connection:
 // a 1 MB value is not also held as a string, an escaped copy and a JSON
-// document. The other fields are encoded as usual; the key, value and
-// payload follow them.
-func writeRecord(c echo.Context, status int, r *dlq.Record, out recordJSON) error {
-	out.recordBody = nil
-	head, err := json.Marshal(out)
+// document. The other fields of v (a record's JSON, without its
+// recordBody) are encoded as usual; the key, value and payload follow them.
+func writeRecord(c echo.Context, status int, r *dlq.Record, v any) error {
+	head, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,12 @@ type deleteQueueBody struct {
 	Strategy *string `json:"strategy"`
 	// TargetQueue is where a move re-homes the records.
 	TargetQueue *string `json:"target_queue"`
-	// Confirm runs a discard or move; without it only the counts are
-	// returned. A reject needs none: it changes no record.
-	Confirm bool `json:"confirm"`
+	// Confirm must be true to run a discard or move (admin API §4 "Safe
+	// by default"): absent or false, the delete is refused with 400. A
+	// reject needs none (it changes no record) and ignores it.
+	Confirm *bool `json:"confirm"`
+	// DryRun asks a discard or move for its counts alone: nothing changes.
+	DryRun *bool `json:"dry_run"`
 	// RateLimit bounds a discard's or move's records per second (0: unlimited).
 	RateLimit *float64 `json:"rate_limit"`
 }
@@ -43,7 +46,7 @@ func (s *Server) parseDeleteQueue(c echo.Context, name string) (*records.QueueDe
 			return nil, err
 		}
 	}
-	p := &records.QueueDeleteParams{Queue: name, Strategy: records.StrategyReject, Confirm: b.Confirm, CreatedBy: keyName(c)}
+	p := &records.QueueDeleteParams{Queue: name, Strategy: records.StrategyReject, CreatedBy: keyName(c)}
 	if b.Strategy != nil {
 		p.Strategy = records.QueueStrategy(*b.Strategy)
 		known := make([]string, len(records.QueueStrategies))
@@ -69,6 +72,19 @@ func (s *Server) parseDeleteQueue(c echo.Context, name string) (*records.QueueDe
 	} else if p.Strategy == records.StrategyMove {
 		return nil, invalidParam("target_queue", "required with strategy move: the queue the records go to")
 	}
+	dryRun := b.DryRun != nil && *b.DryRun
+	confirm := b.Confirm != nil && *b.Confirm
+	switch {
+	case p.Strategy == records.StrategyReject && b.DryRun != nil:
+		return nil, invalidParam("dry_run", "only strategies discard and move have a preview; a reject changes no record")
+	case dryRun && b.Confirm != nil:
+		return nil, invalidParam("confirm", "cannot be combined with dry_run: send \"dry_run\": true for the counts, "+
+			"or \"confirm\": true to "+string(p.Strategy)+" the records")
+	case p.Strategy != records.StrategyReject && !dryRun && !confirm:
+		return nil, invalidParam("confirm", "must be true: strategy "+string(p.Strategy)+" "+strategyDoes(p.Strategy)+
+			" (admin API \"Safe by default\"); send \"dry_run\": true to see the counts first")
+	}
+	p.Confirm = confirm
 	if b.RateLimit != nil {
 		if p.Strategy == records.StrategyReject {
 			return nil, invalidParam("rate_limit", "only strategies discard and move run a task")
@@ -80,6 +96,14 @@ func (s *Server) parseDeleteQueue(c echo.Context, name string) (*records.QueueDe
 		p.RateLimit = rate
 	}
 	return p, nil
+}
+
+// strategyDoes says what a discard or move does with the queue's records.
+func strategyDoes(st records.QueueStrategy) string {
+	if st == records.StrategyMove {
+		return "moves every record waiting in the queue to target_queue and deletes the queue"
+	}
+	return "discards every record waiting in the queue and deletes the queue"
 }
 
 // deleteQueueAudit is what the audit entry of a queue delete shows as its
@@ -134,8 +158,9 @@ func (s *Server) deleteQueue(c echo.Context) error {
 		out["target_queue"] = p.TargetQueue
 	}
 	if !p.Confirm {
+		// "dry_run": true asked for the counts alone.
 		out["dry_run"] = true
-		out["message"] = fmt.Sprintf("nothing changed; send \"confirm\": true to %s these records and delete the queue", p.Strategy)
+		out["message"] = fmt.Sprintf("nothing changed (dry_run); send \"confirm\": true to %s these records and delete the queue", p.Strategy)
 		return c.JSON(http.StatusOK, out)
 	}
 	if n == 0 && res.Counts.InFlight == 0 {

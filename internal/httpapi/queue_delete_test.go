@@ -109,7 +109,7 @@ func TestQueueDeleteMove(t *testing.T) {
 
 	// The dry run counts exactly, and changes nothing.
 	var dry queueDeleteAnswer
-	wantStatus(t, b.send(t, http.MethodDelete, "/ojs/v1/queues/orders", map[string]any{"strategy": "move", "target_queue": "billing"}, &dry), http.StatusOK)
+	wantStatus(t, b.send(t, http.MethodDelete, "/ojs/v1/queues/orders", map[string]any{"strategy": "move", "target_queue": "billing", "dry_run": true}, &dry), http.StatusOK)
 	if !dry.DryRun || dry.JobsAffected != 3 || dry.ByState.Retryable != 2 || dry.ByState.Available != 1 || dry.InFlight != 0 ||
 		dry.Strategy != "move" || dry.TargetQueue == nil || *dry.TargetQueue != "billing" || dry.Task != nil {
 		t.Fatalf("dry run %+v, want 3 records (2 retryable, 1 available) to move to billing", dry)
@@ -215,7 +215,7 @@ func TestQueueDeleteDiscard(t *testing.T) {
 	waiting, settled := seedQueueToDelete(t, b)
 
 	var dry queueDeleteAnswer
-	wantStatus(t, b.send(t, http.MethodDelete, "/ojs/v1/queues/orders", map[string]any{"strategy": "discard"}, &dry), http.StatusOK)
+	wantStatus(t, b.send(t, http.MethodDelete, "/ojs/v1/queues/orders", map[string]any{"strategy": "discard", "dry_run": true}, &dry), http.StatusOK)
 	if !dry.DryRun || dry.JobsAffected != 3 || dry.ByState.Retryable != 2 || dry.ByState.Available != 1 || dry.TargetQueue != nil {
 		t.Fatalf("dry run %+v, want 3 records (2 retryable, 1 available)", dry)
 	}
@@ -330,6 +330,15 @@ func TestQueueDeleteRefusals(t *testing.T) {
 		{"rate limit too high", "orders", map[string]any{"strategy": "discard", "rate_limit": 1e6, "confirm": true}, 400, "invalid_request", "rate_limit"},
 		{"rate limit with reject", "orders", map[string]any{"rate_limit": 5}, 400, "invalid_request", "rate_limit"},
 		{"confirm not a boolean", "orders", map[string]any{"strategy": "discard", "confirm": "yes"}, 400, "invalid_request", "confirm"},
+		// Safe by default (admin API §4): a discard or move is confirmed,
+		// or asked for its counts alone; never a silent dry run.
+		{"discard without confirm", "orders", map[string]any{"strategy": "discard"}, 400, "invalid_request", "confirm"},
+		{"move without confirm", "orders", map[string]any{"strategy": "move", "target_queue": "billing"}, 400, "invalid_request", "confirm"},
+		{"confirm false", "orders", map[string]any{"strategy": "discard", "confirm": false}, 400, "invalid_request", "confirm"},
+		{"dry_run false, no confirm", "orders", map[string]any{"strategy": "discard", "dry_run": false}, 400, "invalid_request", "confirm"},
+		{"dry_run and confirm", "orders", map[string]any{"strategy": "discard", "dry_run": true, "confirm": true}, 400, "invalid_request", "confirm"},
+		{"dry_run with reject", "orders", map[string]any{"strategy": "reject", "dry_run": true}, 400, "invalid_request", "dry_run"},
+		{"dry_run not a boolean", "orders", map[string]any{"strategy": "discard", "dry_run": "yes"}, 400, "invalid_request", "dry_run"},
 		{"unknown field", "orders", map[string]any{"strategy": "discard", "force": true}, 400, "invalid_request", "force"},
 		{"query parameter", "orders?strategy=discard", nil, 400, "invalid_request", "strategy"},
 		{"the default layer", "_default", map[string]any{"strategy": "discard", "confirm": true}, 400, "invalid_request", "name"},
@@ -359,8 +368,8 @@ func TestQueueDeleteRefusals(t *testing.T) {
 		}
 	}
 	// Every refused call is audited, with its status.
-	if au := b.audit(t, "queue.delete"); len(au) != 22 {
-		t.Errorf("%d audit entries, want 22", len(au))
+	if au := b.audit(t, "queue.delete"); len(au) != 29 {
+		t.Errorf("%d audit entries, want 29", len(au))
 	}
 	// A delete with nothing to take is the reject's, at once.
 	wantStatus(t, b.send(t, http.MethodPut, "/ojs/v1/queues/billing/config", map[string]any{"retry": map[string]any{"max_attempts": 2}}, nil), http.StatusOK)

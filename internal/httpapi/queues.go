@@ -628,8 +628,34 @@ func (s *Server) setQueueState(state policy.TopicState) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, q)
+		at := jsonTime(s.cfg.Now())
+		out := queueStateJSON{queueJSON: q, Queue: name, Status: q.State, Paused: q.State == policy.TopicPaused}
+		switch state {
+		case policy.TopicPaused:
+			out.PausedAt = &at
+		case policy.TopicActive:
+			out.ResumedAt = &at
+		}
+		return c.JSON(http.StatusOK, out)
 	}
+}
+
+// queueStateJSON is the answer of a pause, resume or drain: the queue as
+// GET shows it (what Redrive's clients read) with the fields of the OJS
+// HTTP binding (§11.3, §11.4: queue, status, paused_at or resumed_at) and
+// of the admin API (§6.3: name, paused, paused_at).
+type queueStateJSON struct {
+	queueJSON
+	// Queue is the queue's name (HTTP binding §11.3).
+	Queue string `json:"queue"`
+	// Status is the queue's state, as state says it.
+	Status policy.TopicState `json:"status"`
+	// Paused says the state is paused (admin API §6.3).
+	Paused bool `json:"paused"`
+	// PausedAt (a pause) and ResumedAt (a resume) are when the call
+	// changed the state.
+	PausedAt  *jsonTime `json:"paused_at,omitempty"`
+	ResumedAt *jsonTime `json:"resumed_at,omitempty"`
 }
 
 // apiLayer reads a topic's API config from the store (nil: none), for the

@@ -39,9 +39,25 @@ type paginationJSON struct {
 	PrevCursor string `json:"prev_cursor,omitempty"`
 }
 
+// listJSON is GET /dead-letter: items, as Redrive's clients read it, and
+// jobs, the same records under the name the OJS HTTP binding §12.1 gives
+// them; pagination adds §12.1's offset and the admin API's page and
+// per_page (admin spec §7.1) to Redrive's own.
 type listJSON struct {
-	Items      []recordJSON   `json:"items"`
-	Pagination paginationJSON `json:"pagination"`
+	Items      []deadLetterJobJSON `json:"items"`
+	Jobs       []deadLetterJobJSON `json:"jobs"`
+	Pagination listPaginationJSON  `json:"pagination"`
+}
+
+// listPaginationJSON is a record list's pagination. offset is how many
+// matching records come before the page, page the page's number counted
+// in pages of per_page (the limit) from 1; both are null when a cursor
+// does not know how many come before it.
+type listPaginationJSON struct {
+	paginationJSON
+	Offset  *int64 `json:"offset"`
+	Page    *int64 `json:"page"`
+	PerPage int    `json:"per_page"`
 }
 
 // listParams are the query parameters GET /dead-letter accepts: its filter's
@@ -88,13 +104,19 @@ func (s *Server) listRecords(c echo.Context) error {
 	if p.Backward {
 		hasNext, hasPrev = true, page.HasMore
 	}
-	out := listJSON{Items: make([]recordJSON, len(recs)),
-		Pagination: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped, TotalEstimated: page.TotalEstimated,
-			Limit: p.Limit, HasMore: hasNext}}
-	for i := range recs {
-		out.Items[i] = toPreviewJSON(m.preview(&recs[i]), !s.cfg.ArchiveDisabled)
-		out.Items[i].Masked = m.masks(recs[i].Record.Queue)
+	out := listJSON{Items: make([]deadLetterJobJSON, len(recs)),
+		Pagination: listPaginationJSON{paginationJSON: paginationJSON{Total: page.Total, TotalCapped: page.TotalCapped,
+			TotalEstimated: page.TotalEstimated, Limit: p.Limit, HasMore: hasNext}, PerPage: p.Limit}}
+	if seen >= 0 {
+		off, n := seen, seen/int64(p.Limit)+1
+		out.Pagination.Offset, out.Pagination.Page = &off, &n
 	}
+	for i := range recs {
+		item := toPreviewJSON(m.preview(&recs[i]), !s.cfg.ArchiveDisabled)
+		item.Masked = m.masks(recs[i].Record.Queue)
+		out.Items[i] = asDeadLetterJob(item)
+	}
+	out.Jobs = out.Items
 	if len(recs) > 0 {
 		after := func(n int64) int64 {
 			if seen < 0 {
@@ -370,5 +392,6 @@ func (s *Server) getRecord(c echo.Context) error {
 	out.InFlight = &r.InFlight
 	out.Masked = m.masks(r.Queue)
 	out.Schedule = &sched
-	return writeRecord(c, http.StatusOK, r, out)
+	out.recordBody = nil
+	return writeRecord(c, http.StatusOK, r, asDeadLetterJob(out))
 }

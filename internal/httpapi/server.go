@@ -130,7 +130,8 @@ func New(cfg Config) *Server {
 	}
 	api := e.Group(BasePath)
 	api.GET("/openapi.json", s.openAPI)
-	for _, r := range append(s.apiRoutes(), s.maintenanceRoutes()...) {
+	routes := append(s.apiRoutes(), s.maintenanceRoutes()...)
+	for _, r := range append(routes, adminAliases(routes)...) {
 		s.add(api, BasePath, r)
 	}
 	compat := e.Group(CompatPath)
@@ -239,6 +240,33 @@ func (s *Server) apiRoutes() []route {
 
 		{method: http.MethodGet, path: "/audit", handler: s.listAudit, perm: needAudit},
 	}
+}
+
+// AdminPath is the prefix, under BasePath, of the OJS admin API (admin
+// spec §5): the routes adminAliased names are served there too.
+const AdminPath = "/admin"
+
+// adminAliased are the routes served under /admin as well (admin spec §5,
+// §6.3, §6.4, §11; the official ext-dead-letter cases call them there):
+// the same handler, scope, audit action and permission.
+var adminAliased = []string{
+	"GET /dead-letter", "GET /dead-letter/stats", "POST /dead-letter/retry", "DELETE /dead-letter",
+	"GET /dead-letter/:id", "POST /dead-letter/:id/retry", "DELETE /dead-letter/:id",
+	"POST /queues/:name/pause", "POST /queues/:name/resume",
+}
+
+// adminAliases copies the routes adminAliased names under AdminPath.
+func adminAliases(routes []route) []route {
+	var out []route
+	for _, r := range routes {
+		for _, k := range adminAliased {
+			if k == r.method+" "+r.path {
+				r.path = AdminPath + r.path
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // compatRoutes are the routes of the reference FastAPI DLQ (/api/dlq).
