@@ -23,7 +23,8 @@ import (
 // ends; a probe produced unparks the topic, one that fails parks it again for
 // longer (Config.ParkBackoff: from parkMin to parkMax by default).
 //
-// A topic is checked before its first batch: the targets of the waiting
+// A topic is checked before its first batch (unless the producer creates
+// missing topics, as redrive dev's does): the targets of the waiting
 // queues that no produce or check has found yet are looked up in one
 // metadata request per pass, and a missing one is parked with its probe due
 // at once, so that one record, not a batch, carries the failure (and shows
@@ -229,6 +230,11 @@ const maxChecked = 1000
 // look-up was made: a request that fails changes nothing, and the produce
 // finds out.
 func (s *Scheduler) checkTopics(ctx context.Context, queues []string, now time.Time) bool {
+	if autoCreates, _ := s.client.OptValue(kgo.AllowAutoTopicCreation).(bool); autoCreates {
+		// The producer makes a missing topic (redrive dev): none is
+		// missing for it, and its first produce makes the topic.
+		return false
+	}
 	var topics []string
 	seen := map[string]bool{}
 	for _, q := range queues {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
@@ -98,5 +100,30 @@ func TestAMissingTopicIsParkedAndProbed(t *testing.T) {
 	}
 	if parked() != 0 || len(logs.Lines("topic unparked")) != 1 {
 		t.Fatalf("parked topics %v, log %q; want ghost unparked", parked(), logs.Lines("topic unparked"))
+	}
+}
+
+// A producer that creates missing topics (redrive dev's) parks nothing: the
+// topic is not looked up, and its first produce makes it, so a queue whose
+// topic does not exist yet is redelivered whole at once.
+func TestAProducerThatCreatesTopicsParksNone(t *testing.T) {
+	b := setup(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	b.brokers = cluster.ListenAddrs()
+	b.due(t, "fresh", 120)
+	logs := &logtest.Buffer{}
+	s := b.scheduler(t, nil, func(c *redeliver.Config) {
+		c.Brokers, c.Logger = b.brokers, logs.TextLogger(slog.LevelInfo)
+		c.ClientOpts = append(kafkatest.ClientOpts(b.brokers), kgo.AllowAutoTopicCreation())
+	})
+	if _, err := s.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.countState(t, "fresh", dlq.StateCompleted); n != 120 || len(logs.Lines("topic parked")) != 0 {
+		t.Fatalf("%d of 120 redelivered to a topic the producer creates; parked: %q", n, logs.Lines("topic parked"))
 	}
 }
