@@ -414,7 +414,7 @@ func (x *exportWriter) bytesField(b []byte, name string, value bool) {
 			enc = encodingJSON
 			w.Write(b)
 		} else {
-			writeExportString(w, b, value)
+			writeJSONString(w, b, value)
 		}
 	default:
 		w.WriteByte('"')
@@ -539,9 +539,10 @@ func writeCompactJSON(w *bufio.Writer, b []byte) {
 	w.Write(b[from:])
 }
 
-// writeExportString writes b, valid UTF-8, as a JSON string, escaped as
-// encoding/json escapes a string (escapeHTML: <, > and & too), as it goes.
-func writeExportString(w *bufio.Writer, b []byte, escapeHTML bool) {
+// writeJSONString writes b, valid UTF-8, as a JSON string, escaped as
+// encoding/json escapes a string (escapeHTML: <, > and & too), as it goes:
+// exports, and the key and value of a record read.
+func writeJSONString(w *bufio.Writer, b []byte, escapeHTML bool) {
 	const hex = "0123456789abcdef"
 	w.WriteByte('"')
 	from := 0

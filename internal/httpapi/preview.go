@@ -168,7 +168,7 @@ func writeBytesField(w *bufio.Writer, name string, b []byte) {
 	enc := records.EncodingBase64
 	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
 		enc = records.EncodingUTF8
-		writeJSONString(w, b)
+		writeJSONString(w, b, false)
 	} else {
 		w.WriteByte('"')
 		e := base64.NewEncoder(base64.StdEncoding, w)
@@ -177,34 +177,6 @@ func writeBytesField(w *bufio.Writer, name string, b []byte) {
 		w.WriteByte('"')
 	}
 	w.WriteString(`,"` + name + `_encoding":"` + enc + `"`)
-}
-
-// writeJSONString writes b, valid UTF-8, as a JSON string.
-func writeJSONString(w *bufio.Writer, b []byte) {
-	const hex = "0123456789abcdef"
-	w.WriteByte('"')
-	start := 0
-	for i, c := range b {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		w.Write(b[start:i])
-		switch c {
-		case '"', '\\':
-			w.Write([]byte{'\\', c})
-		case '\n':
-			w.WriteString(`\n`)
-		case '\r':
-			w.WriteString(`\r`)
-		case '\t':
-			w.WriteString(`\t`)
-		default:
-			w.Write([]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]})
-		}
-		start = i + 1
-	}
-	w.Write(b[start:])
-	w.WriteByte('"')
 }
 
 // rawParts are what GET /dead-letter/{id}/raw downloads.
