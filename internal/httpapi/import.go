@@ -19,7 +19,6 @@ import (
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
 	"github.com/redrive/redrive/internal/records"
-	"github.com/redrive/redrive/internal/store"
 )
 
 // Bounds of an import (docs/api.md).
@@ -247,10 +246,10 @@ func (s *Server) importRecords(c echo.Context) error {
 	case errors.As(err, &le):
 		noteAudit(c, "import:"+string(state), nil, count64(0))
 		return le.apiError()
-	case err != nil && store.IsRowFault(err):
+	case errors.Is(err, records.ErrRecordRefused):
 		noteAudit(c, "import:"+string(state), nil, count64(0))
 		return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeValidationError,
-			Message: "body: Postgres refused a record: " + err.Error() + "; nothing was imported", Details: map[string]any{"parameter": "body"}}
+			Message: "body: " + err.Error() + "; nothing was imported", Details: map[string]any{"parameter": "body"}}
 	case err != nil:
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {

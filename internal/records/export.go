@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -189,6 +190,11 @@ func (s *Service) PrepareImport(r *dlq.Record, state dlq.State, now time.Time) e
 	return nil
 }
 
+// ErrRecordRefused wraps an import's error when Postgres refused a record
+// for what it holds (a value out of range, a check failed): the client's
+// to fix, not the backend being unavailable. Nothing was imported.
+var ErrRecordRefused = errors.New("Postgres refused a record")
+
 // Import stores records another Redrive exported, all or nothing
 // (store.ImportRecords): next gives batches of records made ready by
 // PrepareImport, and nil at the end. Then the incidents of the records are
@@ -204,6 +210,9 @@ func (s *Service) Import(ctx context.Context, next func() ([]dlq.Record, error))
 		}
 		return batch, err
 	})
+	if err != nil && store.IsRowFault(err) {
+		return res, fmt.Errorf("%w: %w", ErrRecordRefused, err)
+	}
 	if err != nil {
 		return res, err
 	}
