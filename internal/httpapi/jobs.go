@@ -58,6 +58,18 @@ func ojsMedia(c echo.Context) {
 	c.Response().Header().Set(echo.HeaderContentType, MediaTypeOJS)
 }
 
+// workerRoutes are the worker API's routes: write scope, not audited (data
+// plane, as ingest is).
+func (s *Server) workerRoutes() []route {
+	return []route{
+		{method: http.MethodPost, path: "/jobs", handler: s.publishJob},
+		{method: http.MethodGet, path: "/jobs/:id", handler: s.getJob},
+		{method: http.MethodPost, path: "/workers/fetch", handler: s.fetchJobs},
+		{method: http.MethodPost, path: "/workers/ack", handler: s.ackJob},
+		{method: http.MethodPost, path: "/workers/nack", handler: s.nackJob},
+	}
+}
+
 // jobJSON is a record as an OJS job.
 type jobJSON struct {
 	ID    string `json:"id"`

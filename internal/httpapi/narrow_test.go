@@ -46,6 +46,10 @@ type narrowFixture struct {
 	shownTask, hiddenTask         string
 }
 
+// moreNarrowCases add narrowCases from other files (a file that adds
+// routes says there how they narrow), each in an init.
+var moreNarrowCases []func(f *narrowFixture) map[string][]req
+
 // narrowCases are, for every route the server registers, the calls a caller
 // limited to payments.* makes to it, about its own queue and about the
 // forbidden one. A route missing here fails TestNoRouteShowsAQueueBeyondTheCallersRoles:
@@ -236,6 +240,14 @@ func TestNoRouteShowsAQueueBeyondTheCallersRoles(t *testing.T) {
 	wantStatus(t, b.do(t, req{method: http.MethodPost, path: "/ojs/v1/queues/" + hiddenQueue + "/pause", key: root}), http.StatusOK)
 
 	cases := narrowCases(f)
+	for _, more := range moreNarrowCases {
+		for route, rs := range more(f) {
+			if _, dup := cases[route]; dup {
+				t.Errorf("route %s has narrowCases twice", route)
+			}
+			cases[route] = rs
+		}
+	}
 	// What the caller has sent, said back, tells it nothing: a forbidden
 	// id it named, echoed in a 404 or in the filter of its own task.
 	var sent strings.Builder

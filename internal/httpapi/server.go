@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -128,9 +129,10 @@ func New(cfg Config) *Server {
 	if cfg.Registry != nil {
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 	}
+	s.systemRoutes(e)
 	api := e.Group(BasePath)
 	api.GET("/openapi.json", s.openAPI)
-	routes := append(s.apiRoutes(), s.maintenanceRoutes()...)
+	routes := slices.Concat(s.apiRoutes(), s.maintenanceRoutes(), s.adminRoutes(), s.workerRoutes())
 	for _, r := range append(routes, adminAliases(routes)...) {
 		s.add(api, BasePath, r)
 	}
@@ -207,13 +209,6 @@ func (s *Server) apiRoutes() []route {
 		{method: http.MethodPost, path: "/dead-letter/:id/retry", handler: s.retryRecord, action: "dead_letter.retry", perm: needSome(auth.ActionRetry)},
 		{method: http.MethodPost, path: "/dead-letter/:id/payload/check", handler: s.checkPayload, scope: auth.ScopeRead, perm: needSome(auth.ActionRead)},
 		{method: http.MethodDelete, path: "/dead-letter/:id", handler: s.deleteRecord, action: "dead_letter.delete", perm: needSome(auth.ActionPurge)},
-
-		// The worker API (jobs.go): write scope, not audited (data plane).
-		{method: http.MethodPost, path: "/jobs", handler: s.publishJob},
-		{method: http.MethodGet, path: "/jobs/:id", handler: s.getJob},
-		{method: http.MethodPost, path: "/workers/fetch", handler: s.fetchJobs},
-		{method: http.MethodPost, path: "/workers/ack", handler: s.ackJob},
-		{method: http.MethodPost, path: "/workers/nack", handler: s.nackJob},
 
 		{method: http.MethodGet, path: "/tasks", handler: s.listTasks, perm: needSome(auth.ActionRead)},
 		{method: http.MethodGet, path: "/tasks/:id", handler: s.getTask, perm: needSome(auth.ActionRead)},
