@@ -132,7 +132,7 @@ func New(cfg Config) *Server {
 	s.systemRoutes(e)
 	api := e.Group(BasePath)
 	api.GET("/openapi.json", s.openAPI)
-	routes := slices.Concat(s.apiRoutes(), s.maintenanceRoutes(), s.adminRoutes(), s.workerRoutes(), s.workerAdminRoutes())
+	routes := slices.Concat(s.apiRoutes(), s.maintenanceRoutes(), s.adminRoutes(), s.workerRoutes(), s.workerLifecycleRoutes())
 	for _, r := range append(routes, adminAliases(routes)...) {
 		s.add(api, BasePath, r)
 	}
