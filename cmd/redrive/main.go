@@ -36,7 +36,7 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), devCmd(), brokerCmd(), migrateCmd(), benchCmd(), policyCmd(), healthCmd())
-	root.AddCommand(dlqCmd(), tasksCmd(), topicsCmd(), incidentsCmd(), apikeyCmd())
+	root.AddCommand(dlqCmd(), tasksCmd(), topicsCmd(), incidentsCmd(), apikeyCmd(), workersCmd())
 	return root
 }
 

@@ -215,12 +215,19 @@ func (a *App) init(ctx context.Context) error {
 	if a.decoder != nil {
 		a.services.Add(a.decoder)
 	}
+	jobMetrics := metrics.NewOJS(a.metrics.Registry, a.metrics.Labels) // OJS observability §8
 	a.records, err = records.New(records.Config{Store: st, Reserved: reserved, Queues: a.queues, Events: a.maint.events,
 		Wake: a.sched.Wake, KickTasks: func() { a.tasks.Kick() }, Schemas: a.schemas, Logger: a.log, Tracer: a.tracer,
-		Exports: records.NewExportSlots(cfg.ExportsMax, cfg.ExportsMaxPerKey)})
+		JobMetrics: jobMetrics, Exports: records.NewExportSlots(cfg.ExportsMax, cfg.ExportsMaxPerKey)})
 	if err != nil {
 		return err
 	}
+	jobMetrics.SetDepthSource(func(ctx context.Context) (map[string]map[string]int64, error) {
+		return a.records.JobDepth(ctx, a.clock.Now())
+	}, func(err error) {
+		a.metrics.DeadLetter.StatsErrors.Inc()
+		a.log.Warn("reading ojs_queue_depth failed; it shows its last values", "component", "metrics", "err", err)
+	})
 	retryScope := a.records.RetryScope()
 	a.tasks, err = task.New(task.Config{Wake: a.sched.Wake, Logger: a.log, RetryScope: &retryScope, PatchRecord: a.records.PatchForTask,
 		OnBatch: func(t *store.Task, rows []store.BatchRow) {

@@ -41,6 +41,9 @@ func matchAny[T comparable](want []T, v T) bool {
 
 // typeBits maps each known type to its bit in a typeMask.
 var typeBits = func() map[Type]uint32 {
+	if len(Types) > 31 { // bit 31 is maskOf's "unknown type"
+		panic("events: more than 31 event types do not fit a typeMask")
+	}
 	m := make(map[Type]uint32, len(Types))
 	for i, t := range Types {
 		m[t] = 1 << i
@@ -144,6 +147,7 @@ type Broker struct {
 	streams int
 	owners  map[string]int // open streams per owner
 	shut    bool
+	hist    *history // the recent events, for Recent
 }
 
 // StreamConfig bounds the client streams (Broker.Stream, ServeSSE) a Broker
@@ -180,9 +184,9 @@ func (l StreamConfig) withDefaults() StreamConfig {
 	return l
 }
 
-func newBroker(m *metrics.Events, l StreamConfig) *Broker {
+func newBroker(m *metrics.Events, l StreamConfig, h HistoryConfig) *Broker {
 	return &Broker{m: m, limits: l.withDefaults(), all: map[*Subscription]struct{}{},
-		byQueue: map[string]map[*Subscription]struct{}{}, owners: map[string]int{}}
+		byQueue: map[string]map[*Subscription]struct{}{}, owners: map[string]int{}, hist: newHistory(h)}
 }
 
 // SubscriberBuffer is how many events wait for a slow subscriber before
@@ -306,12 +310,14 @@ func (b *Broker) remove(s *Subscription) {
 	b.drop(s, nil)
 }
 
-// publish hands ev to every subscriber whose filter matches: those filtering
-// on ev's queue and those taking every queue, never the others.
+// publish keeps ev in the history and hands it to every subscriber whose
+// filter matches: those filtering on ev's queue and those taking every
+// queue, never the others.
 func (b *Broker) publish(ev *Event, data []byte) {
 	msg := &Message{Event: *ev, JSON: data}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.hist.add(ev, data)
 	for s := range b.all {
 		b.offer(s, msg)
 	}

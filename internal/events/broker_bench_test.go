@@ -12,7 +12,7 @@ import (
 // core: filters were scanned per event), plus one subscriber of every queue.
 // Publishing costs O(matching subscribers), whatever the filters' size.
 func BenchmarkPublishFilteredSubscribers(b *testing.B) {
-	br := newBroker(metrics.NewEvents(nil), StreamConfig{})
+	br := newBroker(metrics.NewEvents(nil), StreamConfig{}, HistoryConfig{})
 	for i := range 200 {
 		qs := make([]string, 7000)
 		for j := range qs {

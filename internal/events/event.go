@@ -1,6 +1,7 @@
 // Package events publishes Redrive's lifecycle events (OJS dead-letter spec
 // §11.1, queue-config spec §10.1) in the OJS event envelope: fanned out in
-// process to Server-Sent Events subscribers and produced to a Kafka events topic.
+// process to Server-Sent Events subscribers, kept in a bounded in-memory
+// history for polling (Broker.Recent), and produced to a Kafka events topic.
 //
 // Events are notifications, never the source of truth: they are published after
 // the database commit that caused them, asynchronously, and a slow subscriber, a
@@ -48,7 +49,9 @@ const (
 	// to the end: its queue deleted with strategy discard (exhaustion
 	// cancelled, error type queue_deleted; emitted by the task runner), or
 	// to make room in a full topic (overflow_policy drop_oldest, error type
-	// overflow; emitted by ingest). Subject: record id.
+	// overflow; emitted by ingest). Subject: record id. The worker API's
+	// discard (a job's attempts exhausted) is built with Job instead: data
+	// JobEventData with total_attempts and last_error (events spec §4.1).
 	JobDiscarded Type = "job.discarded"
 	// DeadLetterMoved: a waiting record was re-homed to another queue and
 	// made available there (its queue deleted with strategy move). Subject:
@@ -72,6 +75,21 @@ const (
 	// quiet" was quiet long enough, and its canary retry started. Subject:
 	// the fingerprint. Emitted by the maintenance leader.
 	IncidentRedriveStarted Type = "incident.redrive_started"
+	// The worker API's job events (OJS events spec §3.1, §3.2; data:
+	// JobEventData, built with Job). Subject: the job id.
+	// JobEnqueued: a job entered the available (or scheduled) state.
+	JobEnqueued Type = "job.enqueued"
+	// JobStarted: a worker fetched the job (it became active).
+	JobStarted Type = "job.started"
+	// JobCompleted: a worker acknowledged the job (it became completed).
+	JobCompleted Type = "job.completed"
+	// JobFailed: an attempt failed (a nack, or a lease that expired), one
+	// per attempt, whether the job will be retried or not.
+	JobFailed Type = "job.failed"
+	// JobRetrying: a failed job was scheduled for another attempt.
+	JobRetrying Type = "job.retrying"
+	// JobCancelled: a job was cancelled.
+	JobCancelled Type = "job.cancelled"
 )
 
 // Types lists every event type Redrive emits.
@@ -80,6 +98,7 @@ var Types = []Type{
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
 	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
 	JobDiscarded, DeadLetterMoved, QueueDeleted, TaskCanaryInconclusive,
+	JobEnqueued, JobStarted, JobCompleted, JobFailed, JobRetrying, JobCancelled,
 }
 
 // Valid reports whether t is a known event type.

@@ -46,6 +46,8 @@ func everyType() []events.Event {
 		case strings.HasPrefix(string(typ), "task.canary_"):
 			evs = append(evs, events.Canary(typ, q, events.CanaryData{TaskID: uuid.NewString(), Filter: json.RawMessage(`{"queue":"` + q + `"}`),
 				Phase: strings.TrimPrefix(string(typ), "task.canary_"), Report: map[string]int{"sample": 10}}))
+		case strings.HasPrefix(string(typ), "job.") && typ != events.JobDiscarded:
+			evs = append(evs, events.Job(typ, events.JobData{JobID: uuid.NewString(), JobType: "email.send", Queue: q, Attempt: 1}))
 		case typ == events.IncidentRedriveStarted: // no queue: for unfiltered subscribers only
 			evs = append(evs, events.RedriveStarted(events.RedriveStartedData{ID: "e8bdf5bbe285de31", TaskID: uuid.NewString(),
 				RequestedBy: "ops", Quiet: "PT15M", QuietSince: t0}))
@@ -124,13 +126,14 @@ func TestEveryTypeOnTopicAndSubscribers(t *testing.T) {
 		checkEnvelope(t, msg.JSON, evs[i])
 	}
 	var ordersGot, replaysGot []events.Type
-	for range 8 {
+	for range 11 {
 		ordersGot = append(ordersGot, recv(t, orders.C).Event.Type)
 	}
 	for range 2 {
 		replaysGot = append(replaysGot, recv(t, replays.C).Event.Type)
 	}
-	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed,dead_letter.moved,task.canary_inconclusive" {
+	if strings.Join(typeNames(ordersGot), ",") != "dead_letter.added,dead_letter.replayed,dead_letter.deleted,queue.resumed,incident.opened,task.canary_passed,dead_letter.moved,task.canary_inconclusive,"+
+		"job.started,job.failed,job.cancelled" {
 		t.Errorf("orders subscriber got %v", ordersGot)
 	}
 	if strings.Join(typeNames(replaysGot), ",") != "dead_letter.replayed,queue.paused" {
@@ -254,7 +257,7 @@ func TestSSE(t *testing.T) {
 		checkEnvelope(t, []byte(strings.TrimPrefix(lines[3*i+2], "data: ")), e)
 	}
 
-	bad, err := http.Get(srv.URL + "?type=job.completed")
+	bad, err := http.Get(srv.URL + "?type=job.exploded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +539,12 @@ func TestParseFilterBounds(t *testing.T) {
 		{url.Values{"topic": {"orders.*"}}, "topic"},
 		{url.Values{"topic": {".."}}, "topic"},
 		{url.Values{"type": {many(101, "dead_letter.added")}}, "type"},
-		{url.Values{"type": {"job.completed"}}, "type"},
+		{url.Values{"type": {"job.exploded"}}, "type"},
+		{url.Values{"types": {"job.exploded"}}, "types"},
+		{url.Values{"type": {"nothing.*"}}, "type"},
+		{url.Values{"type": {"job.*.x*"}}, "type"},
+		{url.Values{"type": {strings.Repeat("dead_letter.added,", 60)}, "types": {strings.Repeat("queue.paused,", 41)}}, "types"},
+		{url.Values{"queues": {"bad name"}}, "queues"},
 	} {
 		_, err := events.ParseFilter(tc.query)
 		var fe *events.FilterError

@@ -40,6 +40,9 @@ type Config struct {
 	// Streams bounds the client streams (SSE) of the Broker: how many in total
 	// and per API key, and how long one write may take.
 	Streams StreamConfig
+	// History bounds the recent events the Broker keeps for polling
+	// (Broker.Recent): by default the last 10,000 within 16 MiB.
+	History HistoryConfig
 	// Observe, if set, sees every event synchronously in Publish, before any
 	// can be dropped (the app counts ojs_dead_letter_retried_total with it).
 	// It must be cheap and must not keep the event.
@@ -97,7 +100,7 @@ func New(cfg Config) *Publisher {
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "events"),
 		queue:  make(chan []Event, cfg.Buffer),
-		broker: newBroker(cfg.Metrics, cfg.Streams),
+		broker: newBroker(cfg.Metrics, cfg.Streams, cfg.History),
 	}
 }
 

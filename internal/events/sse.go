@@ -22,7 +22,8 @@ const MaxFilterValues = 100
 
 // FilterError is a filter parameter ParseFilter refuses.
 type FilterError struct {
-	// Param is the query parameter: "type" or "topic".
+	// Param is the query parameter: "type", "types", "topic", "queue" or
+	// "queues".
 	Param string
 	// Msg says what is wrong and what is expected.
 	Msg string
@@ -30,28 +31,44 @@ type FilterError struct {
 
 func (e *FilterError) Error() string { return e.Param + ": " + e.Msg }
 
-// ParseFilter reads an SSE filter from query values: type and topic (alias
-// queue), each repeatable or comma-separated. Unknown event types, illegal
-// topic names and more than MaxFilterValues values of either are a
+// FilterParams are the query parameters ParseFilter reads.
+var FilterParams = []string{"type", "types", "topic", "queue", "queues"}
+
+// ParseFilter reads a filter from query values: type (alias types, the
+// events spec's §6.4 name) and topic (aliases queue and queues), each
+// repeatable or comma-separated. A type may be a prefix pattern, "job.*"
+// (every known type starting "job."; "*" is every type: events spec §6.1).
+// Unknown event types, patterns that match none, illegal topic names and
+// more than MaxFilterValues values of types or of topics are a
 // *FilterError naming the parameter.
 func ParseFilter(q url.Values) (Filter, error) {
 	var f Filter
-	ts, err := splitAll(nil, "type", q["type"])
-	if err != nil {
-		return f, err
-	}
-	for _, t := range ts {
-		if !Type(t).Valid() {
-			known := make([]string, len(Types))
-			for i, k := range Types {
-				known[i] = string(k)
-			}
-			return f, &FilterError{"type", fmt.Sprintf("unknown event type %q (known: %s)", clip(t), strings.Join(known, ", "))}
+	seen := map[Type]bool{}
+	n := 0
+	for _, param := range []string{"type", "types"} {
+		ts, err := splitAll(nil, param, q[param])
+		if err != nil {
+			return f, err
 		}
-		f.Types = append(f.Types, Type(t))
+		if n += len(ts); n > MaxFilterValues {
+			return f, tooMany(param)
+		}
+		for _, t := range ts {
+			matched, err := typesOf(param, t)
+			if err != nil {
+				return f, err
+			}
+			for _, m := range matched {
+				if !seen[m] {
+					seen[m] = true
+					f.Types = append(f.Types, m)
+				}
+			}
+		}
 	}
-	for _, param := range []string{"topic", "queue"} {
+	for _, param := range []string{"topic", "queue", "queues"} {
 		n := len(f.Queues)
+		var err error
 		if f.Queues, err = splitAll(f.Queues, param, q[param]); err != nil {
 			return f, err
 		}
@@ -62,6 +79,39 @@ func ParseFilter(q url.Values) (Filter, error) {
 		}
 	}
 	return f, nil
+}
+
+// typesOf is the known types a type value names: itself, or those a prefix
+// pattern ("job.*", "*") matches.
+func typesOf(param, t string) ([]Type, error) {
+	if prefix, ok := strings.CutSuffix(t, "*"); ok && !strings.Contains(prefix, "*") {
+		var out []Type
+		for _, k := range Types {
+			if strings.HasPrefix(string(k), prefix) {
+				out = append(out, k)
+			}
+		}
+		if len(out) == 0 {
+			return nil, &FilterError{param, fmt.Sprintf("%q matches no event type (known: %s)", clip(t), knownTypes())}
+		}
+		return out, nil
+	}
+	if !Type(t).Valid() {
+		return nil, &FilterError{param, fmt.Sprintf("unknown event type %q (known: %s; a prefix pattern such as job.* matches several)", clip(t), knownTypes())}
+	}
+	return []Type{Type(t)}, nil
+}
+
+func knownTypes() string {
+	known := make([]string, len(Types))
+	for i, k := range Types {
+		known[i] = string(k)
+	}
+	return strings.Join(known, ", ")
+}
+
+func tooMany(param string) *FilterError {
+	return &FilterError{param, fmt.Sprintf("at most %d values are allowed (without one, every %s matches)", MaxFilterValues, param)}
 }
 
 // clip shortens a value quoted back in an error.
@@ -81,7 +131,7 @@ func splitAll(out []string, param string, vs []string) ([]string, error) {
 				continue
 			}
 			if len(out) == MaxFilterValues {
-				return nil, &FilterError{param, fmt.Sprintf("at most %d values are allowed (a stream without one gets every %s)", MaxFilterValues, param)}
+				return nil, tooMany(param)
 			}
 			out = append(out, s)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/internal/dlq"
-	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/records"
 )
 
@@ -41,6 +40,8 @@ const (
 	maxErrorMessageBytes   = 64 << 10
 	defaultFetchCount      = 1
 	jobStateActive         = "active"
+	jobStateScheduled      = "scheduled"
+	jobStateCancelled      = "cancelled"
 	jobPath                = BasePath + "/jobs/"
 	visibilityTimeoutParam = "visibility_timeout"
 )
@@ -63,7 +64,9 @@ func ojsMedia(c echo.Context) {
 func (s *Server) workerRoutes() []route {
 	return []route{
 		{method: http.MethodPost, path: "/jobs", handler: s.publishJob},
+		{method: http.MethodPost, path: "/jobs/batch", handler: s.publishBatch},
 		{method: http.MethodGet, path: "/jobs/:id", handler: s.getJob},
+		{method: http.MethodDelete, path: "/jobs/:id", handler: s.cancelJob},
 		{method: http.MethodPost, path: "/workers/fetch", handler: s.fetchJobs},
 		{method: http.MethodPost, path: "/workers/ack", handler: s.ackJob},
 		{method: http.MethodPost, path: "/workers/nack", handler: s.nackJob},
@@ -77,9 +80,11 @@ type jobJSON struct {
 	Queue string `json:"queue"`
 	// Args are a published job's args as sent; for a record read from
 	// Kafka, its value when that is JSON, else null.
-	Args        json.RawMessage `json:"args"`
-	Meta        json.RawMessage `json:"meta"`
-	State       string          `json:"state"`
+	Args  json.RawMessage `json:"args"`
+	Meta  json.RawMessage `json:"meta"`
+	State string          `json:"state"`
+	// Priority orders a queue's due jobs for a fetch (core §5.2).
+	Priority    int16           `json:"priority"`
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
 	Retry       json.RawMessage `json:"retry"`
@@ -100,9 +105,16 @@ type jobJSON struct {
 	StartedAt *jsonTime `json:"started_at"`
 	// CompletedAt is when the job reached a terminal state: acked
 	// (completed) or given up on (discarded, also in discarded_at).
-	CompletedAt *jsonTime     `json:"completed_at"`
-	DiscardedAt *jsonTime     `json:"discarded_at"`
-	Lease       *jobLeaseJSON `json:"lease"`
+	CompletedAt *jsonTime `json:"completed_at"`
+	DiscardedAt *jsonTime `json:"discarded_at"`
+	// CancelledAt is when a cancelled job was cancelled (DELETE /jobs/{id}).
+	CancelledAt *jsonTime `json:"cancelled_at,omitempty"`
+	// PreviousState is, in the answer to a cancel, the state it ended.
+	PreviousState string `json:"previous_state,omitempty"`
+	// Deduplicated marks, in a batch's answer, a job published as a
+	// duplicate its unique policy ignores: this is the job holding the key.
+	Deduplicated bool          `json:"deduplicated,omitempty"`
+	Lease        *jobLeaseJSON `json:"lease"`
 	// Result is what the worker acked the job with.
 	Result json.RawMessage `json:"result"`
 	// Attributes are the attributes of the published envelope kept as sent
@@ -160,6 +172,18 @@ func toJobJSON(j *records.Job) jobJSON {
 	if r.State == dlq.StateDiscarded {
 		out.CompletedAt = optTime(r.DiscardedAt)
 	}
+	out.Priority = j.Lease.Priority
+	if out.Source == "http" {
+		out.ScheduledAt = optTime(j.Lease.FetchAt)
+	}
+	switch {
+	case r.State == dlq.StateAvailable && j.Lease.FetchAt != nil && j.Lease.FetchAt.After(j.At):
+		out.State = jobStateScheduled
+	case r.State == dlq.StateDiscarded && r.Exhaustion == dlq.ExhaustionCancelled:
+		// Core §5.3: completed_at is set when a job is completed or
+		// discarded; a cancelled job has cancelled_at instead.
+		out.State, out.CancelledAt, out.CompletedAt = jobStateCancelled, optTime(r.DiscardedAt), nil
+	}
 	if l := j.Lease; l.Until != nil {
 		out.State = jobStateActive
 		out.Lease = &jobLeaseJSON{ExpiresAt: jsonTime(*l.Until)}
@@ -182,71 +206,6 @@ func toJobJSON(j *records.Job) jobJSON {
 		out.Error = &last
 	}
 	return out
-}
-
-func (s *Server) publishJob(c echo.Context) error {
-	ojsMedia(c)
-	if err := checkParams(c.QueryParams(), nil); err != nil {
-		return err
-	}
-	// An empty body is no JSON either: decodeEnvelope answers both alike.
-	body, err := readBody(c, true)
-	if err != nil {
-		return err
-	}
-	b, err := decodeEnvelope(body)
-	if err != nil {
-		return err
-	}
-	if b.Type == "" {
-		return invalidParam("type", "required: the job's type, such as \"email.send\"")
-	}
-	if msg := jobTypeProblem(b.Type); msg != "" {
-		return invalidParam("type", msg)
-	}
-	q := DefaultJobQueue
-	if b.Queue != nil {
-		q = *b.Queue
-	}
-	if err := s.checkJobQueue(q, b.QueueField); err != nil {
-		return err
-	}
-	if msg := jobQueueProblem(q); msg != "" {
-		return invalidParam(b.QueueField, msg)
-	}
-	if isNull(b.Args) {
-		return invalidParam("args", "required: a JSON array of the job's arguments")
-	}
-	if t := bytes.TrimSpace(b.Args); t[0] != '[' || !json.Valid(t) {
-		return invalidParam("args", "must be a JSON array")
-	}
-	p := &records.PublishParams{Type: b.Type, Queue: q, Args: compactKeep(b.Args), Now: s.cfg.Now()}
-	if !isNull(b.Meta) {
-		if t := bytes.TrimSpace(b.Meta); t[0] != '{' {
-			return invalidParam("meta", "must be a JSON object")
-		}
-		p.Meta = b.Meta
-	}
-	if !isNull(b.Retry) {
-		spec, err := policy.DecodeRetry(b.Retry)
-		if err != nil {
-			return policyError(err, "")
-		}
-		p.Retry = spec
-	}
-	if p.Attributes, err = b.keptAttributes(); err != nil {
-		return err
-	}
-	j, err := s.rec.PublishJob(c.Request().Context(), p)
-	var pol *records.PolicyError
-	if errors.As(err, &pol) {
-		return policyError(pol.Err, "retry.")
-	}
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set(echo.HeaderLocation, jobPath+j.Record.ID)
-	return c.JSON(http.StatusCreated, map[string]any{"job": toJobJSON(j)})
 }
 
 // compactKeep returns raw as sent: args are kept byte for byte (numbers
@@ -419,7 +378,8 @@ func (s *Server) fetchJobs(c echo.Context) error {
 			return invalidParam("count", fmt.Sprintf("must be from 1 to %d, got %d", maxFetchCount, count))
 		}
 	}
-	lease := defaultVisibilitySecs * time.Second
+	// No visibility timeout in the fetch: each job's own, else the default.
+	var lease time.Duration
 	switch {
 	case b.VisibilityTimeout != nil && b.VisibilityTimeoutMs != nil:
 		return invalidParam(visibilityTimeoutParam+"_ms", "is sent as well as "+visibilityTimeoutParam+": send one of the two")
@@ -435,7 +395,7 @@ func (s *Server) fetchJobs(c echo.Context) error {
 		lease = time.Duration(*b.VisibilityTimeoutMs) * time.Millisecond
 	}
 	jobs, err := s.rec.FetchJobs(c.Request().Context(), &records.FetchParams{Queues: queues, Worker: worker, Count: count,
-		Lease: lease, Now: s.cfg.Now()})
+		Lease: lease, DefaultLease: defaultVisibilitySecs * time.Second, Now: s.cfg.Now()})
 	if err != nil {
 		return err
 	}
@@ -618,5 +578,6 @@ func (s *Server) nackJob(c echo.Context) error {
 	// HTTP binding §10.3's fields, and Redrive's retry_delay_ms, reason, job.
 	return c.JSON(http.StatusOK, map[string]any{"job_id": id, "state": out.State, "attempt": out.Attempt,
 		"max_attempts": out.MaxAttempts, "next_attempt_at": out.ScheduledAt, "discarded_at": out.DiscardedAt,
+		"completed_at":   out.CompletedAt,
 		"retry_delay_ms": delay, "reason": res.Reason, "job": out})
 }

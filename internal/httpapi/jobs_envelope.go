@@ -9,6 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 // Publishing an OJS job envelope (POST /jobs, docs/api.md#workers): the
@@ -59,8 +62,113 @@ type envelope struct {
 	Args       json.RawMessage
 	Meta       json.RawMessage
 	Retry      json.RawMessage
+	// ID is the id the client chose ("": Redrive makes one).
+	ID string
+	// Priority (core §5.2), DelayUntil (core scheduled_at, options
+	// delay_until), VisibilityMs (worker protocol §5.3, options
+	// visibility_timeout_ms) and TimeoutMs (core timeout, options
+	// timeout_ms), each nil when not sent; fields names what sent each.
+	Priority                *int64
+	DelayUntil              *time.Time
+	VisibilityMs, TimeoutMs *int64
+	fields                  map[string]string
+	// Unique is the unique policy as sent (core §5.2, unique jobs spec).
+	Unique json.RawMessage
 	// Kept are the attributes kept and returned as sent.
 	Kept map[string]json.RawMessage
+}
+
+// Bounds of a job's options.
+const (
+	// minJobPriority and maxJobPriority bound priority (core §5.2: "implementations
+	// MUST support at least the range -100 to 100"; Redrive supports that range).
+	minJobPriority, maxJobPriority = -100, 100
+	// maxJobTimeoutMs bounds an execution timeout and a job's own visibility
+	// timeout: as the longest lease a fetch may ask for.
+	maxJobTimeoutMs = maxVisibilitySecs * 1000
+)
+
+// setOnce records that field set option name to v, refusing a second field
+// (top level and options) that disagrees.
+func (e *envelope) setOnce(name, field string, same bool) error {
+	if prev, ok := e.fields[name]; ok && !same {
+		return invalidParam(field, "is sent as well as "+prev+" with another value: send one of the two")
+	}
+	e.fields[name] = field
+	return nil
+}
+
+// priority reads a priority (core §5.2).
+func (e *envelope) priority(raw json.RawMessage, field string) error {
+	var p *int64
+	if err := decodeField(raw, field, fmt.Sprintf("an integer from %d to %d", minJobPriority, maxJobPriority), &p); err != nil || p == nil {
+		return err
+	}
+	if *p < minJobPriority || *p > maxJobPriority {
+		return invalidParam(field, fmt.Sprintf("must be an integer from %d to %d (higher is fetched first), got %d", minJobPriority, maxJobPriority, *p))
+	}
+	if err := e.setOnce("priority", field, e.Priority == nil || *e.Priority == *p); err != nil {
+		return err
+	}
+	e.Priority = p
+	return nil
+}
+
+// millis reads a positive duration sent in unit (1000 for seconds, 1 for
+// milliseconds) into *dst, as milliseconds; name is the option's, for a
+// field sent twice.
+func (e *envelope) millis(raw json.RawMessage, field, name string, unit int64, dst **int64) error {
+	what := "milliseconds"
+	if unit == 1000 {
+		what = "seconds"
+	}
+	want := fmt.Sprintf("a positive integer number of %s, at most %d", what, maxJobTimeoutMs/unit)
+	var n *int64
+	if err := decodeField(raw, field, want, &n); err != nil || n == nil {
+		return err
+	}
+	if *n < 1 || *n > maxJobTimeoutMs/unit {
+		return invalidParam(field, "must be "+want+fmt.Sprintf(", got %d", *n))
+	}
+	ms := *n * unit
+	if err := e.setOnce(name, field, *dst == nil || **dst == ms); err != nil {
+		return err
+	}
+	*dst = &ms
+	return nil
+}
+
+// delayUntil reads when a job is due (core scheduled_at: RFC 3339 with a
+// time zone).
+func (e *envelope) delayUntil(raw json.RawMessage, field string) error {
+	var v *string
+	if err := decodeField(raw, field, "an RFC 3339 time with a time zone, such as \"2026-03-15T09:30:00Z\"", &v); err != nil || v == nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return invalidParam(field, "must be an RFC 3339 time with a time zone, such as \"2026-03-15T09:30:00Z\", got "+jsonString(*v))
+	}
+	if err := e.setOnce("delay_until", field, e.DelayUntil == nil || e.DelayUntil.Equal(t)); err != nil {
+		return err
+	}
+	e.DelayUntil = &t
+	return nil
+}
+
+// jobIDProblem says what is wrong with a client's job id (core §5.1: "MUST
+// be a UUIDv7 formatted as a lowercase hexadecimal string with hyphens ...
+// The standard 8-4-4-4-12 format MUST be used"), or "".
+func jobIDProblem(id string) string {
+	const want = "must be a UUIDv7 in lowercase 8-4-4-4-12 form, such as \"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f\", or be left out"
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 || u.String() != id {
+		return want + ", got " + jsonString(id)
+	}
+	if u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+		return want + fmt.Sprintf(", got a version %d UUID", u.Version())
+	}
+	return ""
 }
 
 // unsupportedAttr is the 422 of an attribute or option Redrive does not
@@ -111,7 +219,7 @@ func decodeEnvelope(body []byte) (*envelope, error) {
 	if err := decodeStrict(body, &raw); err != nil {
 		return nil, err
 	}
-	e := &envelope{Kept: map[string]json.RawMessage{}, QueueField: "queue"}
+	e := &envelope{Kept: map[string]json.RawMessage{}, QueueField: "queue", fields: map[string]string{}}
 	var opts json.RawMessage
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		v := raw[k]
@@ -144,16 +252,35 @@ func decodeEnvelope(body []byte) (*envelope, error) {
 			e.Retry = v
 		case "options":
 			opts = v // after queue and retry: the two may not disagree
+		case "id":
+			var id *string
+			if err := decodeField(v, k, "a string: a UUIDv7", &id); err != nil {
+				return nil, err
+			}
+			if id != nil {
+				if msg := jobIDProblem(*id); msg != "" {
+					return nil, invalidParam(k, msg)
+				}
+				e.ID = *id
+			}
 		case "priority":
-			if err := unsupportedUnlessDefault(v, k, "job priority (OJS level 4)", "0"); err != nil {
+			if err := e.priority(v, k); err != nil {
 				return nil, err
 			}
 		case "timeout":
-			if err := unsupportedUnlessDefault(v, k, "an execution timeout", ""); err != nil {
+			// Core §5.2: "A value of 0 means no timeout".
+			if string(bytes.TrimSpace(v)) == "0" {
+				continue
+			}
+			if err := e.millis(v, k, "timeout", 1000, &e.TimeoutMs); err != nil {
+				return nil, err
+			}
+		case "visibility_timeout":
+			if err := e.millis(v, k, "visibility_timeout", 1000, &e.VisibilityMs); err != nil {
 				return nil, err
 			}
 		case "scheduled_at":
-			if err := unsupportedUnlessDefault(v, k, "scheduling a job for later (OJS level 2)", ""); err != nil {
+			if err := e.delayUntil(v, k); err != nil {
 				return nil, err
 			}
 		case "expires_at":
@@ -161,8 +288,8 @@ func decodeEnvelope(body []byte) (*envelope, error) {
 				return nil, err
 			}
 		case "unique":
-			if err := unsupportedUnlessDefault(v, k, "unique jobs (OJS level 4)", ""); err != nil {
-				return nil, err
+			if !isNull(v) {
+				e.Unique = v
 			}
 		case "schema":
 			// Core §5.2: "Implementations that do not support schema
@@ -224,21 +351,26 @@ func (e *envelope) options(raw json.RawMessage) error {
 				e.Kept["tags"] = v
 			}
 		case "priority":
-			err = unsupportedUnlessDefault(v, field, "job priority (OJS level 4)", "0")
+			err = e.priority(v, field)
 		case "pending":
 			err = unsupportedUnlessDefault(v, field, "pending jobs (ACTIVATE)", "false")
 		case "timeout_ms":
-			err = unsupportedUnlessDefault(v, field, "an execution timeout", "")
+			err = e.millis(v, field, "timeout", 1, &e.TimeoutMs)
 		case "delay_until":
-			err = unsupportedUnlessDefault(v, field, "scheduling a job for later (OJS level 2)", "")
+			err = e.delayUntil(v, field)
 		case "expires_at":
 			err = unsupportedUnlessDefault(v, field, "job expiry", "")
 		case "unique":
-			err = unsupportedUnlessDefault(v, field, "unique jobs (OJS level 4)", "")
+			if !isNull(v) {
+				if !isNull(e.Unique) && !bytes.Equal(bytes.TrimSpace(v), bytes.TrimSpace(e.Unique)) {
+					return invalidParam(field, "is sent as well as unique: send one of the two")
+				}
+				e.Unique = v
+			}
 		case "visibility_timeout_ms":
-			err = unsupportedUnlessDefault(v, field, "a visibility timeout per job (a fetch sets it: visibility_timeout_ms of POST /workers/fetch)", "")
+			err = e.millis(v, field, "visibility_timeout", 1, &e.VisibilityMs)
 		default:
-			return invalidParam(field, "unknown enqueue option; the options are queue, retry, tags, and (at their defaults) priority, pending, timeout_ms, delay_until, expires_at, unique, visibility_timeout_ms")
+			return invalidParam(field, "unknown enqueue option; the options are queue, retry, tags, priority, timeout_ms, delay_until, unique, visibility_timeout_ms, and (at their defaults) pending, expires_at")
 		}
 		if err != nil {
 			return err

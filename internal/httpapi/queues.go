@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -244,18 +246,7 @@ func (s *Server) listQueues(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	names := map[string]bool{}
-	for q := range counts {
-		names[q] = true
-	}
-	for k := range s.queues.Files().Topics() {
-		if !strings.Contains(k, "*") {
-			names[k] = true
-		}
-	}
-	for _, n := range s.queues.Names() {
-		names[n] = true
-	}
+	names := s.knownQueues(maps.Keys(counts))
 	needle := strings.ToLower(search)
 	rows := make([]queueRow, 0, len(names))
 	var withRecords []string
@@ -321,6 +312,25 @@ func (s *Server) listQueues(c echo.Context) error {
 		pg.NextCursor = encodeQueueCursor(sort, page[len(page)-1])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items, "pagination": pg})
+}
+
+// knownQueues are the queues the API shows: withRecords (the topics with
+// records), the topics the policy files name exactly, and those with an
+// API config.
+func (s *Server) knownQueues(withRecords iter.Seq[string]) map[string]bool {
+	names := map[string]bool{}
+	for q := range withRecords {
+		names[q] = true
+	}
+	for k := range s.queues.Files().Topics() {
+		if !strings.Contains(k, "*") {
+			names[k] = true
+		}
+	}
+	for _, n := range s.queues.Names() {
+		names[n] = true
+	}
+	return names
 }
 
 // queueName reads and checks the :name path parameter.
@@ -413,6 +423,9 @@ func readOnly(name, file string) error {
 func (s *Server) decodeQueueConfig(name string, raw json.RawMessage, prefix string) (json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
+	}
+	if err := checkBackpressureSupported(raw, prefix); err != nil {
+		return nil, err
 	}
 	spec, err := policy.DecodeTopicSpec(raw)
 	if err != nil {

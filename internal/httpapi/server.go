@@ -82,8 +82,14 @@ type Config struct {
 	// Now is the time of the services' clock (the app passes its Now): it
 	// dates a queue's last hour of activity, as ingest and the scheduler
 	// write it, and replay rules. Default: time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// Version is the binary's version, in the manifest and the health
+	// check. Default: the build info's (as cmd/redrive reports it), or devel.
+	Version string
+	// StartedAt is when the server started, for the health check's uptime.
+	// Default: Now() when New builds the server.
+	StartedAt time.Time
+	Logger    *slog.Logger
 }
 
 // Server serves the HTTP API.
@@ -115,12 +121,18 @@ func New(cfg Config) *Server {
 	if cfg.RequeueWait == 0 {
 		cfg.RequeueWait = 10 * time.Second
 	}
+	if cfg.Version == "" {
+		cfg.Version = buildVersion()
+	}
+	if cfg.StartedAt.IsZero() {
+		cfg.StartedAt = cfg.Now()
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{echo: e, cfg: cfg, rec: cfg.Records, queues: cfg.Queues, ready: cfg.Ready,
 		log: log.With("component", "httpapi"), routes: map[string]route{}}
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(securityHeaders, middleware.RequestID(), ojsVersion, middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
+	e.Use(securityHeaders, requestID, ojsVersion, middleware.Recover(), s.bodyLimit, s.audit, s.authenticate, s.guardWrites, rejectBadText)
 
 	e.GET("/healthz", s.healthz)
 	e.HEAD("/healthz", s.healthz)
@@ -248,6 +260,8 @@ var adminAliased = []string{
 	"GET /dead-letter", "GET /dead-letter/stats", "POST /dead-letter/retry", "DELETE /dead-letter",
 	"GET /dead-letter/:id", "POST /dead-letter/:id/retry", "DELETE /dead-letter/:id",
 	"POST /queues/:name/pause", "POST /queues/:name/resume",
+	// Admin spec §6.6; backpressure spec §6.2 configures bounds there.
+	"PUT /queues/:name/config",
 }
 
 // adminAliases copies the routes adminAliased names under AdminPath.

@@ -53,8 +53,8 @@ func (w *workerBundle) wantExpired(t *testing.T, id, state string, attempt int) 
 	if got.State != state || got.Lease != nil || got.Attempt != attempt || got.CompletedAt != nil && state != "discarded" {
 		t.Fatalf("job after its lease expired: %+v, want %s at attempt %d, no lease", got, state, attempt)
 	}
-	if n := len(got.Errors); n == 0 || got.Errors[n-1]["type"] != "redrive.lease_expired" || got.Errors[n-1]["attempt"] != float64(attempt) {
-		t.Fatalf("errors %v, want the last one redrive.lease_expired of attempt %d", got.Errors, attempt)
+	if n := len(got.Errors); n == 0 || got.Errors[n-1]["type"] != "visibility_timeout" || got.Errors[n-1]["attempt"] != float64(attempt) {
+		t.Fatalf("errors %v, want the last one visibility_timeout of attempt %d", got.Errors, attempt)
 	}
 	return got
 }
@@ -80,16 +80,16 @@ func TestWorkerAckAfterLeaseExpiryIsRefused(t *testing.T) {
 	late := w.leaseOne(t, "ack-late", "A", 1, leaseRetry)
 	w.clk.Advance(2500 * time.Millisecond)
 	r := w.send(t, http.MethodPost, "/ojs/v1/workers/ack", map[string]any{"job_id": late, "result": map[string]any{"ok": true}}, nil)
-	wantLeaseExpired(t, "ack after expiry", r, late, "retryable")
-	w.wantExpired(t, late, "retryable", 1)
+	// Worker protocol §5.5: back to available at once, the attempt counted.
+	wantLeaseExpired(t, "ack after expiry", r, late, "available")
+	w.wantExpired(t, late, "available", 1)
 	if n := w.count(t, "id = $1 AND completed_at IS NULL AND lease_until IS NULL", late); n != 1 {
 		t.Fatal("a late ack completed the job, or left its lease")
 	}
 	// Asked again (the expiry is applied now), the answer is the same.
 	wantLeaseExpired(t, "second late ack", w.send(t, http.MethodPost, "/ojs/v1/workers/ack", map[string]any{"job_id": late}, nil),
-		late, "retryable")
-	// The job is fetched again after its backoff, a new attempt that acks.
-	w.clk.Advance(time.Second)
+		late, "available")
+	// The job is fetched again at once, a new attempt that acks.
 	if f := w.fetchOne(t, "ack-late", late); f.Attempt != 2 {
 		t.Fatalf("refetched at attempt %d, want 2", f.Attempt)
 	}
@@ -114,8 +114,8 @@ func TestWorkerNackAfterLeaseExpiryIsRefused(t *testing.T) {
 	w.clk.Advance(time.Second + time.Millisecond)
 	r := w.send(t, http.MethodPost, "/ojs/v1/workers/nack",
 		map[string]any{"job_id": late, "error": map[string]any{"code": "Worker.Late", "message": "too slow"}}, nil)
-	wantLeaseExpired(t, "nack after expiry", r, late, "retryable")
-	got := w.wantExpired(t, late, "retryable", 1)
+	wantLeaseExpired(t, "nack after expiry", r, late, "available")
+	got := w.wantExpired(t, late, "available", 1)
 	if len(got.Errors) != 1 {
 		t.Fatalf("errors %v, want only the expiry's: a late nack is not recorded", got.Errors)
 	}
@@ -141,16 +141,12 @@ func TestWorkerJobReadShowsLeaseExpiry(t *testing.T) {
 	// Expired, and no fetch in between: the read shows what the next
 	// fetch would make of it.
 	w.clk.Advance(time.Millisecond)
-	w.wantExpired(t, id, "retryable", 1)
+	w.wantExpired(t, id, "available", 1)
 	// Read again: the expiry was applied once.
-	if got := w.wantExpired(t, id, "retryable", 1); len(got.Errors) != 1 {
+	if got := w.wantExpired(t, id, "available", 1); len(got.Errors) != 1 {
 		t.Fatalf("errors %v, want one expiry", got.Errors)
 	}
-	// Consistent with the fetch: not before the backoff, then attempt 2.
-	if jobs := w.fetch(t, "read-expiry"); len(jobs) != 0 {
-		t.Fatalf("fetched before the retry delay: %+v", jobs)
-	}
-	w.clk.Advance(time.Second)
+	// Consistent with the fetch: available at once, attempt 2.
 	if f := w.fetchOne(t, "read-expiry", id); f.Attempt != 2 {
 		t.Fatalf("refetched at attempt %d, want 2", f.Attempt)
 	}

@@ -60,12 +60,10 @@ func TestWorkerOptionsWrapper(t *testing.T) {
 		"queue hyphen 1st": {map[string]any{"queue": "-q"}, 400, "invalid_request", "queue"},
 		"options array":    {map[string]any{"options": []any{}}, 400, "invalid_request", "options"},
 		"unknown option":   {map[string]any{"options": map[string]any{"colour": "red"}}, 400, "invalid_request", "options.colour"},
-		"priority":         {map[string]any{"options": map[string]any{"priority": 5}}, 422, "unsupported", "options.priority"},
-		"delay_until":      {map[string]any{"options": map[string]any{"delay_until": "2030-01-01T00:00:00Z"}}, 422, "unsupported", "options.delay_until"},
+		"priorities":       {map[string]any{"priority": 3, "options": map[string]any{"priority": 5}}, 400, "invalid_request", "options.priority"},
 		"pending":          {map[string]any{"options": map[string]any{"pending": true}}, 422, "unsupported", "options.pending"},
-		"unique":           {map[string]any{"options": map[string]any{"unique": map[string]any{"key": "k"}}}, 422, "unsupported", "options.unique"},
-		"top priority":     {map[string]any{"priority": 3}, 422, "unsupported", "priority"},
-		"scheduled_at":     {map[string]any{"scheduled_at": "2030-01-01T00:00:00Z"}, 422, "unsupported", "scheduled_at"},
+		"expires_at":       {map[string]any{"expires_at": "2030-01-01T00:00:00Z"}, 422, "unsupported", "expires_at"},
+		"unique malformed": {map[string]any{"options": map[string]any{"unique": map[string]any{"key": "k"}}}, 400, "invalid_request", "unique"},
 		"tags not list":    {map[string]any{"options": map[string]any{"tags": "a"}}, 400, "invalid_request", "options.tags"},
 	} {
 		body := map[string]any{"type": "t", "args": []any{}}
@@ -94,7 +92,8 @@ func TestWorkerUnknownAttributesKept(t *testing.T) {
 	j := w.publishRaw(t, map[string]any{"type": "email.send", "args": []any{1}, "queue": "keep",
 		"x_custom": "v", "x_nested": map[string]any{"n": true, "big": json.Number("12345678901234567890")},
 		"schema": "urn:ojs:schema:email.send:v1",
-		// System-managed (core §5.3) and Redrive's own fields: ignored.
+		// System-managed (core §5.3) and Redrive's own fields: ignored. The
+		// id is the client's to choose (core §5.1), a UUIDv7.
 		"id": "019539a4-0000-7000-8000-000000000000", "state": "completed", "attempt": 7,
 		"error": map[string]any{"type": "x"}, "source": "forged", "max_attempts": 99})
 	id, _ := j["id"].(string)
@@ -116,7 +115,7 @@ func TestWorkerUnknownAttributesKept(t *testing.T) {
 			t.Errorf("%s: Redrive's own fields taken from the envelope: %v", where, got)
 		}
 	}
-	if id == "019539a4-0000-7000-8000-000000000000" || j["state"] != "available" || j["attempt"] != float64(0) || j["error"] != nil {
+	if id != "019539a4-0000-7000-8000-000000000000" || j["state"] != "available" || j["attempt"] != float64(0) || j["error"] != nil {
 		t.Fatalf("system-managed attributes not ignored: %v", j)
 	}
 	check("publish", j)

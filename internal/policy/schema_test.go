@@ -470,7 +470,8 @@ func TestFullFileSetsEveryField(t *testing.T) {
 				// completion, ack_timeout and the ingest-side rules are per
 				// topic, never per type; strict_queues is _default only.
 				perTopic := map[string]bool{"completion": true, "ack_timeout": true, "max_size": true, "max_size_bytes": true,
-					"overflow_policy": true, "allowed_job_types": true, "filters": true, "strict_queues": true, "masking": true}
+					"overflow_policy": true, "allowed_job_types": true, "filters": true, "strict_queues": true, "masking": true,
+					"backpressure": true}
 				if perTopic[name] && strings.Contains(path, ".types[") || name == "strict_queues" && strings.Contains(path, "topics[") {
 					continue
 				}

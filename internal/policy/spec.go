@@ -99,6 +99,9 @@ type TopicSpec struct {
 	// Masking is what callers without unmask do not see of the records
 	// (masking.go); policy files only, per topic.
 	Masking *MaskingSpec `json:"masking,omitempty"`
+	// Backpressure bounds the jobs published over HTTP (backpressure.go);
+	// per topic only.
+	Backpressure *BackpressureSpec `json:"backpressure,omitempty"`
 }
 
 // DeadLetterSpec is the dead_letter section (OJS dead-letter spec §5).
@@ -267,6 +270,10 @@ func enumValues(t reflect.Type) ([]string, bool) {
 	case reflect.TypeFor[OverflowPolicy]():
 		// block decodes, so that checkIngestRules can say why it is refused.
 		return []string{string(OverflowReject), string(OverflowDropOldest), string(OverflowBlock)}, true
+	case reflect.TypeFor[BackpressureStrategy]():
+		// block and drop_oldest decode, so that checkBackpressure can say
+		// they are not supported.
+		return []string{string(BackpressureReject), string(BackpressureBlock), string(BackpressureDropOldest)}, true
 	case reflect.TypeFor[FilterAction]():
 		return []string{string(FilterDiscard), string(FilterSkipRetry)}, true
 	}

@@ -72,6 +72,10 @@ type Topic struct {
 	// Masking is what callers without unmask on the topic do not see of
 	// its records (masking.go); nil when nothing is masked. Default nil.
 	Masking *mask.Rules
+
+	// Backpressure bounds the jobs published over HTTP (backpressure.go).
+	// Default: unbounded, reject, warning threshold 0.8.
+	Backpressure Backpressure
 }
 
 // DeadLetter is the dead_letter section of an effective Topic.
@@ -159,6 +163,7 @@ func DefaultTopic() Topic {
 		Capacity:        Capacity{Overflow: OverflowReject},
 		AllowedJobTypes: []string{"*"},
 		Redelivery:      Redelivery{Mode: ModeKafka, Target: TargetGroup},
+		Backpressure:    defaultBackpressure(),
 	}
 }
 
@@ -320,6 +325,7 @@ func build(base Topic, layers []layer, l *errorList) Topic {
 			t.AckTimeout = s.AckTimeout.Std()
 		}
 		mergeIngestRules(&t, s)
+		mergeBackpressure(&t, s)
 		filters.add(s.Filters, ly)
 		if s.Masking != nil {
 			masking.add(s.Masking)
@@ -472,6 +478,7 @@ func (t Topic) Spec() *TopicSpec {
 		ReplayRules:   rules,
 	}
 	t.ingestSpec(spec)
+	spec.Backpressure = t.Backpressure.spec()
 	if t.Masking != nil {
 		spec.Masking = maskingSpecOf(t.Masking)
 	}
@@ -508,7 +515,8 @@ type topicJSON struct {
 	ReplayRules []replayRuleJSON `json:"replay_rules"`
 	ingestJSON
 	// Masking is shown when the topic masks anything.
-	Masking *MaskingSpec `json:"masking,omitempty"`
+	Masking      *MaskingSpec     `json:"masking,omitempty"`
+	Backpressure backpressureJSON `json:"backpressure"`
 }
 
 type replayRuleJSON struct {
@@ -548,6 +556,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 			RateLimit: r.RateLimit, Window: r.WindowSpec}
 	}
 	j.ingestJSON = t.ingestJSON()
+	j.Backpressure = t.Backpressure.json()
 	if t.Masking != nil {
 		j.Masking = maskingSpecOf(t.Masking)
 	}

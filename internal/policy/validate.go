@@ -197,6 +197,7 @@ func (l *errorList) checkTopicSpec(s *TopicSpec, p string, lvl level) {
 	}
 	l.checkReplayRuleSpecs(s.ReplayRules, child(p, "replay_rules"))
 	l.checkIngestRules(s, p, lvl)
+	l.checkBackpressure(s.Backpressure, p, lvl)
 	l.checkMasking(s.Masking, p, lvl)
 	if s.Types != nil && lvl != levelTopic {
 		l.addf(child(p, "types"), "per-type overrides are only allowed in a topics entry")

@@ -193,7 +193,7 @@ func (s *Service) PrepareImport(r *dlq.Record, state dlq.State, now time.Time) e
 // ErrRecordRefused wraps an import's error when Postgres refused a record
 // for what it holds (a value out of range, a check failed): the client's
 // to fix, not the backend being unavailable. Nothing was imported.
-var ErrRecordRefused = errors.New("Postgres refused a record")
+var ErrRecordRefused = errors.New("a record was refused by Postgres")
 
 // Import stores records another Redrive exported, all or nothing
 // (store.ImportRecords): next gives batches of records made ready by

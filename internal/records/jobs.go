@@ -34,18 +34,42 @@ var ErrLeaseHeldByOther = store.ErrLeaseHeldByOther
 // Lease is a job's lease and fetch state beyond its record.
 type Lease = store.Lease
 
-// Job is a record seen as an OJS job: the record and its lease.
+// Job is a record seen as an OJS job: the record and its lease, read at At.
 type Job struct {
 	Record *dlq.Record
 	Lease  Lease
+	// At is the time of the call that read it: a job due for a fetch after
+	// At is scheduled.
+	At time.Time
+	// Deduplicated says a publish answered with this job, which holds the
+	// published job's uniqueness key, instead of storing that one.
+	Deduplicated bool
 }
 
 // ErrorTypeLeaseExpired is the error type of the failed attempt an expired
-// lease records (OJS retry spec §9.2).
-const ErrorTypeLeaseExpired = "redrive.lease_expired"
+// lease records (OJS worker protocol §5.5: "The backend MUST record an error
+// in the job's errors array with type "visibility_timeout"").
+const ErrorTypeLeaseExpired = "visibility_timeout"
+
+// ErrorTypeTimeout is the error type of an attempt still held when its
+// execution timeout (timeout_ms) passed.
+const ErrorTypeTimeout = "timeout"
+
+// ErrDuplicateJob is the conflict of a job published with an id a record
+// already has (*store.DuplicateJobError says which).
+var ErrDuplicateJob = store.ErrDuplicateJob
+
+// DuplicateJobError says which job of a batch named a taken id.
+type DuplicateJobError = store.DuplicateJobError
+
+// ErrJobTerminal is the conflict of a cancel of a job that is completed,
+// discarded or cancelled already.
+var ErrJobTerminal = store.ErrJobTerminal
 
 // PublishParams is a failure published over HTTP as an OJS job envelope.
 type PublishParams struct {
+	// ID is the id the client chose (a UUIDv7), or "" for a new one.
+	ID    string
 	Type  string
 	Queue string
 	// Args is the job's args as sent (kept byte for byte as the value).
@@ -58,46 +82,129 @@ type PublishParams struct {
 	// without acting on them (OJS core §5.5 constraint 4), a JSON object,
 	// or empty.
 	Attributes json.RawMessage
-	Now        time.Time
+	// DelayUntil, when after Now, makes the job scheduled until then.
+	DelayUntil *time.Time
+	// Priority orders a queue's due jobs for a fetch, highest first.
+	Priority int16
+	// Visibility is the job's own lease length (0: the fetch's default);
+	// Timeout its execution timeout (0: none).
+	Visibility, Timeout time.Duration
+	// Unique, when set, makes the job a duplicate of one holding its key.
+	Unique *UniquePolicy
+	Now    time.Time
 }
 
-// PublishJob stores a job published over HTTP — available, attempt 0, due
-// for a fetch now — and returns it once it is committed. Its retry policy is
-// the queue's (and type's) with Retry merged on, held to the bounds policy
-// files are: *PolicyError otherwise.
+// PublishJob stores one job published over HTTP (PublishJobs).
 func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error) {
+	jobs, err := s.PublishJobs(ctx, []*PublishParams{p})
+	if err != nil {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+// PublishJobs stores jobs published over HTTP, all or none — available,
+// attempt 0, due for a fetch now or at their delay_until (scheduled) — and
+// returns them once they are committed. Each job's retry policy is its
+// queue's (and type's) with its Retry merged on, held to the bounds policy
+// files are: *PolicyError otherwise. A job naming an id a record has:
+// *DuplicateJobError.
+func (s *Service) PublishJobs(ctx context.Context, ps []*PublishParams) ([]*Job, error) {
+	jobs := make([]store.NewJob, len(ps))
+	for i, p := range ps {
+		j, err := s.newJob(p)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = j
+	}
+	holders, err := s.store.InsertJobs(ctx, jobs, ps[0].Now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Job, len(jobs))
+	for i, j := range jobs {
+		if holders[i] != "" {
+			// A duplicate its unique policy ignores: the job holding
+			// the key is the answer (unique jobs §5.4).
+			got, err := s.readJob(ctx, holders[i], ps[i].Now)
+			if err != nil {
+				return nil, err
+			}
+			got.Deduplicated = true
+			out[i] = got
+			continue
+		}
+		r := j.Record
+		s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
+			Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
+		s.log.Debug("job published over HTTP", "id", r.ID, "queue", r.Queue, "type", r.Type)
+		got, err := s.readJob(ctx, r.ID, ps[i].Now)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = got
+		state, prio := string(dlq.StateAvailable), int(j.Priority)
+		d := events.JobData{Priority: &prio}
+		if j.FetchAt.After(r.CreatedAt) {
+			state, d.ScheduledAt = "scheduled", &j.FetchAt
+		}
+		s.jobEvent(ctx, events.JobEnqueued, r, state, d)
+	}
+	return out, nil
+}
+
+// newJob is the record and options PublishJobs stores for p.
+func (s *Service) newJob(p *PublishParams) (store.NewJob, error) {
 	t := s.cfg.Queues.Resolve(p.Queue, p.Type)
 	retry := t.Retry
 	if p.Retry != nil {
 		if err := s.cfg.Queues.Limits().Check(p.Retry); err != nil {
-			return nil, &PolicyError{Err: err}
+			return store.NewJob{}, &PolicyError{Err: err}
 		}
 		retry = retry.Merge(p.Retry)
 		if err := retry.Validate(); err != nil {
-			return nil, &PolicyError{Err: err}
+			return store.NewJob{}, &PolicyError{Err: err}
 		}
 	}
 	raw, err := json.Marshal(retry)
 	if err != nil {
-		return nil, fmt.Errorf("encode retry policy: %w", err)
+		return store.NewJob{}, fmt.Errorf("encode retry policy: %w", err)
 	}
 	meta := p.Meta
 	if len(meta) == 0 {
 		meta = json.RawMessage("{}")
 	}
 	now := p.Now.UTC().Truncate(time.Microsecond)
-	r := &dlq.Record{ID: dlq.NewID(now), Queue: p.Queue, Type: p.Type, State: dlq.StateAvailable,
+	id := p.ID
+	if id == "" {
+		id = dlq.NewID(now)
+	}
+	r := &dlq.Record{ID: id, Queue: p.Queue, Type: p.Type, State: dlq.StateAvailable,
 		MaxAttempts: retry.MaxAttempts, Format: dlq.FormatOJS,
 		Source: dlq.Source{Topic: p.Queue, Partition: -1, Offset: -1},
 		Value:  p.Args, Errors: []dlq.ErrorEntry{}, Retry: raw, Meta: meta,
 		CreatedAt: now, EnqueuedAt: &now, UpdatedAt: now}
-	if err := s.store.InsertJobWithAttributes(ctx, r, now, p.Attributes); err != nil {
-		return nil, err
+	j := store.NewJob{Record: r, FetchAt: now, Priority: p.Priority, Attributes: p.Attributes}
+	if p.DelayUntil != nil && p.DelayUntil.After(now) {
+		j.FetchAt = p.DelayUntil.UTC().Truncate(time.Microsecond)
 	}
-	s.cfg.Events.Publish(ctx, events.Record(events.DeadLetterAdded, events.RecordData{ID: r.ID, Queue: r.Queue,
-		Type: r.Type, State: string(r.State), Attempt: r.Attempt}))
-	s.log.Debug("job published over HTTP", "id", r.ID, "queue", r.Queue, "type", r.Type)
-	return s.readJob(ctx, r.ID)
+	if p.Visibility > 0 {
+		ms := p.Visibility.Milliseconds()
+		j.VisibilityMs = &ms
+	}
+	if p.Timeout > 0 {
+		ms := p.Timeout.Milliseconds()
+		j.TimeoutMs = &ms
+	}
+	if p.Unique != nil {
+		key, err := p.Unique.Key(p.Type, p.Queue, p.Args, p.Meta)
+		if err != nil {
+			return store.NewJob{}, err
+		}
+		j.Unique = p.Unique.claim(key)
+	}
+	return j, nil
 }
 
 // Job reads a record as a job at now, or ErrNotFound. A lease that passed
@@ -106,18 +213,18 @@ func (s *Service) PublishJob(ctx context.Context, p *PublishParams) (*Job, error
 // retryable and due after its backoff, or discarded when the retry policy
 // gives up — never as active under a lease no ack or nack can use any more.
 func (s *Service) Job(ctx context.Context, id string, now time.Time) (*Job, error) {
-	j, err := s.readJob(ctx, id)
+	j, err := s.readJob(ctx, id, now)
 	if err != nil || !j.Lease.ExpiredAt(now) {
 		return j, err
 	}
 	if _, err := s.expireLease(ctx, id, now); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNotLeased) {
 		return nil, err
 	}
-	return s.readJob(ctx, id)
+	return s.readJob(ctx, id, now)
 }
 
-// readJob reads a record as a job as it is stored, or ErrNotFound.
-func (s *Service) readJob(ctx context.Context, id string) (*Job, error) {
+// readJob reads a record as a job as it is stored, at now, or ErrNotFound.
+func (s *Service) readJob(ctx context.Context, id string, now time.Time) (*Job, error) {
 	r, err := s.store.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -126,18 +233,20 @@ func (s *Service) readJob(ctx context.Context, id string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Job{Record: r, Lease: l}, nil
+	return &Job{Record: r, Lease: l, At: now}, nil
 }
 
 // FetchParams asks for up to Count due jobs of Queues for Worker, leased
-// for Lease.
+// for Lease (0: each job's own visibility timeout, else DefaultLease).
 type FetchParams struct {
+	// Queues are in the worker's order of preference (OJS worker protocol
+	// §6.3: the first has the highest priority).
 	Queues []string
 	// Worker names the fetching worker, or "" (anonymous).
-	Worker string
-	Count  int
-	Lease  time.Duration
-	Now    time.Time
+	Worker              string
+	Count               int
+	Lease, DefaultLease time.Duration
+	Now                 time.Time
 }
 
 // FetchJobs first fails the jobs whose lease expired (ExpireLeases), then
@@ -145,6 +254,20 @@ type FetchParams struct {
 // published over HTTP to any of them, and the records of those whose policy
 // says redelivery.mode: pull. Each one's attempt is incremented.
 func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) {
+	if p.Worker != "" {
+		// The worker is seen (the registry notes it and its queues), and
+		// one told to be quiet or to terminate gets nothing (graceful
+		// shutdown §5.1: "The backend MUST NOT assign new jobs to a quiet
+		// worker"): an empty answer, not an error, as its next heartbeat
+		// may not have told it yet.
+		st, err := s.store.TouchWorker(ctx, p.Worker, p.Queues, p.Now)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Fetches() {
+			return nil, nil
+		}
+	}
 	if _, err := s.ExpireLeases(ctx, p.Now); err != nil {
 		s.log.Warn("expiring worker leases failed; fetching anyway", "err", err)
 	}
@@ -161,13 +284,13 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 		}
 	}
 	got, err := s.store.FetchJobs(ctx, &store.FetchParams{Queues: queues, PullQueues: pull, Worker: p.Worker,
-		Limit: p.Count, Now: p.Now, Lease: p.Lease})
+		Limit: p.Count, Now: p.Now, Lease: p.Lease, DefaultLease: p.DefaultLease})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Job, 0, len(got))
 	for _, f := range got {
-		j, err := s.readJob(ctx, f.ID)
+		j, err := s.readJob(ctx, f.ID, p.Now)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since: nothing to work on
 		}
@@ -175,6 +298,7 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 			return nil, err
 		}
 		out = append(out, *j)
+		s.jobEvent(ctx, events.JobStarted, j.Record, "active", events.JobData{WorkerID: p.Worker})
 	}
 	return out, nil
 }
@@ -187,7 +311,13 @@ func (s *Service) AckJob(ctx context.Context, id, worker string, result json.Raw
 	if err := s.store.AckJob(ctx, id, worker, result, now); err != nil {
 		return nil, s.lateRefusal(ctx, id, now, err)
 	}
-	return s.readJob(ctx, id)
+	j, err := s.readJob(ctx, id, now)
+	if err != nil {
+		return nil, err
+	}
+	s.jobEvent(ctx, events.JobCompleted, j.Record, string(dlq.StateCompleted), events.JobData{WorkerID: worker,
+		Duration: attemptDuration(j.Record, now)})
+	return j, nil
 }
 
 // lateRefusal is the answer to an ack or nack the store refused with err.
@@ -216,7 +346,7 @@ func (s *Service) lateRefusal(ctx context.Context, id string, now time.Time, err
 // counted a new one).
 func lostToExpiry(r *dlq.Record) bool {
 	e := r.LastError()
-	return len(r.Errors) > 0 && e.Type == ErrorTypeLeaseExpired && e.Attempt == r.Attempt
+	return len(r.Errors) > 0 && (e.Type == ErrorTypeLeaseExpired || e.Type == ErrorTypeTimeout) && e.Attempt == r.Attempt
 }
 
 // NackParams is a worker's report that its attempt of a job failed.
@@ -273,11 +403,12 @@ func (s *Service) NackJob(ctx context.Context, p *NackParams) (*NackResult, erro
 		return nil, s.lateRefusal(ctx, p.ID, p.Now, err)
 	}
 	s.publishFailure(ctx, r)
+	s.failureEvents(ctx, r, p.Worker, p.Now, r.NextRetryAt)
 	l, err := s.store.JobLease(ctx, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	res.Job = &Job{Record: r, Lease: l}
+	res.Job = &Job{Record: r, Lease: l, At: p.Now}
 	return res, nil
 }
 
@@ -360,24 +491,63 @@ func (s *Service) ExpireLeases(ctx context.Context, now time.Time) (int, error) 
 
 // expireLease fails the attempt of job id if its lease passed before now
 // (see ExpireLeases): ErrNotFound, or ErrNotLeased when no worker holds it or
-// its lease still holds.
+// its lease still holds. A lease that ended at the attempt's execution
+// deadline records a timeout (error type timeout) and the retry policy's
+// backoff applies. Otherwise the worker went quiet (OJS worker protocol
+// §5.5): the attempt is counted, an error of type visibility_timeout
+// recorded, and a job published over HTTP is available again at once unless
+// the retry policy gives up (discarded).
 func (s *Service) expireLease(ctx context.Context, id string, now time.Time) (*dlq.Record, error) {
 	r, err := s.store.FailJob(ctx, id, "", now, true, func(r *dlq.Record, l store.Lease) (*store.JobFailure, error) {
 		t := s.Policy(r)
-		d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
 		who := "worker " + l.Worker
 		if l.Worker == "" {
 			who = "the worker (fetched without a worker_id)"
 		}
+		if l.TimedOut() {
+			d := t.Decide(r.Attempt, ErrorTypeTimeout, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
+			msg := fmt.Sprintf("attempt %d by %s ran past its execution timeout of %d ms (at %s)",
+				r.Attempt, who, *l.TimeoutMs, l.Deadline.UTC().Format(time.RFC3339Nano))
+			return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeTimeout, Message: msg, Code: dlq.CodeRetry}, d, now), nil
+		}
+		d := t.Decide(r.Attempt, ErrorTypeLeaseExpired, dlq.CodeRetry, firstFailure(r, now), now, rand.Float64())
 		msg := fmt.Sprintf("%s neither acked nor nacked attempt %d before its lease expired at %s",
 			who, r.Attempt, l.Until.UTC().Format(time.RFC3339Nano))
-		return s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now), nil
+		f := s.failure(r, dlq.ErrorEntry{Type: ErrorTypeLeaseExpired, Message: msg, Code: dlq.CodeRetry}, d, now)
+		if f.State == dlq.StateRetryable {
+			// Available again at once: the job did not fail, its worker
+			// went away (a record of a pull-mode queue is due now).
+			f.DueAt = &now
+			if r.Format == dlq.FormatOJS {
+				f.State = dlq.StateAvailable
+			}
+		}
+		return f, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.publishFailure(ctx, r)
+	s.failureEvents(ctx, r, "", now, r.NextRetryAt)
 	s.log.Info("worker lease expired; the attempt counts as failed", "id", r.ID, "queue", r.Queue,
 		"attempt", r.Attempt, "state", r.State)
 	return r, nil
+}
+
+// CancelJob cancels job id at now (OJS HTTP binding §9.4) and returns it
+// with its state before the cancel (active when a worker held it).
+// ErrNotFound; ErrJobTerminal when it is completed, discarded or cancelled
+// already, or is a record read from Kafka.
+func (s *Service) CancelJob(ctx context.Context, id string, now time.Time) (*Job, string, error) {
+	previous, err := s.store.CancelJob(ctx, id, now)
+	if err != nil {
+		return nil, "", err
+	}
+	j, err := s.readJob(ctx, id, now)
+	if err != nil {
+		return nil, "", err
+	}
+	s.log.Debug("job cancelled", "id", id, "queue", j.Record.Queue, "previous_state", previous)
+	s.jobEvent(ctx, events.JobCancelled, j.Record, "cancelled", events.JobData{Reason: "cancelled over HTTP (previously " + previous + ")"})
+	return j, previous, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/events"
+	"github.com/redrive/redrive/internal/metrics"
 	"github.com/redrive/redrive/internal/policy"
 	"github.com/redrive/redrive/internal/queue"
 	"github.com/redrive/redrive/internal/schema"
@@ -56,6 +57,10 @@ type Config struct {
 	// Tracer starts the spans of an operator's retry and of a bulk retry's
 	// records, for records that carry a trace context. Nil: tracing off.
 	Tracer *tracing.Tracer
+	// JobMetrics receives the OJS observability metrics of the worker
+	// API's jobs (ojs_job_*, ojs-observability §8); Tracer records their
+	// enqueue and process spans (§6). Nil: no job metrics.
+	JobMetrics *metrics.OJS
 	// Exports caps the exports running at once (BeginExport). Default:
 	// NewExportSlots(DefaultExportsMax, DefaultExportsMaxPerOwner).
 	Exports *ExportSlots

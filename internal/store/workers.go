@@ -42,57 +42,139 @@ var ErrLeaseExpired = errors.New("the job's lease expired")
 // protocol §5.6: only the worker that claimed the job may ack or fail it).
 var ErrLeaseHeldByOther = errors.New("another worker holds the job's lease")
 
-// InsertJob stores a job published over HTTP: r (format ojs, state
-// available, no next_retry_at) gets the next job number as its DLQ offset
-// and is due for a fetch at fetchAt. It is committed when InsertJob returns.
-// A payload Postgres cannot hold as jsonb is left out, the value kept, as
-// ingest does (r.PayloadOmitted).
-func (s *Store) InsertJob(ctx context.Context, r *dlq.Record, fetchAt time.Time) error {
-	return s.InsertJobWithAttributes(ctx, r, fetchAt, nil)
+// ErrDuplicateJob is returned when a job published over HTTP names an id
+// (a client-chosen one) that a record already has.
+var ErrDuplicateJob = errors.New("a record with this id exists")
+
+// DuplicateJobError says which job of a batch named a taken id.
+type DuplicateJobError struct {
+	ID string
+	// Index is the job's index in the batch.
+	Index int
 }
 
-// InsertJobWithAttributes is InsertJob that also keeps attrs, the
-// attributes of the job's envelope Redrive does not act on (a JSON object,
-// or nil: none), in the same transaction. JobLease reads them back.
-func (s *Store) InsertJobWithAttributes(ctx context.Context, r *dlq.Record, fetchAt time.Time, attrs json.RawMessage) error {
-	if r.Format != dlq.FormatOJS || r.NextRetryAt != nil {
-		return fmt.Errorf("insert job %s: not a job published over HTTP", r.ID)
+func (e *DuplicateJobError) Error() string { return "job " + e.ID + ": " + ErrDuplicateJob.Error() }
+
+func (e *DuplicateJobError) Unwrap() error { return ErrDuplicateJob }
+
+// NewJob is a job published over HTTP as InsertJobs stores it.
+type NewJob struct {
+	// Record is format ojs, state available, without next_retry_at; its DLQ
+	// offset is the next job number, set by InsertJobs.
+	Record *dlq.Record
+	// FetchAt is when it is due for a fetch (its delay_until, or now).
+	FetchAt time.Time
+	// Priority orders a queue's due jobs for a fetch, highest first.
+	Priority int16
+	// VisibilityMs is the job's own lease length, used when a fetch names
+	// none; TimeoutMs its execution timeout. nil: none.
+	VisibilityMs, TimeoutMs *int64
+	// Attributes are the attributes of the job's envelope Redrive does not
+	// act on (a JSON object, or nil: none). JobLease reads them back.
+	Attributes json.RawMessage
+	// Unique, when set, makes the job a duplicate of a job holding the same
+	// uniqueness key.
+	Unique *UniqueClaim
+}
+
+// InsertJob stores one job published over HTTP, due for a fetch at fetchAt,
+// with no options (InsertJobs).
+func (s *Store) InsertJob(ctx context.Context, r *dlq.Record, fetchAt time.Time) error {
+	_, err := s.InsertJobs(ctx, []NewJob{{Record: r, FetchAt: fetchAt}}, fetchAt)
+	return err
+}
+
+// InsertJobs stores jobs published over HTTP at now, all or none, in one
+// transaction committed when it returns. A job whose id a record already has
+// is refused (*DuplicateJobError, ErrDuplicateJob): ids a client chose are
+// checked first, and a race between two publishers ends in the unique
+// violation of the same id. A job whose uniqueness key another job holds is
+// refused (*UniqueDuplicateError), or, when its claim says Ignore, not
+// stored: holders names, by index, the job holding its key ("" for the jobs
+// stored). A payload Postgres cannot hold as jsonb is left out, the value
+// kept, as ingest does (r.PayloadOmitted).
+func (s *Store) InsertJobs(ctx context.Context, jobs []NewJob, now time.Time) (holders []string, err error) {
+	for _, j := range jobs {
+		if j.Record.Format != dlq.FormatOJS || j.Record.NextRetryAt != nil {
+			return nil, fmt.Errorf("insert job %s: not a job published over HTTP", j.Record.ID)
+		}
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		seq, err := s.q.NextJobSeq(ctx, tx)
-		if err != nil {
-			return fmt.Errorf("number job: %w", err)
-		}
-		r.DLQ = dlq.Coord{Topic: "", Partition: -1, Offset: seq, Timestamp: r.CreatedAt}
-		recs := []dlq.Record{*r}
-		var res InsertResult
-		if err := insertDegrading(ctx, tx, recs, 0, &res); err != nil {
-			return err
-		}
-		if res.N != 1 {
-			return fmt.Errorf("job %s was not stored", r.ID)
-		}
-		r.PayloadOmitted = res.Degraded(0)
-		if _, err = tx.Exec(ctx, "UPDATE redrive_lifecycle SET fetch_at = $2 WHERE id = $1", r.ID, fetchAt); err != nil {
-			return err
-		}
-		if len(attrs) > 0 {
-			if err := s.q.SetJobAttributes(ctx, tx, attrs, r.ID); err != nil {
-				return fmt.Errorf("keep attributes: %w", err)
+	var current int // the job being stored, for a duplicate's error
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		holders = make([]string, len(jobs))
+		for i, j := range jobs {
+			current = i
+			if holders[i], err = s.insertJob(ctx, tx, j, now); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("insert job %s: %w", r.ID, err)
+	var dup *UniqueDuplicateError
+	switch {
+	case errors.As(err, &dup):
+		dup.Index = current
+		return nil, dup
+	case isUniqueViolation(err) || errors.Is(err, ErrDuplicateJob):
+		return nil, &DuplicateJobError{ID: jobs[current].Record.ID, Index: current}
+	case err != nil:
+		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
-	return nil
+	return holders, nil
+}
+
+// insertJob stores one job within tx (InsertJobs), or returns the job
+// holding its uniqueness key when its claim says Ignore.
+func (s *Store) insertJob(ctx context.Context, tx pgx.Tx, j NewJob, now time.Time) (string, error) {
+	r := j.Record
+	taken, err := s.q.JobExists(ctx, tx, r.ID)
+	if err != nil {
+		return "", fmt.Errorf("check job id: %w", err)
+	}
+	if taken {
+		return "", ErrDuplicateJob
+	}
+	if j.Unique != nil {
+		holder, state, err := s.claimUnique(ctx, tx, j.Unique, r.ID, r.CreatedAt, now)
+		switch {
+		case err != nil:
+			return "", err
+		case holder != "" && j.Unique.Ignore:
+			return holder, nil
+		case holder != "":
+			return "", &UniqueDuplicateError{Key: j.Unique.Key, Holder: holder, HolderState: state}
+		}
+	}
+	seq, err := s.q.NextJobSeq(ctx, tx)
+	if err != nil {
+		return "", fmt.Errorf("number job: %w", err)
+	}
+	r.DLQ = dlq.Coord{Topic: "", Partition: -1, Offset: seq, Timestamp: r.CreatedAt}
+	recs := []dlq.Record{*r}
+	var res InsertResult
+	if err := insertDegrading(ctx, tx, recs, 0, &res); err != nil {
+		return "", err
+	}
+	if res.N != 1 {
+		return "", fmt.Errorf("job %s was not stored", r.ID)
+	}
+	r.PayloadOmitted = res.Degraded(0)
+	if err := s.q.SetJobOptions(ctx, tx, dbsqlc.SetJobOptionsParams{ID: r.ID, FetchAt: j.FetchAt, Priority: j.Priority,
+		VisibilityMs: j.VisibilityMs, TimeoutMs: j.TimeoutMs}); err != nil {
+		return "", fmt.Errorf("set job options: %w", err)
+	}
+	if len(j.Attributes) > 0 {
+		if err := s.q.SetJobAttributes(ctx, tx, j.Attributes, r.ID); err != nil {
+			return "", fmt.Errorf("keep attributes: %w", err)
+		}
+	}
+	return "", nil
 }
 
 // FetchParams asks for up to Limit due records of Queues for Worker.
 type FetchParams struct {
-	// Queues are the queues asked for; jobs published over HTTP are taken
-	// from any of them.
+	// Queues are the queues asked for, first the most wanted (OJS worker
+	// protocol §6.3); jobs published over HTTP are taken from any of them.
 	Queues []string
 	// PullQueues are those of Queues whose policy says redelivery.mode:
 	// pull: their records are taken too.
@@ -102,32 +184,44 @@ type FetchParams struct {
 	Worker string
 	Limit  int
 	Now    time.Time
-	Lease  time.Duration
+	// Lease is the fetch's lease length; 0: each job's own visibility
+	// timeout, else DefaultLease.
+	Lease, DefaultLease time.Duration
 }
 
 // Fetched is a record a fetch leased, and when it had been due.
 type Fetched struct {
 	ID    string
 	DueAt time.Time
+	// QueueRank is its queue's place in the fetch's queues (1: first).
+	QueueRank int64
+	Priority  int16
 }
 
-// FetchJobs leases up to Limit due records, oldest due first (see
-// FetchParams), in one statement that commits at once: each is available,
-// attempt + 1, held by the worker until Now + Lease.
+// FetchJobs leases up to Limit due records (see FetchParams) in one
+// statement that commits at once, in the fetch's order: by queue as named,
+// highest priority first, oldest due first. Each is available, attempt + 1,
+// held by the worker for its lease.
 func (s *Store) FetchJobs(ctx context.Context, p *FetchParams) ([]Fetched, error) {
-	rows, err := s.q.FetchJobs(ctx, s.pool, dbsqlc.FetchJobsParams{Now: p.Now, LeaseMs: p.Lease.Milliseconds(), WorkerID: p.Worker,
-		PullQueues: nonNil(p.PullQueues), Queues: nonNil(p.Queues), Max: int32(p.Limit)})
+	arg := dbsqlc.FetchJobsParams{Now: p.Now, DefaultLeaseMs: p.DefaultLease.Milliseconds(), WorkerID: p.Worker,
+		PullQueues: nonNil(p.PullQueues), Queues: nonNil(p.Queues), Max: int32(p.Limit)}
+	if p.Lease > 0 {
+		ms := p.Lease.Milliseconds()
+		arg.LeaseMs = &ms
+	}
+	rows, err := s.q.FetchJobs(ctx, s.pool, arg)
 	if err != nil {
 		return nil, fmt.Errorf("fetch jobs: %w", err)
 	}
 	out := make([]Fetched, len(rows))
 	for i, r := range rows {
-		out[i] = Fetched{ID: r.ID, DueAt: r.DueAt}
+		out[i] = Fetched{ID: r.ID, DueAt: r.DueAt, QueueRank: r.QueueRank, Priority: r.Priority}
 	}
 	// An UPDATE returns its rows in the order it wrote them, not in the
 	// order its subquery chose them.
 	slices.SortFunc(out, func(a, b Fetched) int {
-		return cmp.Or(a.DueAt.Compare(b.DueAt), strings.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(a.QueueRank, b.QueueRank), cmp.Compare(b.Priority, a.Priority),
+			a.DueAt.Compare(b.DueAt), strings.Compare(a.ID, b.ID))
 	})
 	return out, nil
 }
@@ -165,6 +259,13 @@ func (s *Store) AckJob(ctx context.Context, id, worker string, result json.RawMe
 // result it was acked with.
 type Lease struct {
 	Until *time.Time
+	// LeaseMs is the length of the current lease; Deadline is when the
+	// current attempt's execution timeout ends (nil: none).
+	LeaseMs  *int64
+	Deadline *time.Time
+	// Priority, VisibilityMs and TimeoutMs are the job's enqueue options.
+	Priority                int16
+	VisibilityMs, TimeoutMs *int64
 	// Worker is the lease holder's worker_id, "" for an anonymous fetch.
 	Worker  string
 	FetchAt *time.Time
@@ -190,7 +291,8 @@ func (l Lease) refusal(worker string, now time.Time) error {
 }
 
 func leaseOf(row dbsqlc.JobLeaseRow) Lease {
-	l := Lease{Until: row.LeaseUntil, FetchAt: row.FetchAt, Result: row.Result, Attributes: row.Attributes}
+	l := Lease{Until: row.LeaseUntil, FetchAt: row.FetchAt, Result: row.Result, Attributes: row.Attributes,
+		LeaseMs: row.LeaseMs, Deadline: row.DeadlineAt, Priority: row.Priority, VisibilityMs: row.VisibilityMs, TimeoutMs: row.TimeoutMs}
 	if row.WorkerID != nil {
 		l.Worker = *row.WorkerID
 	}
@@ -327,4 +429,39 @@ func (s *Store) FailJob(ctx context.Context, id, worker string, now time.Time, e
 		return nil, fmt.Errorf("fail job %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// TimedOut says whether the lease ends at the attempt's execution deadline:
+// once it passes, the attempt failed by its timeout, not by a worker gone
+// quiet.
+func (l Lease) TimedOut() bool {
+	return l.Until != nil && l.Deadline != nil && !l.Until.Before(*l.Deadline)
+}
+
+// ErrJobTerminal is returned when a job to cancel is completed, discarded or
+// cancelled already.
+var ErrJobTerminal = errors.New("the job is in a terminal state")
+
+// CancelJob cancels job id at now (OJS HTTP binding §9.4): a job published
+// over HTTP that is available, scheduled, retryable or held by a worker
+// becomes discarded, exhaustion cancelled; a worker's later ack or nack of
+// it is refused (ErrNotLeased). It returns the job's state before, as the
+// OJS view names it. ErrNotFound: no such record; ErrJobTerminal: the job is
+// terminal already, or is a record read from Kafka (not a job to cancel).
+func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (string, error) {
+	previous, err := s.q.CancelJob(ctx, s.pool, now, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		exists, xerr := s.q.JobExists(ctx, s.pool, id)
+		switch {
+		case xerr != nil:
+			return "", fmt.Errorf("cancel job %s: %w", id, xerr)
+		case !exists:
+			return "", ErrNotFound
+		}
+		return "", ErrJobTerminal
+	}
+	if err != nil {
+		return "", fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	return previous, nil
 }

@@ -84,6 +84,12 @@ type RedriveIncidentQuiet struct {
 	StartedAt   *time.Time
 }
 
+type RedriveJobUnique struct {
+	UniqueKey string
+	JobID     string
+	CreatedAt time.Time
+}
+
 type RedriveLifecycle struct {
 	ID                string
 	Queue             string
@@ -116,6 +122,11 @@ type RedriveLifecycle struct {
 	WorkerID          *string
 	Result            json.RawMessage
 	UpdatedAt         time.Time
+	Priority          int16
+	VisibilityMs      *int64
+	TimeoutMs         *int64
+	LeaseMs           *int64
+	DeadlineAt        *time.Time
 }
 
 type RedriveLifecycleDefault struct {
@@ -478,4 +489,25 @@ type RedriveTaskSample struct {
 	ErrorsLen   int32
 	LastError   json.RawMessage
 	Outcome     *string
+}
+
+type RedriveWorker struct {
+	ID              string
+	Hostname        *string
+	Pid             *int64
+	Queues          []string
+	QueuesReported  bool
+	Concurrency     *int32
+	Labels          []string
+	ReportedState   *string
+	Directive       string
+	DirectiveAt     *time.Time
+	DirectiveBy     *string
+	StartedAt       *time.Time
+	FirstSeenAt     time.Time
+	LastSeenAt      time.Time
+	LastHeartbeatAt *time.Time
+	Heartbeats      int64
+	ActiveJobs      *int32
+	ActiveJobIds    []string
 }

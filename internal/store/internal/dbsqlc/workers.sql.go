@@ -44,6 +44,57 @@ func (q *Queries) AckJob(ctx context.Context, db DBTX, arg AckJobParams) (string
 	return id, err
 }
 
+const cancelJob = `-- name: CancelJob :one
+WITH old AS (
+    SELECT o.id, CASE WHEN o.lease_until IS NOT NULL THEN 'active'
+        WHEN o.state = 'available' AND o.fetch_at > $1::timestamptz THEN 'scheduled' ELSE o.state END AS previous
+    FROM redrive_lifecycle o WHERE o.id = $2 AND o.format = 'ojs' AND o.state IN ('available', 'retryable')
+    FOR UPDATE)
+UPDATE redrive_lifecycle l SET state = 'discarded', exhaustion = 'cancelled', discarded_at = $1::timestamptz,
+    updated_at = $1::timestamptz, fetch_at = NULL, next_retry_at = NULL, lease_until = NULL, worker_id = NULL,
+    lease_ms = NULL, deadline_at = NULL
+FROM old WHERE l.id = old.id
+RETURNING old.previous::text AS previous
+`
+
+// CancelJob cancels a job published over HTTP that is not in a terminal
+// state (OJS HTTP binding §9.4): discarded, exhaustion cancelled, its lease
+// (if a worker held it) and its fetch gone. It returns the job's state
+// before, as the OJS view names it (active when a worker held it).
+func (q *Queries) CancelJob(ctx context.Context, db DBTX, now time.Time, iD string) (string, error) {
+	row := db.QueryRow(ctx, cancelJob, now, iD)
+	var previous string
+	err := row.Scan(&previous)
+	return previous, err
+}
+
+const claimNewUnique = `-- name: ClaimNewUnique :one
+WITH c AS (INSERT INTO redrive_job_unique (unique_key, job_id, created_at)
+    VALUES ($1, $2::uuid, $3::timestamptz)
+    ON CONFLICT (unique_key) DO NOTHING RETURNING 1)
+SELECT EXISTS (SELECT 1 FROM c)
+`
+
+// ClaimNewUnique makes job_id the holder of a uniqueness key no job holds,
+// and says whether it did.
+func (q *Queries) ClaimNewUnique(ctx context.Context, db DBTX, uniqueKey string, jobID string, createdAt time.Time) (bool, error) {
+	row := db.QueryRow(ctx, claimNewUnique, uniqueKey, jobID, createdAt)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const claimUnique = `-- name: ClaimUnique :exec
+UPDATE redrive_job_unique SET job_id = $1::uuid, created_at = $2::timestamptz
+WHERE unique_key = $3
+`
+
+// ClaimUnique makes job_id the holder of a uniqueness key.
+func (q *Queries) ClaimUnique(ctx context.Context, db DBTX, jobID string, createdAt time.Time, uniqueKey string) error {
+	_, err := db.Exec(ctx, claimUnique, jobID, createdAt, uniqueKey)
+	return err
+}
+
 const expiredLeases = `-- name: ExpiredLeases :many
 SELECT id FROM redrive_lifecycle WHERE lease_until < $1::timestamptz ORDER BY lease_until LIMIT $2
 `
@@ -71,58 +122,72 @@ func (q *Queries) ExpiredLeases(ctx context.Context, db DBTX, now time.Time, max
 
 const fetchJobs = `-- name: FetchJobs :many
 
-WITH cand AS (
-    (SELECT c.id, c.next_retry_at AS due FROM redrive_lifecycle c
-     WHERE c.queue = ANY($4::text[]) AND c.next_retry_at <= $1::timestamptz
-     ORDER BY c.next_retry_at LIMIT $5)
-    UNION ALL
-    (SELECT c.id, c.fetch_at AS due FROM redrive_lifecycle c
-     WHERE c.queue = ANY($6::text[]) AND c.fetch_at <= $1::timestamptz
-     ORDER BY c.fetch_at LIMIT $5)),
+WITH q AS (
+    SELECT name, ord FROM unnest($5::text[]) WITH ORDINALITY AS q(name, ord)),
+cand AS (
+    SELECT c.id, c.due, c.priority, q.ord FROM q CROSS JOIN LATERAL (
+        (SELECT l.id, l.fetch_at AS due, l.priority FROM redrive_lifecycle l
+         WHERE l.queue = q.name AND l.fetch_at <= $3::timestamptz
+         ORDER BY l.priority DESC, l.fetch_at LIMIT $6)
+        UNION ALL
+        (SELECT l.id, l.next_retry_at AS due, l.priority FROM redrive_lifecycle l
+         WHERE q.name = ANY($7::text[]) AND l.queue = q.name AND l.next_retry_at <= $3::timestamptz
+         ORDER BY l.next_retry_at LIMIT $6)) c),
 due AS (
-    SELECT d.id, cand.due FROM redrive_lifecycle d JOIN cand ON cand.id = d.id
-    WHERE (d.queue = ANY($4::text[]) AND d.next_retry_at <= $1::timestamptz OR d.fetch_at <= $1::timestamptz)
-    ORDER BY cand.due, d.id LIMIT $5 FOR UPDATE OF d SKIP LOCKED)
+    SELECT d.id, cand.due, cand.ord FROM redrive_lifecycle d JOIN cand ON cand.id = d.id
+    WHERE (d.queue = ANY($7::text[]) AND d.next_retry_at <= $3::timestamptz OR d.fetch_at <= $3::timestamptz)
+    ORDER BY cand.ord, cand.priority DESC, cand.due, d.id LIMIT $6 FOR UPDATE OF d SKIP LOCKED)
 UPDATE redrive_lifecycle r
 SET state = 'available', attempt = r.attempt + 1, next_retry_at = NULL, fetch_at = NULL,
-    lease_until = $1::timestamptz + interval '1 millisecond' * $2::bigint,
-    worker_id = nullif($3::text, ''), redelivered_at = $1::timestamptz, updated_at = $1::timestamptz,
+    lease_ms = coalesce($1::bigint, r.visibility_ms, $2::bigint),
+    deadline_at = $3::timestamptz + interval '1 millisecond' * r.timeout_ms,
+    lease_until = least($3::timestamptz + interval '1 millisecond' * coalesce($1::bigint, r.visibility_ms, $2::bigint),
+        $3::timestamptz + interval '1 millisecond' * r.timeout_ms),
+    worker_id = nullif($4::text, ''), redelivered_at = $3::timestamptz, updated_at = $3::timestamptz,
     exhaustion = NULL, discarded_at = NULL, redelivery_failure = NULL,
     completed_at = NULL, completed_by = NULL, ack_due_at = NULL, unacknowledged_at = NULL
 FROM due WHERE r.id = due.id
-RETURNING r.id, due.due::timestamptz AS due_at
+RETURNING r.id, due.due::timestamptz AS due_at, due.ord::bigint AS queue_rank, r.priority
 `
 
 type FetchJobsParams struct {
-	Now        time.Time
-	LeaseMs    int64
-	WorkerID   string
-	PullQueues []string
-	Max        int32
-	Queues     []string
+	LeaseMs        *int64
+	DefaultLeaseMs int64
+	Now            time.Time
+	WorkerID       string
+	Queues         []string
+	Max            int32
+	PullQueues     []string
 }
 
 type FetchJobsRow struct {
-	ID    string
-	DueAt time.Time
+	ID        string
+	DueAt     time.Time
+	QueueRank int64
+	Priority  int16
 }
 
 // Workers over HTTP (workers.go): jobs published over HTTP and records of
 // pull-mode queues, fetched with a lease, then acked or nacked.
-// FetchJobs claims up to sqlc.arg(max) due records of the queues, oldest due first:
-// records of the pull-mode queues among them by next_retry_at (which the
-// scheduler leaves alone for those queues), and jobs published over HTTP by
-// fetch_at. Each becomes available, attempt + 1, leased to the worker until
-// sqlc.arg(now) + sqlc.arg(lease_ms). Rows other fetches hold are skipped; the due condition is
-// checked again on the locked row.
+// FetchJobs claims up to sqlc.arg(max) due records of the queues, in the
+// order the fetch names the queues (OJS worker protocol §6.3: the first has
+// the highest priority), then highest job priority first, then oldest due:
+// jobs published over HTTP by fetch_at, and the records of the pull-mode
+// queues among them by next_retry_at (which the scheduler leaves alone for
+// those queues). Each becomes available, attempt + 1, leased to the worker
+// for the fetch's lease (sqlc.narg(lease_ms)), else the job's own visibility
+// timeout, else sqlc.arg(default_lease_ms); a job with an execution timeout
+// gets its deadline, which the lease never passes. Rows other fetches hold
+// are skipped; the due condition is checked again on the locked row.
 func (q *Queries) FetchJobs(ctx context.Context, db DBTX, arg FetchJobsParams) ([]FetchJobsRow, error) {
 	rows, err := db.Query(ctx, fetchJobs,
-		arg.Now,
 		arg.LeaseMs,
+		arg.DefaultLeaseMs,
+		arg.Now,
 		arg.WorkerID,
-		arg.PullQueues,
-		arg.Max,
 		arg.Queues,
+		arg.Max,
+		arg.PullQueues,
 	)
 	if err != nil {
 		return nil, err
@@ -131,7 +196,12 @@ func (q *Queries) FetchJobs(ctx context.Context, db DBTX, arg FetchJobsParams) (
 	var items []FetchJobsRow
 	for rows.Next() {
 		var i FetchJobsRow
-		if err := rows.Scan(&i.ID, &i.DueAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.DueAt,
+			&i.QueueRank,
+			&i.Priority,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -142,17 +212,35 @@ func (q *Queries) FetchJobs(ctx context.Context, db DBTX, arg FetchJobsParams) (
 	return items, nil
 }
 
+const jobExists = `-- name: JobExists :one
+SELECT EXISTS (SELECT 1 FROM redrive_lifecycle WHERE id = $1)
+`
+
+// JobExists says whether a record has id (a client-chosen job id taken).
+func (q *Queries) JobExists(ctx context.Context, db DBTX, id string) (bool, error) {
+	row := db.QueryRow(ctx, jobExists, id)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const jobLease = `-- name: JobLease :one
-SELECT l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes
+SELECT l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes, l.priority, l.visibility_ms, l.timeout_ms,
+    l.lease_ms, l.deadline_at
 FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = $1
 `
 
 type JobLeaseRow struct {
-	LeaseUntil *time.Time
-	WorkerID   *string
-	FetchAt    *time.Time
-	Result     json.RawMessage
-	Attributes json.RawMessage
+	LeaseUntil   *time.Time
+	WorkerID     *string
+	FetchAt      *time.Time
+	Result       json.RawMessage
+	Attributes   json.RawMessage
+	Priority     int16
+	VisibilityMs *int64
+	TimeoutMs    *int64
+	LeaseMs      *int64
+	DeadlineAt   *time.Time
 }
 
 // JobLease is what a job's view adds to its record: its lease, when it is
@@ -167,6 +255,11 @@ func (q *Queries) JobLease(ctx context.Context, db DBTX, id string) (JobLeaseRow
 		&i.FetchAt,
 		&i.Result,
 		&i.Attributes,
+		&i.Priority,
+		&i.VisibilityMs,
+		&i.TimeoutMs,
+		&i.LeaseMs,
+		&i.DeadlineAt,
 	)
 	return i, err
 }
@@ -192,4 +285,55 @@ UPDATE redrive_record_data SET attributes = $1::jsonb WHERE id = $2
 func (q *Queries) SetJobAttributes(ctx context.Context, db DBTX, attributes json.RawMessage, iD string) error {
 	_, err := db.Exec(ctx, setJobAttributes, attributes, iD)
 	return err
+}
+
+const setJobOptions = `-- name: SetJobOptions :exec
+UPDATE redrive_lifecycle SET fetch_at = $1::timestamptz, priority = $2::smallint,
+    visibility_ms = $3::bigint, timeout_ms = $4::bigint
+WHERE id = $5
+`
+
+type SetJobOptionsParams struct {
+	FetchAt      time.Time
+	Priority     int16
+	VisibilityMs *int64
+	TimeoutMs    *int64
+	ID           string
+}
+
+// SetJobOptions stores the enqueue options a job published over HTTP acts on
+// (JobLease), in the transaction that inserts it.
+func (q *Queries) SetJobOptions(ctx context.Context, db DBTX, arg SetJobOptionsParams) error {
+	_, err := db.Exec(ctx, setJobOptions,
+		arg.FetchAt,
+		arg.Priority,
+		arg.VisibilityMs,
+		arg.TimeoutMs,
+		arg.ID,
+	)
+	return err
+}
+
+const uniqueClaim = `-- name: UniqueClaim :one
+SELECT u.job_id::text AS job_id, u.created_at,
+    coalesce((SELECT CASE WHEN l.lease_until IS NOT NULL THEN 'active'
+        WHEN l.state = 'available' AND l.fetch_at > $1::timestamptz THEN 'scheduled'
+        WHEN l.state = 'discarded' AND l.exhaustion = 'cancelled' THEN 'cancelled'
+        ELSE l.state END FROM redrive_lifecycle l WHERE l.id = u.job_id), '')::text AS holder_state
+FROM redrive_job_unique u WHERE u.unique_key = $2 FOR UPDATE OF u
+`
+
+type UniqueClaimRow struct {
+	JobID       string
+	CreatedAt   time.Time
+	HolderState string
+}
+
+// UniqueClaim reads the claim on a uniqueness key, locked, with the OJS
+// state of the job holding it (empty when that job is gone).
+func (q *Queries) UniqueClaim(ctx context.Context, db DBTX, now time.Time, uniqueKey string) (UniqueClaimRow, error) {
+	row := db.QueryRow(ctx, uniqueClaim, now, uniqueKey)
+	var i UniqueClaimRow
+	err := row.Scan(&i.JobID, &i.CreatedAt, &i.HolderState)
+	return i, err
 }
