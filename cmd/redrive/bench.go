@@ -35,6 +35,7 @@ var benchSuites = map[string]benchSuite{
 	"redeliver": {run: figuresOf(bench.Redeliver)},
 	"prune":     {run: figuresOf(bench.Prune)},
 	"fairness":  {run: figuresOf(bench.Fairness)},
+	"workers":   {run: figuresOf(bench.Workers)},
 	"api": {once: true, run: func(ctx context.Context, cfg bench.Config) ([]bench.Figure, error) {
 		return nil, bench.API(ctx, cfg)
 	}},
