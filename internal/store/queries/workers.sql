@@ -48,7 +48,10 @@ RETURNING r.id, due.due::timestamptz AS due_at, due.ord::bigint AS queue_rank, r
 UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = sqlc.arg(now)::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = sqlc.narg(result)::jsonb, updated_at = sqlc.arg(now)::timestamptz
-WHERE id = sqlc.arg(id) AND lease_until >= sqlc.arg(now)::timestamptz
+WHERE id = sqlc.arg(id)
+    -- Not an index condition: the row is found by its id, never by a scan of
+    -- every lease (the bench saw a plan read the lease index to filter id).
+    AND lease_until + interval '0 seconds' >= sqlc.arg(now)::timestamptz
     AND (sqlc.arg(worker_id)::text = '' OR worker_id IS NULL OR worker_id = sqlc.arg(worker_id)::text)
 RETURNING id;
 

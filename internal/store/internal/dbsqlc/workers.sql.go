@@ -15,7 +15,10 @@ const ackJob = `-- name: AckJob :one
 UPDATE redrive_lifecycle
 SET state = 'completed', completed_at = $1::timestamptz, completed_by = 'ack', lease_until = NULL, worker_id = NULL,
     result = $2::jsonb, updated_at = $1::timestamptz
-WHERE id = $3 AND lease_until >= $1::timestamptz
+WHERE id = $3
+    -- Not an index condition: the row is found by its id, never by a scan of
+    -- every lease (the bench saw a plan read the lease index to filter id).
+    AND lease_until + interval '0 seconds' >= $1::timestamptz
     AND ($4::text = '' OR worker_id IS NULL OR worker_id = $4::text)
 RETURNING id
 `
