@@ -288,16 +288,22 @@ func (s *Service) FetchJobs(ctx context.Context, p *FetchParams) ([]Job, error) 
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(got))
+	for i, f := range got {
+		ids[i] = f.ID
+	}
+	read, err := s.store.GetJobs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Job, 0, len(got))
 	for _, f := range got {
-		j, err := s.readJob(ctx, f.ID, p.Now)
-		if errors.Is(err, ErrNotFound) {
+		sj, ok := read[f.ID]
+		if !ok {
 			continue // deleted since: nothing to work on
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *j)
+		j := Job{Record: sj.Record, Lease: sj.Lease, At: p.Now}
+		out = append(out, j)
 		s.jobEvent(ctx, events.JobStarted, j.Record, "active", events.JobData{WorkerID: p.Worker})
 	}
 	return out, nil

@@ -465,3 +465,44 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (string
 	}
 	return previous, nil
 }
+
+// Job is a record with its lease, as GetJobs reads it.
+type Job struct {
+	Record *dlq.Record
+	Lease  Lease
+}
+
+// GetJobs reads the records of ids with their leases in two statements,
+// keyed by id; an id with no record is left out. A fetch reads the jobs it
+// leased so, not one record and one lease at a time.
+func (s *Store) GetJobs(ctx context.Context, ids []string) (map[string]Job, error) {
+	rows, err := s.q.RecordGetMany(ctx, s.pool, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get jobs: %w", err)
+	}
+	out := make(map[string]Job, len(rows))
+	for i := range rows {
+		row := dbsqlc.RecordGetRow(rows[i])
+		r, err := recordOf(&row)
+		if err == nil {
+			err = showInFlight(&r, row.ClaimPrior)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get job %s: %w", row.ID, err)
+		}
+		out[r.ID] = Job{Record: &r}
+	}
+	leases, err := s.q.JobLeases(ctx, s.pool, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get job leases: %w", err)
+	}
+	for _, l := range leases {
+		if j, ok := out[l.ID]; ok {
+			j.Lease = leaseOf(dbsqlc.JobLeaseRow{LeaseUntil: l.LeaseUntil, WorkerID: l.WorkerID, FetchAt: l.FetchAt,
+				Result: l.Result, Attributes: l.Attributes, Priority: l.Priority, VisibilityMs: l.VisibilityMs,
+				TimeoutMs: l.TimeoutMs, LeaseMs: l.LeaseMs, DeadlineAt: l.DeadlineAt})
+			out[l.ID] = j
+		}
+	}
+	return out, nil
+}

@@ -47,3 +47,17 @@ SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partiti
         FROM redrive_claim c CROSS JOIN LATERAL array_position(c.ids, r.id) AS p(i)
         WHERE c.token = r.claim_token)::jsonb AS claim_prior
 FROM redrive_record r WHERE r.id = @id;
+
+-- RecordGetMany is RecordGet of many ids at once (a fetch reads its jobs
+-- in one statement).
+-- name: RecordGetMany :many
+-- The columns are readColumns' (columns.go), in order (next_retry_at
+-- includes a job's fetch_at, as readSelect reads it): scanRecord reads every
+-- listing into this query's row (TestReadColumnsAreTheRecordRow).
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, coalesce(next_retry_at, fetch_at) AS next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, value_schema, key_schema, key_payload, decode_error, decode_pending, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    (CASE WHEN value_schema IS NOT NULL THEN payload END)::jsonb AS payload,
+    -- claimPriorExpr("r") (inflight.go), which sqlc cannot call.
+    (SELECT jsonb_build_object('state', c.prior_states[p.i], 'redelivered_at', c.prior_redelivered_at[p.i])
+        FROM redrive_claim c CROSS JOIN LATERAL array_position(c.ids, r.id) AS p(i)
+        WHERE c.token = r.claim_token)::jsonb AS claim_prior
+FROM redrive_record r WHERE r.id = ANY(@ids::uuid[]);

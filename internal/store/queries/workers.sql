@@ -63,6 +63,12 @@ SELECT l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes, l.priorit
     l.lease_ms, l.deadline_at
 FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = sqlc.arg(id);
 
+-- JobLeases is JobLease of many ids at once.
+-- name: JobLeases :many
+SELECT l.id, l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes, l.priority, l.visibility_ms, l.timeout_ms,
+    l.lease_ms, l.deadline_at
+FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = ANY(sqlc.arg(ids)::uuid[]);
+
 -- SetJobOptions stores the enqueue options a job published over HTTP acts on
 -- (JobLease), in the transaction that inserts it.
 -- name: SetJobOptions :exec

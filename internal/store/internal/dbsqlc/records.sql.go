@@ -187,6 +187,139 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, id string) (RecordGetR
 	return i, err
 }
 
+const recordGetMany = `-- name: RecordGetMany :many
+SELECT id, queue, type, state, exhaustion, attempt, max_attempts, source_partition, source_offset, source_timestamp, source_group, dlq_topic, dlq_partition, dlq_offset, dlq_timestamp, format, key, value, headers, errors, retry, meta, created_at, enqueued_at, coalesce(next_retry_at, fetch_at) AS next_retry_at, discarded_at, completed_at, updated_at, archive_state, fingerprint, payload_omitted, value_schema, key_schema, key_payload, decode_error, decode_pending, redelivered_at, redelivery, archived_at, redelivery_failure, archive_reason, archive_failure, completed_by, ack_due_at, unacknowledged_at,
+    (CASE WHEN value_schema IS NOT NULL THEN payload END)::jsonb AS payload,
+    -- claimPriorExpr("r") (inflight.go), which sqlc cannot call.
+    (SELECT jsonb_build_object('state', c.prior_states[p.i], 'redelivered_at', c.prior_redelivered_at[p.i])
+        FROM redrive_claim c CROSS JOIN LATERAL array_position(c.ids, r.id) AS p(i)
+        WHERE c.token = r.claim_token)::jsonb AS claim_prior
+FROM redrive_record r WHERE r.id = ANY($1::uuid[])
+`
+
+type RecordGetManyRow struct {
+	ID                string
+	Queue             string
+	Type              string
+	State             string
+	Exhaustion        *string
+	Attempt           int32
+	MaxAttempts       int32
+	SourcePartition   int32
+	SourceOffset      int64
+	SourceTimestamp   *time.Time
+	SourceGroup       string
+	DlqTopic          string
+	DlqPartition      int32
+	DlqOffset         int64
+	DlqTimestamp      pgtype.Timestamptz
+	Format            string
+	Key               []byte
+	Value             []byte
+	Headers           json.RawMessage
+	Errors            json.RawMessage
+	Retry             json.RawMessage
+	Meta              json.RawMessage
+	CreatedAt         time.Time
+	EnqueuedAt        *time.Time
+	NextRetryAt       *time.Time
+	DiscardedAt       *time.Time
+	CompletedAt       *time.Time
+	UpdatedAt         time.Time
+	ArchiveState      *string
+	Fingerprint       string
+	PayloadOmitted    *string
+	ValueSchema       json.RawMessage
+	KeySchema         json.RawMessage
+	KeyPayload        json.RawMessage
+	DecodeError       *string
+	DecodePending     bool
+	RedeliveredAt     *time.Time
+	Redelivery        json.RawMessage
+	ArchivedAt        *time.Time
+	RedeliveryFailure json.RawMessage
+	ArchiveReason     *string
+	ArchiveFailure    json.RawMessage
+	CompletedBy       *string
+	AckDueAt          *time.Time
+	UnacknowledgedAt  *time.Time
+	Payload           json.RawMessage
+	ClaimPrior        json.RawMessage
+}
+
+// RecordGetMany is RecordGet of many ids at once (a fetch reads its jobs
+// in one statement).
+// The columns are readColumns' (columns.go), in order (next_retry_at
+// includes a job's fetch_at, as readSelect reads it): scanRecord reads every
+// listing into this query's row (TestReadColumnsAreTheRecordRow).
+func (q *Queries) RecordGetMany(ctx context.Context, db DBTX, ids []string) ([]RecordGetManyRow, error) {
+	rows, err := db.Query(ctx, recordGetMany, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RecordGetManyRow
+	for rows.Next() {
+		var i RecordGetManyRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Queue,
+			&i.Type,
+			&i.State,
+			&i.Exhaustion,
+			&i.Attempt,
+			&i.MaxAttempts,
+			&i.SourcePartition,
+			&i.SourceOffset,
+			&i.SourceTimestamp,
+			&i.SourceGroup,
+			&i.DlqTopic,
+			&i.DlqPartition,
+			&i.DlqOffset,
+			&i.DlqTimestamp,
+			&i.Format,
+			&i.Key,
+			&i.Value,
+			&i.Headers,
+			&i.Errors,
+			&i.Retry,
+			&i.Meta,
+			&i.CreatedAt,
+			&i.EnqueuedAt,
+			&i.NextRetryAt,
+			&i.DiscardedAt,
+			&i.CompletedAt,
+			&i.UpdatedAt,
+			&i.ArchiveState,
+			&i.Fingerprint,
+			&i.PayloadOmitted,
+			&i.ValueSchema,
+			&i.KeySchema,
+			&i.KeyPayload,
+			&i.DecodeError,
+			&i.DecodePending,
+			&i.RedeliveredAt,
+			&i.Redelivery,
+			&i.ArchivedAt,
+			&i.RedeliveryFailure,
+			&i.ArchiveReason,
+			&i.ArchiveFailure,
+			&i.CompletedBy,
+			&i.AckDueAt,
+			&i.UnacknowledgedAt,
+			&i.Payload,
+			&i.ClaimPrior,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordInFlight = `-- name: RecordInFlight :one
 SELECT EXISTS (SELECT 1 FROM redrive_claim c WHERE c.token = r.claim_token) AS in_flight
 FROM redrive_lifecycle r WHERE r.id = $1

@@ -267,6 +267,59 @@ func (q *Queries) JobLease(ctx context.Context, db DBTX, id string) (JobLeaseRow
 	return i, err
 }
 
+const jobLeases = `-- name: JobLeases :many
+SELECT l.id, l.lease_until, l.worker_id, l.fetch_at, l.result, d.attributes, l.priority, l.visibility_ms, l.timeout_ms,
+    l.lease_ms, l.deadline_at
+FROM redrive_lifecycle l JOIN redrive_record_data d ON d.id = l.id WHERE l.id = ANY($1::uuid[])
+`
+
+type JobLeasesRow struct {
+	ID           string
+	LeaseUntil   *time.Time
+	WorkerID     *string
+	FetchAt      *time.Time
+	Result       json.RawMessage
+	Attributes   json.RawMessage
+	Priority     int16
+	VisibilityMs *int64
+	TimeoutMs    *int64
+	LeaseMs      *int64
+	DeadlineAt   *time.Time
+}
+
+// JobLeases is JobLease of many ids at once.
+func (q *Queries) JobLeases(ctx context.Context, db DBTX, ids []string) ([]JobLeasesRow, error) {
+	rows, err := db.Query(ctx, jobLeases, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobLeasesRow
+	for rows.Next() {
+		var i JobLeasesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.LeaseUntil,
+			&i.WorkerID,
+			&i.FetchAt,
+			&i.Result,
+			&i.Attributes,
+			&i.Priority,
+			&i.VisibilityMs,
+			&i.TimeoutMs,
+			&i.LeaseMs,
+			&i.DeadlineAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const nextJobSeq = `-- name: NextJobSeq :one
 SELECT nextval('redrive_ojs_job_seq')::bigint
 `
