@@ -90,6 +90,9 @@ const (
 	JobRetrying Type = "job.retrying"
 	// JobCancelled: a job was cancelled.
 	JobCancelled Type = "job.cancelled"
+	// JobHeartbeat: a worker's heartbeat extended the job's lease
+	// (visible_until).
+	JobHeartbeat Type = "job.heartbeat"
 )
 
 // Types lists every event type Redrive emits.
@@ -98,7 +101,7 @@ var Types = []Type{
 	QueuePaused, QueueResumed, QueueConfigUpdated, IncidentOpened,
 	TaskCanaryWatching, TaskCanaryPassed, TaskCanaryAborted, IncidentRedriveStarted,
 	JobDiscarded, DeadLetterMoved, QueueDeleted, TaskCanaryInconclusive,
-	JobEnqueued, JobStarted, JobCompleted, JobFailed, JobRetrying, JobCancelled,
+	JobEnqueued, JobStarted, JobCompleted, JobFailed, JobRetrying, JobCancelled, JobHeartbeat,
 }
 
 // Valid reports whether t is a known event type.

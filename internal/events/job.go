@@ -42,6 +42,8 @@ type JobData struct {
 	ScheduledAt *time.Time
 	// NextRetryAt is when the next attempt is due (job.retrying).
 	NextRetryAt *time.Time
+	// VisibleUntil is the lease's new end (job.heartbeat).
+	VisibleUntil *time.Time
 	// Error is the failure: error on job.failed and job.retrying, last_error
 	// on job.discarded.
 	Error *JobError
@@ -79,6 +81,8 @@ type JobEventData struct {
 	// MaxAttempts and NextRetryAt are set on job.retrying.
 	MaxAttempts int        `json:"max_attempts,omitempty"`
 	NextRetryAt *time.Time `json:"next_retry_at,omitempty"`
+	// VisibleUntil is set on job.heartbeat.
+	VisibleUntil *time.Time `json:"visible_until,omitempty"`
 	// TotalAttempts and LastError are set on job.discarded.
 	TotalAttempts int           `json:"total_attempts,omitempty"`
 	LastError     *JobErrorData `json:"last_error,omitempty"`
@@ -139,6 +143,8 @@ func Job(t Type, d JobData) Event {
 	switch t {
 	case JobRetrying:
 		data.MaxAttempts, data.NextRetryAt = d.MaxAttempts, utcPtr(d.NextRetryAt)
+	case JobHeartbeat:
+		data.VisibleUntil = utcPtr(d.VisibleUntil)
 	case JobDiscarded:
 		data.TotalAttempts = d.Attempt
 	}

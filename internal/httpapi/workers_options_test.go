@@ -343,7 +343,8 @@ func TestUniqueJobs(t *testing.T) {
 }
 
 // OJS events spec §4.1: the worker API emits a job's lifecycle as it
-// happens — enqueued, started, failed and retrying, started, completed —
+// happens — enqueued, started, failed and retrying, started, a heartbeat,
+// completed —
 // each with the job's type, queue and attempt; a cancel, job.cancelled.
 func TestWorkerAPIEmitsJobEvents(t *testing.T) {
 	w := setupWorkers(t)
@@ -354,13 +355,16 @@ func TestWorkerAPIEmitsJobEvents(t *testing.T) {
 	w.nack(t, j.ID, map[string]any{"code": "Flaky", "message": "try again"})
 	w.clk.Advance(time.Second)
 	w.fetchAll(t, 1, "evq")
-	w.clk.Advance(250 * time.Millisecond)
+	w.clk.Advance(100 * time.Millisecond)
+	wantStatus(t, w.send(t, http.MethodPost, "/ojs/v1/workers/heartbeat",
+		map[string]any{"worker_id": "w-1", "active_jobs": []string{j.ID}}, nil), http.StatusOK)
+	w.clk.Advance(150 * time.Millisecond)
 	wantStatus(t, w.send(t, http.MethodPost, "/ojs/v1/workers/ack", map[string]any{"job_id": j.ID, "worker_id": "w-1"}, nil), http.StatusOK)
 	gone := w.publish(t, map[string]any{"type": "test.echo", "args": []any{}, "queue": "evq"})
 	wantStatus(t, w.send(t, http.MethodDelete, "/ojs/v1/jobs/"+gone.ID, nil, nil), http.StatusOK)
 
 	want := "job.enqueued:" + j.ID + ",job.started:" + j.ID + ",job.failed:" + j.ID + ",job.retrying:" + j.ID +
-		",job.started:" + j.ID + ",job.completed:" + j.ID + ",job.enqueued:" + gone.ID + ",job.cancelled:" + gone.ID
+		",job.started:" + j.ID + ",job.heartbeat:" + j.ID + ",job.completed:" + j.ID + ",job.enqueued:" + gone.ID + ",job.cancelled:" + gone.ID
 	var l eventListJSON
 	eventually.True(t, "the job's events", func() bool {
 		_, l = w.listEvents(t, readKey, "types=job.*&queues=evq&limit=100")
@@ -371,7 +375,10 @@ func TestWorkerAPIEmitsJobEvents(t *testing.T) {
 			t.Errorf("%s: %+v, want the job's type and queue", e.Type, e.Data)
 		}
 	}
-	if done := l.Events[5]; done.Data.Attempt == nil || *done.Data.Attempt != 2 || done.Data.DurationMS == nil || *done.Data.DurationMS != 250 {
+	if hb := l.Events[5]; hb.Data.Attempt == nil || *hb.Data.Attempt != 2 {
+		t.Errorf("job.heartbeat: %+v, want attempt 2", hb.Data)
+	}
+	if done := l.Events[6]; done.Data.Attempt == nil || *done.Data.Attempt != 2 || done.Data.DurationMS == nil || *done.Data.DurationMS != 250 {
 		t.Errorf("job.completed: %+v, want attempt 2 that ran 250 ms", done.Data)
 	}
 }

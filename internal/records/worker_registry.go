@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redrive/redrive/internal/events"
 	"github.com/redrive/redrive/internal/store"
 )
 
@@ -41,7 +42,18 @@ var (
 // WorkerHeartbeat records a worker's heartbeat and extends the leases it
 // still holds among those it names (store.Store.Heartbeat).
 func (s *Service) WorkerHeartbeat(ctx context.Context, h *Heartbeat) (*HeartbeatResult, error) {
-	return s.store.Heartbeat(ctx, h)
+	res, err := s.store.Heartbeat(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	// Events spec §3.2: job.heartbeat, a Level 1 MUST ("Visibility timeout
+	// extensions must be trackable"), for each lease extended.
+	for _, l := range res.Leases {
+		until := l.Until
+		s.cfg.Events.Publish(ctx, events.Job(events.JobHeartbeat, events.JobData{JobID: l.ID, JobType: l.Type, Queue: l.Queue,
+			State: "active", Attempt: l.Attempt, WorkerID: h.WorkerID, VisibleUntil: &until}))
+	}
+	return res, nil
 }
 
 // ListWorkers lists a page of the workers (store.Store.ListWorkers).

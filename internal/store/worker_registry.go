@@ -138,8 +138,18 @@ type HeartbeatResult struct {
 	// operator's, or the state the worker reports when that is further
 	// along, so that no answer asks a worker to go back.
 	State WorkerState
-	// Extended are the jobs whose lease the heartbeat extended, by id.
+	// Extended are the jobs whose lease the heartbeat extended, by id;
+	// Leases says, in the same order, what each lease now is.
 	Extended []string
+	Leases   []ExtendedLease
+}
+
+// ExtendedLease is a job's lease a heartbeat extended.
+type ExtendedLease struct {
+	ID, Queue, Type string
+	Attempt         int
+	// Until is the lease's new end.
+	Until time.Time
 }
 
 // Heartbeat records h in the registry and extends the leases it names that
@@ -166,7 +176,14 @@ func (s *Store) Heartbeat(ctx context.Context, h *Heartbeat) (*HeartbeatResult, 
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat of worker %s: %w", h.WorkerID, err)
 	}
-	return &HeartbeatResult{State: stateOf(row.Directive, row.ReportedState), Extended: nonNil(row.Extended)}, nil
+	res := &HeartbeatResult{State: stateOf(row.Directive, row.ReportedState), Extended: nonNil(row.Extended)}
+	if n := len(row.Extended); len(row.ExtendedQueues) == n && len(row.ExtendedTypes) == n && len(row.ExtendedAttempts) == n && len(row.ExtendedUntil) == n {
+		for i, id := range row.Extended {
+			res.Leases = append(res.Leases, ExtendedLease{ID: id, Queue: row.ExtendedQueues[i], Type: row.ExtendedTypes[i],
+				Attempt: int(row.ExtendedAttempts[i]), Until: row.ExtendedUntil[i]})
+		}
+	}
+	return res, nil
 }
 
 // TouchWorker notes that worker id fetched from queues at now: it is added to

@@ -17,7 +17,8 @@
 --   rows are locked in id
 --   order, so that two statements locking several never deadlock on them.
 -- It returns the worker's directive and reported state, and the jobs
--- extended.
+-- extended (in id order: their queues, types, attempts and new lease ends
+-- in the same order).
 -- name: WorkerHeartbeat :one
 WITH forgotten AS (
     DELETE FROM redrive_worker WHERE id IN (
@@ -61,8 +62,12 @@ ext AS (
     WHERE l.id = held.id AND l.lease_until >= sqlc.arg(now)::timestamptz
         AND (l.worker_id = sqlc.arg(id)::text OR l.worker_id IS NULL)
         AND (held.until > l.lease_until OR held.until = l.lease_until AND held.until < coalesce(l.deadline_at, 'infinity'::timestamptz))
-    RETURNING l.id)
-SELECT w.directive, w.reported_state, ARRAY(SELECT ext.id::text FROM ext ORDER BY 1)::text[] AS extended
+    RETURNING l.id, l.queue, l.type, l.attempt, l.lease_until)
+SELECT w.directive, w.reported_state, ARRAY(SELECT ext.id::text FROM ext ORDER BY 1)::text[] AS extended,
+    ARRAY(SELECT ext.queue FROM ext ORDER BY ext.id)::text[] AS extended_queues,
+    ARRAY(SELECT ext.type FROM ext ORDER BY ext.id)::text[] AS extended_types,
+    ARRAY(SELECT ext.attempt FROM ext ORDER BY ext.id)::integer[] AS extended_attempts,
+    ARRAY(SELECT ext.lease_until FROM ext ORDER BY ext.id)::timestamptz[] AS extended_until
 FROM w;
 
 -- TouchWorker notes that worker sqlc.arg(id) fetched from sqlc.arg(queues) at sqlc.arg(now): it

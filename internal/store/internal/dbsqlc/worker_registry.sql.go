@@ -390,8 +390,12 @@ ext AS (
     WHERE l.id = held.id AND l.lease_until >= $10::timestamptz
         AND (l.worker_id = $2::text OR l.worker_id IS NULL)
         AND (held.until > l.lease_until OR held.until = l.lease_until AND held.until < coalesce(l.deadline_at, 'infinity'::timestamptz))
-    RETURNING l.id)
-SELECT w.directive, w.reported_state, ARRAY(SELECT ext.id::text FROM ext ORDER BY 1)::text[] AS extended
+    RETURNING l.id, l.queue, l.type, l.attempt, l.lease_until)
+SELECT w.directive, w.reported_state, ARRAY(SELECT ext.id::text FROM ext ORDER BY 1)::text[] AS extended,
+    ARRAY(SELECT ext.queue FROM ext ORDER BY ext.id)::text[] AS extended_queues,
+    ARRAY(SELECT ext.type FROM ext ORDER BY ext.id)::text[] AS extended_types,
+    ARRAY(SELECT ext.attempt FROM ext ORDER BY ext.id)::integer[] AS extended_attempts,
+    ARRAY(SELECT ext.lease_until FROM ext ORDER BY ext.id)::timestamptz[] AS extended_until
 FROM w
 `
 
@@ -413,9 +417,13 @@ type WorkerHeartbeatParams struct {
 }
 
 type WorkerHeartbeatRow struct {
-	Directive     string
-	ReportedState *string
-	Extended      []string
+	Directive        string
+	ReportedState    *string
+	Extended         []string
+	ExtendedQueues   []string
+	ExtendedTypes    []string
+	ExtendedAttempts []int32
+	ExtendedUntil    []time.Time
 }
 
 // The worker registry (worker_registry.go): workers' heartbeats, what an
@@ -437,7 +445,8 @@ type WorkerHeartbeatRow struct {
 //     order, so that two statements locking several never deadlock on them.
 //
 // It returns the worker's directive and reported state, and the jobs
-// extended.
+// extended (in id order: their queues, types, attempts and new lease ends
+// in the same order).
 func (q *Queries) WorkerHeartbeat(ctx context.Context, db DBTX, arg WorkerHeartbeatParams) (WorkerHeartbeatRow, error) {
 	row := db.QueryRow(ctx, workerHeartbeat,
 		arg.ForgetBefore,
@@ -456,7 +465,15 @@ func (q *Queries) WorkerHeartbeat(ctx context.Context, db DBTX, arg WorkerHeartb
 		arg.Extend,
 	)
 	var i WorkerHeartbeatRow
-	err := row.Scan(&i.Directive, &i.ReportedState, &i.Extended)
+	err := row.Scan(
+		&i.Directive,
+		&i.ReportedState,
+		&i.Extended,
+		&i.ExtendedQueues,
+		&i.ExtendedTypes,
+		&i.ExtendedAttempts,
+		&i.ExtendedUntil,
+	)
 	return i, err
 }
 
