@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/internal/dlq"
 	"github.com/redrive/redrive/internal/filter"
+	"github.com/redrive/redrive/internal/store/internal/dbsqlc"
 )
 
 // ErrConflict is returned when a record exists but is in no state for the
@@ -91,24 +92,26 @@ func (s *Store) RetryRecord(ctx context.Context, p *RetryParams) (*dlq.Record, e
 		FROM l WHERE d.id = l.id)`
 	}
 	var r dlq.Record
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var n int
-		err := tx.QueryRow(ctx, q+" SELECT count(*) FROM l", pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta,
-			"retry": retry, "max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil}).Scan(&n)
-		if err != nil {
+	err = retryContended(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var n int
+			err := tx.QueryRow(ctx, q+" SELECT count(*) FROM l", pgx.NamedArgs{"id": p.ID, "redelivery": redeliv, "meta": meta,
+				"retry": retry, "max_attempts": p.MaxAttempts, "states": stateStrings(RetryableStates), "available_at": nil}).Scan(&n)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return pgx.ErrNoRows
+			}
+			// The record as the retry left it: a statement's own changes are
+			// not visible to it, the transaction's next one sees them.
+			rows, err := tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE id = $1", p.ID)
+			if err != nil {
+				return err
+			}
+			r, err = pgx.CollectExactlyOneRow(rows, scanRecord)
 			return err
-		}
-		if n == 0 {
-			return pgx.ErrNoRows
-		}
-		// The record as the retry left it: a statement's own changes are
-		// not visible to it, the transaction's next one sees them.
-		rows, err := tx.Query(ctx, "SELECT "+storedSQL+" FROM redrive_record WHERE id = $1", p.ID)
-		if err != nil {
-			return err
-		}
-		r, err = pgx.CollectExactlyOneRow(rows, scanRecord)
-		return err
+		})
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.whyNot(ctx, p.ID)
@@ -137,7 +140,11 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 // DeleteRecord deletes one record, or returns ErrNotFound. A record the
 // scheduler is producing right now is waited for.
 func (s *Store) DeleteRecord(ctx context.Context, id string) (BatchRow, error) {
-	d, err := s.q.RecordDelete(ctx, s.pool, id)
+	var d dbsqlc.RecordDeleteRow
+	err := retryContended(ctx, func() (err error) {
+		d, err = s.q.RecordDelete(ctx, s.pool, id)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BatchRow{}, ErrNotFound
 	}

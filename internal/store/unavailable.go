@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -36,4 +38,28 @@ func Unavailable(err error) bool {
 func Contended(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001" || pgErr.Code == "55P03")
+}
+
+// contendedAttempts is how many times a single-record write runs when
+// Postgres rolls it back for another's sake (Contended): a deadlock broken
+// at a week's turn, when the partition maintenance, ingest and the
+// fingerprint pass all lock the record tables, must not answer an
+// operator's delete or retry with 503.
+const contendedAttempts = 3
+
+// retryContended runs f, again after a short pause while it fails
+// Contended, up to contendedAttempts times in all.
+func retryContended(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := 1; attempt <= contendedAttempts; attempt++ {
+		if err = f(); !Contended(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		}
+	}
+	return err
 }
