@@ -127,14 +127,7 @@ func (s *Server) adminJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Not the data plane: args are masked as the record is (as GET
-	// /jobs/{id} does).
-	if m := s.maskerOf(c); m.masks(j.Record.Queue) {
-		masked := *j
-		masked.Record = m.record(j.Record)
-		j = &masked
-	}
-	return c.JSON(http.StatusOK, toJobJSON(j))
+	return c.JSON(http.StatusOK, toJobJSON(s.maskedJob(c, j)))
 }
 
 // adminBulkBody is POST /admin/jobs/bulk/retry (admin spec §8.1).

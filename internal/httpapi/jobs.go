@@ -304,14 +304,7 @@ func (s *Server) getJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Reading a job is not the data plane (a fetch is): its args are masked
-	// as the record is (docs/security.md, "Data masking").
-	if m := s.maskerOf(c); m.masks(j.Record.Queue) {
-		masked := *j
-		masked.Record = m.record(j.Record)
-		j = &masked
-	}
-	return c.JSON(http.StatusOK, map[string]any{"job": toJobJSON(j)})
+	return c.JSON(http.StatusOK, map[string]any{"job": toJobJSON(s.maskedJob(c, j))})
 }
 
 // fetchBody is POST /workers/fetch.
@@ -580,4 +573,17 @@ func (s *Server) nackJob(c echo.Context) error {
 		"max_attempts": out.MaxAttempts, "next_attempt_at": out.ScheduledAt, "discarded_at": out.DiscardedAt,
 		"completed_at":   out.CompletedAt,
 		"retry_delay_ms": delay, "reason": res.Reason, "job": out})
+}
+
+// maskedJob is j as the caller may read it: reading a job is not the data
+// plane (a fetch is), so its args are masked as the record is
+// (docs/security.md, "Data masking").
+func (s *Server) maskedJob(c echo.Context, j *records.Job) *records.Job {
+	m := s.maskerOf(c)
+	if !m.masks(j.Record.Queue) {
+		return j
+	}
+	masked := *j
+	masked.Record = m.record(j.Record)
+	return &masked
 }

@@ -35,7 +35,9 @@ const maxUniqueKeys = 32
 // decodeUnique checks a unique policy (unique jobs §2.2: "MUST validate the
 // UniquePolicy structure at enqueue time and reject invalid policies with an
 // invalid_request error"). on_conflict replace and replace_except_schedule
-// are not implemented: 422.
+// answer 422 unsupported rather than acting as reject: replacing the holder
+// means cancelling a job a worker may hold and storing the new one in one
+// transaction, which Redrive does not do (docs/api.md, Workers).
 func decodeUnique(raw json.RawMessage, field string) (*records.UniquePolicy, error) {
 	var u uniqueJSON
 	if err := decodeStrict(raw, &u); err != nil {

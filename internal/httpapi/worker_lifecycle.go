@@ -536,22 +536,8 @@ func (s *Server) workerDetail(c echo.Context, id string, now time.Time) (*worker
 // quieting a worker told to terminate is a 409.
 func (s *Server) directWorker(d records.WorkerState) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if err := checkParams(c.QueryParams(), nil); err != nil {
-			return err
-		}
-		if _, err := readBody(c, true); err != nil {
-			return err
-		}
-		id, err := workerParam(c)
+		id, w, now, err := s.workerToChange(c)
 		if err != nil {
-			return err
-		}
-		now := s.cfg.Now()
-		w, err := s.loadWorker(c, id, now)
-		if err != nil {
-			return err
-		}
-		if err := mayWorker(c, w, auth.ActionConfigure); err != nil {
 			return err
 		}
 		err = s.rec.SetWorkerDirective(c.Request().Context(), id, d, displayName(principal(c)), now)
@@ -592,25 +578,11 @@ func mayWorker(c echo.Context, w *records.Worker, a auth.Action) error {
 // deregisterWorker removes a stale worker (admin spec §9.4: "Only workers
 // that have missed their heartbeat deadline can be deregistered") and
 // releases its leases: each counts as an expired lease (a failed attempt,
-// error type redrive.lease_expired, that the retry policy judges), as if the
+// error type visibility_timeout, that the retry policy judges), as if the
 // worker had let it expire.
 func (s *Server) deregisterWorker(c echo.Context) error {
-	if err := checkParams(c.QueryParams(), nil); err != nil {
-		return err
-	}
-	if _, err := readBody(c, true); err != nil {
-		return err
-	}
-	id, err := workerParam(c)
+	id, w, now, err := s.workerToChange(c)
 	if err != nil {
-		return err
-	}
-	now := s.cfg.Now()
-	w, err := s.loadWorker(c, id, now)
-	if err != nil {
-		return err
-	}
-	if err := mayWorker(c, w, auth.ActionConfigure); err != nil {
 		return err
 	}
 	p := principal(c)
@@ -637,4 +609,29 @@ func (s *Server) deregisterWorker(c echo.Context) error {
 	noteAudit(c, id, nil, count64(len(released)))
 	noteChange(c, map[string]any{"directive": w.Directive, "state": w.State}, map[string]any{"deregistered": true, "released_jobs": len(released)})
 	return c.JSON(http.StatusOK, map[string]any{"id": id, "deregistered": true, "released_job_ids": released})
+}
+
+// workerToChange reads what every write about one worker starts with: no
+// query parameters, no body, a worker the caller may see and configure on
+// each of its queues; with the time of the call.
+func (s *Server) workerToChange(c echo.Context) (string, *records.Worker, time.Time, error) {
+	if err := checkParams(c.QueryParams(), nil); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	if _, err := readBody(c, true); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	id, err := workerParam(c)
+	if err != nil {
+		return "", nil, time.Time{}, err
+	}
+	now := s.cfg.Now()
+	w, err := s.loadWorker(c, id, now)
+	if err != nil {
+		return "", nil, time.Time{}, err
+	}
+	if err := mayWorker(c, w, auth.ActionConfigure); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	return id, w, now, nil
 }

@@ -85,7 +85,7 @@ func (s *Service) SetWorkerDirective(ctx context.Context, id string, d WorkerSta
 // DeregisterWorker removes a stale worker and releases its leases, then
 // fails the released attempts as the lease sweep fails any expired lease
 // (ExpireLeases), so that they move on at once: each counts as a failed
-// attempt (error type redrive.lease_expired) and the retry policy decides.
+// attempt (error type visibility_timeout) and the retry policy decides.
 // check sees the queues of its leases first (store.Store.DeregisterWorker).
 // It returns the released jobs.
 func (s *Service) DeregisterWorker(ctx context.Context, id string, now time.Time, check func(queues []string) error) ([]string, error) {
